@@ -1,0 +1,34 @@
+"""Exceptions with messages meant for people, not tracebacks.
+
+Every error raised for bad input names the file (when there is one) and the
+problem, so the CLI can print ``str(error)`` and a batch run can record it as
+the reason a case failed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class MedsamEvalError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class DataError(MedsamEvalError):
+    """Input data that cannot be used: unreadable, inconsistent or invalid.
+
+    ``path`` is the offending file or folder when one is known; the message
+    then starts with it, so it is never lost when the error is logged.
+    """
+
+    def __init__(self, problem: str, path: str | Path | None = None) -> None:
+        self.path = None if path is None else Path(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}" if self.path is not None else problem)
+
+
+class UnknownFormatError(DataError):
+    """A file whose format no reader handles."""
+
+
+class GeometryMismatchError(DataError):
+    """Image and label disagree in shape, spacing, origin or direction."""
