@@ -1,0 +1,53 @@
+# Set-up and the two everyday jobs. `make demo` and `make test` create .venv
+# when missing. Override the PyTorch build with TORCH_SPEC, e.g.
+#   make test TORCH_SPEC="torch==2.9.1 torchvision==0.24.1"
+PYTHON ?= python3
+VENV ?= .venv
+TORCH_SPEC ?= torch==2.14.1 torchvision==0.29.1
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+# glibc allocator settings: on these VMs page faults are costly, and keeping
+# freed memory instead of returning it to the OS halves the LiteMedSAM
+# encoder time. (Measured: see README, "Performance".)
+export MALLOC_MMAP_THRESHOLD_ ?= 4294967296
+export MALLOC_TRIM_THRESHOLD_ ?= 4294967296
+export MALLOC_TOP_PAD_ ?= 1073741824
+export SAM2_BUILD_CUDA ?= 0
+
+.PHONY: install system-deps demo test sample-data clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
+	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam]'
+	touch $(STAMP)
+
+# Xvfb for the napari GUI tests and the X/OpenGL libraries PyQt5's xcb plugin
+# loads (Debian packages; installed only when one is missing).
+SYSTEM_PACKAGES := xvfb xauth libgl1 libegl1 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 \
+	libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xfixes0 \
+	libxcb-shape0 libxcb-cursor0 libdbus-1-3 libfontconfig1
+
+system-deps:
+	@if ! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \
+		echo "installing system packages: $(SYSTEM_PACKAGES)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
+	fi
+
+demo: $(STAMP)
+	$(BIN)/medsam-eval info sample_data/phantom_ct/image.nii.gz --label sample_data/phantom_ct/label.nii.gz
+	$(BIN)/medsam-eval info sample_data/CT_phantom_abdomen.npz
+	$(BIN)/medsam-eval score sample_data/phantom_ct/label_rater2.nii.gz sample_data/phantom_ct/label.nii.gz
+
+test: $(STAMP) system-deps
+	$(BIN)/python -m pytest -q --durations=15
+
+sample-data: $(STAMP)
+	$(BIN)/python scripts/make_sample_data.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,56 @@
+"""The ``medsam-eval`` command line.
+
+Each subcommand lives in its own module with ``add_parser(subparsers)`` and a
+``run(args) -> int``. Errors this package raises on purpose are printed as one
+line (``error: <file>: <problem>``) with exit status 2; anything else is an
+internal error whose traceback ``--debug`` shows.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import import_module
+
+from ..errors import MedsamEvalError
+
+#: subcommand modules, in the order ``--help`` lists them
+COMMANDS = ["info", "score"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="medsam-eval",
+        description="Evaluate promptable segmentation (LiteMedSAM, MedSAM2, SAM) of medical images and videos.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        import_module(f"{__name__}.{name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except MedsamEvalError as error:
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - last line of defence for a CLI
+        if args.debug:
+            raise
+        print(f"internal error: {type(error).__name__}: {error} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

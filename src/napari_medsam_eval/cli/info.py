@@ -1,0 +1,78 @@
+"""``medsam-eval info PATH``: what a file holds (kind, shape, spacing, labels)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..case import Case
+from ..io import read_case
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("info", help="describe an image/volume/video and its labels")
+    parser.add_argument("path", type=Path, help="image file or folder (NIfTI, NRRD, MHA, DICOM folder, npz, PNG/JPG, video, frame folder)")
+    parser.add_argument("--label", type=Path, help="ground-truth file to pair with the image")
+    parser.add_argument("--kind", choices=["volume", "video", "image"], help="override the detected kind")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
+    parser.set_defaults(func=run)
+
+
+def describe_case(case: Case) -> dict:
+    """Plain facts about a case, as printed by ``info``."""
+    image = case.image
+    facts: dict = {
+        "case_id": case.case_id,
+        "kind": case.kind,
+        "modality": case.modality,
+        "shape": list(image.shape),
+        "axes": case.axes.upper() + ("C" if case.has_channels else ""),
+        "dtype": str(image.dtype),
+        "spacing_axes": list(case.spacing.axes),
+        "spacing": [round(v, 3) for v in case.spacing.values],
+        "intensity": {"min": float(image.min()), "max": float(image.max()), "mean": round(float(image.mean()), 3)},
+    }
+    if case.label is not None:
+        values, counts = np.unique(case.label, return_counts=True)
+        names = case.label_names
+        voxel_volume = float(np.prod(case.spacing.values)) if case.kind == "volume" else None
+        facts["labels"] = [
+            {
+                "value": int(v),
+                "name": names.get(int(v), ""),
+                "voxels": int(n),
+                **({"volume_ml": round(n * voxel_volume / 1000.0, 3)} if voxel_volume else {}),
+            }
+            for v, n in zip(values, counts)
+        ]
+    return facts
+
+
+def format_text(facts: dict) -> str:
+    axes = ", ".join(facts["spacing_axes"])
+    spacing = ", ".join(str(v) for v in facts["spacing"])
+    lines = [
+        f"case      {facts['case_id']}",
+        f"kind      {facts['kind']}" + (f" ({facts['modality']})" if facts["modality"] else ""),
+        f"shape     {tuple(facts['shape'])}  axes {facts['axes']}  dtype {facts['dtype']}",
+        f"spacing ({axes}) = ({spacing})" + (" mm" if facts["kind"] != "image" else " (pixels)"),
+        f"intensity min {facts['intensity']['min']:g}  max {facts['intensity']['max']:g}  mean {facts['intensity']['mean']:g}",
+    ]
+    if "labels" in facts:
+        lines.append("labels")
+        for row in facts["labels"]:
+            extra = f"  {row['volume_ml']} mL" if "volume_ml" in row else ""
+            name = f" ({row['name']})" if row["name"] else ""
+            lines.append(f"  {row['value']:>4}{name}: {row['voxels']} voxels{extra}")
+    else:
+        lines.append("labels    none")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    case = read_case(args.path, args.label, kind=args.kind)
+    facts = describe_case(case)
+    print(json.dumps(facts, indent=2) if args.json else format_text(facts))
+    return 0

@@ -1,0 +1,50 @@
+"""Model backends, built by name; heavy imports happen only when one is built.
+
+>>> backend = build_backend("litemedsam")            # CPU, shipped weights
+>>> backend = build_backend("medsam2", checkpoint="MedSAM2_latest.pt", device="cuda")
+"""
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from .base import ProgressCallback, SegmentationBackend, SegmentResult
+
+#: name -> "module:builder"; the module is imported only when that backend is built
+BACKENDS: dict[str, str] = {
+    "litemedsam": "napari_medsam_eval.models.litemedsam:build",
+    "medsam2": "napari_medsam_eval.models.sam2_backend:build_medsam2",
+    "sam2": "napari_medsam_eval.models.sam2_backend:build_sam2",
+    "sam": "napari_medsam_eval.models.sam_backend:build",
+    "box": "napari_medsam_eval.models.baselines:build_box",
+    "oracle": "napari_medsam_eval.models.baselines:build_oracle",
+}
+
+DEFAULT_BACKEND = "litemedsam"
+
+
+def available_backends() -> list[str]:
+    return sorted(BACKENDS)
+
+
+def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBackend:
+    """Build the backend registered as ``name`` with builder ``options``
+    (``checkpoint``, ``device``, ``dtype``, ...)."""
+    try:
+        target = BACKENDS[name]
+    except KeyError:
+        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available_backends())}") from None
+    module_name, func_name = target.split(":")
+    builder = getattr(import_module(module_name), func_name)
+    return builder(**options)
+
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "ProgressCallback",
+    "SegmentResult",
+    "SegmentationBackend",
+    "available_backends",
+    "build_backend",
+]

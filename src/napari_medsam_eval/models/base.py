@@ -1,0 +1,86 @@
+"""The model backend interface: segment one 2D slice/frame from prompts.
+
+A backend is built by name through :func:`napari_medsam_eval.models.build_backend`;
+heavy imports (torch, sam2, segment_anything) happen only inside the builders.
+Per-slice backends are turned into 3D/temporal segmenters by
+:mod:`napari_medsam_eval.propagation`; backends with their own memory
+(SAM2/MedSAM2) set ``propagates_natively`` and implement :meth:`propagate`.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, Hashable
+
+import numpy as np
+
+from ..prompt import Prompt
+
+#: called with (done, total); returning False (or raising) cancels the work
+ProgressCallback = Callable[[int, int], "bool | None"]
+
+
+@dataclass
+class SegmentResult:
+    """What a backend returns for one slice and one prompt.
+
+    ``mask`` is the binary prediction at the slice's full resolution.
+    ``logits`` are the pre-threshold values at full resolution when the model
+    has them (None for baselines). ``candidates``/``candidate_scores`` hold
+    every mask a multi-mask model (SAM) proposes, index 0 first; ``score`` is
+    the model's own quality estimate of ``mask`` when it gives one. ``timings``
+    holds seconds spent in ``encoder`` and ``decoder``.
+    """
+
+    mask: np.ndarray
+    logits: np.ndarray | None = None
+    score: float | None = None
+    candidates: np.ndarray | None = None
+    candidate_scores: np.ndarray | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class SegmentationBackend(ABC):
+    """One promptable model.
+
+    ``image`` given to :meth:`segment` is one 2D slice/frame, ``(H, W)`` or
+    ``(H, W, 3)``, already intensity-prepared (uint8 for the SAM family).
+    ``cache_key`` identifies the slice (e.g. ``(case_id, z)``) so a backend can
+    reuse its image embedding when the same slice is prompted again.
+    """
+
+    name: str = "backend"
+    #: prompt kinds accepted, a subset of {"box", "points", "mask"}
+    accepts: frozenset[str] = frozenset()
+    propagates_natively: bool = False
+
+    @abstractmethod
+    def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
+        """Segment ``image`` from ``prompt``; several boxes are merged by union."""
+
+    def propagate(
+        self,
+        frames: np.ndarray,
+        prompt: Prompt,
+        *,
+        reverse: bool = True,
+        progress: ProgressCallback | None = None,
+    ) -> np.ndarray:
+        """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``."""
+        raise NotImplementedError(f"{self.name} has no native propagation; use napari_medsam_eval.propagation")
+
+    def clear_cache(self) -> None:
+        """Forget cached image embeddings (a no-op for backends without a cache)."""
+
+    def describe(self) -> dict[str, object]:
+        """Facts a run manifest records (name, checkpoint and its SHA-256, device)."""
+        return {"name": self.name}
+
+    def check_prompt(self, prompt: Prompt) -> None:
+        """Raise ValueError when ``prompt`` uses a kind this backend does not accept."""
+        used = {k for k, present in (("box", prompt.boxes), ("points", prompt.points), ("mask", prompt.mask is not None)) if present}
+        unsupported = used - set(self.accepts)
+        if unsupported:
+            raise ValueError(f"{self.name} does not accept {sorted(unsupported)} prompts (accepts {sorted(self.accepts)})")
+        if not used:
+            raise ValueError(f"{self.name}: the prompt for label {prompt.target_label} is empty")

@@ -1,0 +1,30 @@
+"""Shared fixtures: where the real public test data lives.
+
+The data sit in ``../shared/data`` beside the repository (read in place, never
+copied). ``MEDSAM_EVAL_SHARED_DATA`` points elsewhere when needed.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+SHARED_REFERENCE = SHARED_DATA.parent / "reference"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """Root of the real datasets; fails (not skips) when missing, since CI has them."""
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"shared test data not found at {SHARED_DATA} (set MEDSAM_EVAL_SHARED_DATA)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def shared_reference() -> Path:
+    if not SHARED_REFERENCE.is_dir():
+        pytest.fail(f"shared reference folder not found at {SHARED_REFERENCE}")
+    return SHARED_REFERENCE
