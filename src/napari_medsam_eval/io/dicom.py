@@ -1,0 +1,113 @@
+"""DICOM series folders, read with SimpleITK's ImageSeriesReader.
+
+GDCM finds the series in a folder and sorts each series' slices along the
+slice normal. A folder with several series needs ``series_id`` (the error
+lists them); a folder with none is an error. Missing, duplicated or unevenly
+spaced slices are an error here, because ITK only prints a warning and
+stretches the spacing to cover the gap (the volume would be silently wrong).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import SimpleITK as sitk
+
+from ..case import Case, CaseKind
+from ..errors import DataError
+from .sitk_io import array_of, case_from_sitk, geometry_of, short_sitk_message
+
+_TAG_POSITION = "0020|0032"
+_TAG_ORIENTATION = "0020|0037"
+_TAG_MODALITY = "0008|0060"
+
+
+def dicom_series_files(folder: str | Path, series_id: str | None = None) -> tuple[list[str], str]:
+    """Sorted slice files of one DICOM series in ``folder`` and the series UID.
+
+    Several series need ``series_id``; the error lists them with their slice counts.
+    """
+    folder = Path(folder)
+    ids = list(sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(folder)))
+    if not ids:
+        raise DataError("no DICOM series found in folder (no readable DICOM slices)", folder)
+    if series_id is None:
+        if len(ids) > 1:
+            listing = "; ".join(
+                f"{uid} ({len(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), uid))} slices)" for uid in ids
+            )
+            raise DataError(f"folder holds {len(ids)} DICOM series, choose one with series_id: {listing}", folder)
+        series_id = ids[0]
+    elif series_id not in ids:
+        raise DataError(f"DICOM series {series_id!r} not in folder; found: {', '.join(ids)}", folder)
+    return list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), series_id)), series_id
+
+
+def read_dicom_series(folder: str | Path, series_id: str | None = None) -> tuple[sitk.Image, dict[str, Any]]:
+    """Read one DICOM series as a 3D image; returns it with ``series_id`` and ``modality``."""
+    folder = Path(folder)
+    files, series_id = dicom_series_files(folder, series_id)
+    headers = [_read_header(Path(f)) for f in files]
+    _check_slice_positions(files, headers, folder)
+    reader = sitk.ImageSeriesReader()
+    reader.SetFileNames(files)
+    try:
+        image = reader.Execute()
+    except RuntimeError as error:
+        raise DataError(f"cannot read DICOM series {series_id}: {short_sitk_message(error)}", folder) from None
+    modality = headers[0].get(_TAG_MODALITY, "").strip() or None
+    return image, {"series_id": series_id, "modality": modality, "n_files": len(files)}
+
+
+def _read_header(path: Path) -> dict[str, str]:
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(path))
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError as error:
+        raise DataError(f"unreadable DICOM slice: {short_sitk_message(error)}", path) from None
+    return {key: reader.GetMetaData(key) for key in (_TAG_POSITION, _TAG_ORIENTATION, _TAG_MODALITY)
+            if reader.HasMetaDataKey(key)}
+
+
+def _check_slice_positions(files: list[str], headers: list[dict[str, str]], folder: Path) -> None:
+    """Raise on missing, duplicated or unevenly spaced slices (ITK would only warn)."""
+    if len(files) < 3 or any(_TAG_POSITION not in h or _TAG_ORIENTATION not in h for h in headers):
+        return
+    cosines = np.array([float(v) for v in headers[0][_TAG_ORIENTATION].split("\\")])
+    normal = np.cross(cosines[:3], cosines[3:6])
+    positions = np.array([[float(v) for v in h[_TAG_POSITION].split("\\")] for h in headers]) @ normal
+    steps = np.diff(positions)
+    expected = float(np.median(steps))
+    if abs(expected) < 1e-6:
+        raise DataError("DICOM slices share one position (duplicated slices?)", folder)
+    tolerance = max(0.01, 0.05 * abs(expected))
+    bad = np.flatnonzero(np.abs(steps - expected) > tolerance)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"missing or unevenly spaced DICOM slices: gap of {steps[i]:.4g} mm between "
+            f"{Path(files[i]).name} and {Path(files[i + 1]).name} (expected {expected:.4g} mm)",
+            folder,
+        )
+
+
+def read_dicom_case(folder: str | Path, *, series_id: str | None = None, kind: CaseKind | None = None,
+                    modality: str | None = None, case_id: str | None = None) -> Case:
+    """Read a DICOM series folder as a volume Case; modality from tag (0008,0060) when not given."""
+    image, info = read_dicom_series(folder, series_id)
+    return case_from_sitk(
+        image,
+        folder,
+        kind=kind,
+        modality=modality or info["modality"],
+        case_id=case_id,
+        metadata={"dicom_series_id": info["series_id"], "n_files": info["n_files"]},
+    )
+
+
+def read_dicom_label(folder: str | Path, series_id: str | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """A label stored as a DICOM series: its raw array (z, y, x) and ITK geometry."""
+    image, _ = read_dicom_series(folder, series_id)
+    return array_of(image, folder), geometry_of(image)

@@ -1,0 +1,132 @@
+"""Recognising a file or folder's format from its name and first bytes.
+
+Dispatch is by suffix (``.nii.gz`` counts as one suffix); a folder is a DICOM
+series when it holds ``.dcm`` files or files with the DICOM ``DICM`` marker,
+and a video made of frames when it holds image files. A file whose content
+plainly contradicts its suffix (a text file named ``.nii.gz``) is reported as
+such rather than with the reader's generic failure.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+from ..errors import DataError, UnknownFormatError
+
+Format = Literal["sitk", "npz", "image2d", "video_file", "dicom_folder", "frame_folder"]
+
+#: single-file formats SimpleITK reads (NIfTI, NRRD, MetaImage, single DICOM file)
+SITK_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
+NPZ_SUFFIXES = (".npz",)
+IMAGE2D_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp")
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
+JPEG_SUFFIXES = (".jpg", ".jpeg")
+
+_ALL_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
+_DICOM_MARKER_OFFSET = 128
+
+
+def format_suffix(path: str | Path) -> str:
+    """Lower-case suffix, treating ``.nii.gz`` as one suffix (``''`` when none)."""
+    name = Path(path).name.lower()
+    if name.endswith(".nii.gz"):
+        return ".nii.gz"
+    return Path(name).suffix
+
+
+def strip_suffix(path: str | Path) -> str:
+    """File name without its format suffix: ``case_001.nii.gz`` -> ``case_001``."""
+    name = Path(path).name
+    suffix = format_suffix(path)
+    return name[: len(name) - len(suffix)] if suffix else name
+
+
+def natural_sort_key(name: str | Path) -> tuple:
+    """Sort key putting ``frame2`` before ``frame10`` (digit runs compared as numbers)."""
+    parts = re.split(r"(\d+)", Path(name).name.lower())
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts if part != "")
+
+
+def require_file(path: str | Path) -> Path:
+    """The path as a :class:`Path`, or a DataError when it is missing, a folder or empty."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError("file not found", path)
+    if not path.is_file():
+        raise DataError("expected a file, found a folder", path)
+    if path.stat().st_size == 0:
+        raise DataError("file is empty (0 bytes)", path)
+    return path
+
+
+def looks_like_text(path: str | Path, n_bytes: int = 512) -> bool:
+    """True when the file's first bytes are printable text (a mislabelled text file)."""
+    with open(path, "rb") as handle:
+        head = handle.read(n_bytes)
+    if not head or b"\x00" in head:
+        return False
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
+
+
+def is_dicom_file(path: Path) -> bool:
+    """A ``.dcm`` file, or any file with ``DICM`` at byte 128 (DICOM Part 10)."""
+    if path.suffix.lower() == ".dcm":
+        return True
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(_DICOM_MARKER_OFFSET)
+            return handle.read(4) == b"DICM"
+    except OSError:
+        return False
+
+
+def image_files_in(folder: Path) -> list[Path]:
+    """Image files (PNG, JPEG, TIFF, BMP) directly in ``folder``, naturally sorted."""
+    files = [p for p in folder.iterdir()
+             if p.is_file() and not p.name.startswith(".") and format_suffix(p) in IMAGE2D_SUFFIXES]
+    return sorted(files, key=natural_sort_key)
+
+
+def detect_format(path: str | Path) -> Format:
+    """Which reader handles ``path``; raises DataError / UnknownFormatError otherwise."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError("file not found", path)
+    if path.is_dir():
+        return _detect_folder(path)
+    suffix = format_suffix(path)
+    for fmt, suffixes in (
+        ("sitk", SITK_SUFFIXES),
+        ("npz", NPZ_SUFFIXES),
+        ("image2d", IMAGE2D_SUFFIXES),
+        ("video_file", VIDEO_SUFFIXES),
+    ):
+        if suffix in suffixes:
+            return fmt  # type: ignore[return-value]
+    if is_dicom_file(path):
+        return "sitk"
+    raise UnknownFormatError(
+        f"unknown format {suffix or '(no suffix)'!r}; supported: {', '.join(_ALL_SUFFIXES)}, "
+        "a DICOM series folder or a folder of frames",
+        path,
+    )
+
+
+def _detect_folder(folder: Path, n_sniffed: int = 20) -> Format:
+    """``.dcm`` files -> DICOM; else image files -> frames; else sniff a few files for ``DICM``."""
+    files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    if any(p.suffix.lower() == ".dcm" for p in files):
+        return "dicom_folder"
+    if any(format_suffix(p) in IMAGE2D_SUFFIXES for p in files):
+        return "frame_folder"
+    if any(is_dicom_file(p) for p in files[:n_sniffed]):
+        return "dicom_folder"
+    raise UnknownFormatError(
+        "folder holds neither a DICOM series nor image frames (PNG/JPEG/TIFF)" if files else "folder is empty",
+        folder,
+    )

@@ -1,0 +1,173 @@
+"""2D images (PNG, JPEG, TIFF, BMP) and their masks.
+
+Images
+    Grey stays ``(Y, X)``, colour stays ``(Y, X, 3)`` (grey stored as RGB, like
+    the SAM-Med2D CT slices, is kept as RGB: it is what the file holds). An
+    alpha channel is dropped (``metadata['alpha_dropped'] = True``). Pixels
+    carry no physical size: spacing is 1.0 per pixel on ``y`` and ``x``.
+
+Masks (:func:`mask_to_labels`, also used for video frame masks)
+    1. A colour mask is made grey first: channel 0 when all channels are
+       equal, else luminance (PIL ``convert("L")``).
+    2. A JPEG mask is binarised at ``> 127`` to label 1 (compression noise makes
+       exact values meaningless).
+    3. A palette PNG keeps its palette indices as labels.
+    4. A mask reaching its dtype's maximum (255 for 8-bit, 65535 for 16-bit),
+       i.e. ``{0, 255}`` masks and their anti-aliased versions, is binarised at
+       half that maximum to label 1.
+    5. Anything else (``{0, 1, 2}``, a label map) keeps its values as labels.
+
+    When rules 2 or 4 apply, ``label_names`` is ``{1: 'foreground'}`` (or the
+    name given), ``label_source_values`` records ``{1: 255}`` and
+    ``mask_encoding`` says which rule was used.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import imageio.v3 as iio
+import numpy as np
+from PIL import Image
+
+from ..case import Case, Spacing
+from ..errors import DataError
+from ._build import check_kind, make_case
+from .formats import JPEG_SUFFIXES, format_suffix, require_file, strip_suffix
+from .validation import check_same_shape, label_dtype_for, to_label_array
+
+JPEG_THRESHOLD = 127
+FOREGROUND = "foreground"
+
+
+def read_image_array(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
+    """Pixels of one 2D image as ``(Y, X)`` or ``(Y, X, 3)``, plus notes for the metadata."""
+    path = require_file(path)
+    try:
+        pixels = np.asarray(iio.imread(path))
+    except Exception as error:  # imageio plugins raise OSError, ValueError, SyntaxError, ...
+        raise DataError(f"cannot be read as an image ({type(error).__name__}: {error})", path) from None
+    notes: dict[str, Any] = {}
+    if pixels.ndim == 3 and pixels.shape[-1] in (2, 4):
+        notes["alpha_dropped"] = True
+        pixels = pixels[..., :-1]
+    if pixels.ndim == 3 and pixels.shape[-1] == 1:
+        pixels = pixels[..., 0]
+    if not (pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[-1] == 3)):
+        raise DataError(f"image of shape {pixels.shape} where a single 2D grey or RGB image was expected "
+                        "(multi-page TIFF?)", path)
+    return pixels, notes
+
+
+def read_image2d(path: str | Path, *, kind: str | None = None, modality: str | None = None,
+                 case_id: str | None = None) -> Case:
+    """A 2D image file as an ``image`` Case (no label), unit pixel spacing."""
+    check_kind(kind, ("image",), path, "a 2D image file")
+    pixels, notes = read_image_array(path)
+    return make_case(pixels, kind="image", spacing=Spacing.isotropic("yx"), path=path,
+                     case_id=case_id, modality=modality, metadata=notes)
+
+
+def read_mask_pixels(path: str | Path) -> tuple[np.ndarray, bool]:
+    """Grey mask values (rule 1 of the module docstring) and whether they are palette indices."""
+    path = require_file(path)
+    try:
+        with Image.open(path) as img:
+            img.load()
+            palette = img.mode in ("P", "PA")
+            values = np.asarray(img if img.mode not in ("RGB", "RGBA", "LA", "PA") else _to_grey(img))
+    except Exception as error:  # PIL raises OSError, ValueError, SyntaxError, DecompressionBombError ...
+        raise DataError(f"cannot be read as a mask image ({type(error).__name__}: {error})", path) from None
+    if values.ndim != 2:
+        raise DataError(f"mask of shape {values.shape} where a 2D mask was expected", path)
+    return values, palette
+
+
+def _to_grey(img: Image.Image) -> Image.Image:
+    if img.mode in ("LA", "PA"):
+        return img.getchannel(0)
+    rgb = np.asarray(img.convert("RGB"))
+    if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 0], rgb[..., 2]):
+        return Image.fromarray(rgb[..., 0])
+    return img.convert("L")
+
+
+def mask_to_labels(values: np.ndarray, *, lossy: bool, palette: bool,
+                   path: str | Path | None) -> tuple[np.ndarray, str, dict[int, int]]:
+    """Apply rules 2-5 of the module docstring: ``(labels, encoding, {label: file value})``."""
+    if values.dtype == bool:
+        return values.astype(np.uint8), "binary", {}
+    if lossy:
+        return (values > JPEG_THRESHOLD).astype(np.uint8), f"JPEG mask binarised at >{JPEG_THRESHOLD}", {1: 255}
+    if palette:
+        return to_label_array(values, path), "palette indices", {}
+    if np.issubdtype(values.dtype, np.integer) and values.dtype.itemsize <= 2:
+        top = int(np.iinfo(values.dtype).max)
+        if values.size and int(values.max()) == top:
+            exact = np.all((values == 0) | (values == top))
+            encoding = f"binary 0/{top} mask -> 0/1" if exact else f"grey-level mask binarised at >{top // 2}"
+            return (values > top // 2).astype(np.uint8), encoding, {1: top}
+    return to_label_array(values, path), "label values kept", {}
+
+
+def read_mask2d(path: str | Path, *, shape: Sequence[int] | None = None,
+                image_path: str | Path | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """A 2D mask file as a label map plus ``mask_encoding``/``label_source_values`` metadata."""
+    values, palette = read_mask_pixels(path)
+    labels, encoding, sources = mask_to_labels(
+        values, lossy=format_suffix(path) in JPEG_SUFFIXES, palette=palette, path=path
+    )
+    if shape is not None:
+        check_same_shape(labels.shape, shape, path, image_path)
+    info: dict[str, Any] = {"mask_encoding": encoding}
+    if sources:
+        info["label_source_values"] = sources
+        info["label_names"] = {1: FOREGROUND}
+    return labels, info
+
+
+def object_names(mask_paths: Sequence[str | Path], image_path: str | Path) -> list[str]:
+    """Object names from per-object mask files: ``<image>_liver_000.png`` -> ``liver``.
+
+    The image stem prefix is removed, then a trailing ``_000`` index unless two
+    masks would share a name (``hip_left_000``/``hip_left_001`` stay distinct).
+    """
+    stem = strip_suffix(image_path)
+    full = [strip_suffix(p)[len(stem) + 1:] if strip_suffix(p).startswith(stem + "_") else strip_suffix(p)
+            for p in mask_paths]
+    short = [re.sub(r"_\d{3}$", "", name) for name in full]
+    return [s if short.count(s) == 1 else f for s, f in zip(short, full)]
+
+
+def read_image_with_masks(image_path: str | Path, mask_paths: Sequence[str | Path],
+                          names: Sequence[str] | None = None, *, case_id: str | None = None,
+                          modality: str | None = None) -> Case:
+    """One 2D image with one binary mask file per object, merged into a label map.
+
+    Object ``i`` (in ``mask_paths`` order) gets label ``i + 1`` and the name
+    ``names[i]`` (default: :func:`object_names`). Where masks overlap the later
+    one wins; the number of such pixels is kept as ``metadata['overlap_pixels']``.
+    """
+    if not mask_paths:
+        raise DataError("no mask files given for this image", image_path)
+    names = list(names) if names is not None else object_names(mask_paths, image_path)
+    if len(names) != len(mask_paths):
+        raise ValueError(f"{len(names)} names for {len(mask_paths)} masks")
+    pixels, notes = read_image_array(image_path)
+    shape = pixels.shape[:2]
+    label = np.zeros(shape, dtype=label_dtype_for(len(mask_paths)))
+    covered = np.zeros(shape, dtype=np.uint16)
+    for value, mask_path in enumerate(mask_paths, start=1):
+        mask, _ = read_mask2d(mask_path, shape=shape, image_path=image_path)
+        label[mask > 0] = value
+        covered += mask > 0
+    notes.update(
+        label_path=str(Path(mask_paths[0]).parent),
+        mask_paths=[str(p) for p in mask_paths],
+        label_names={value: name for value, name in enumerate(names, start=1)},
+        overlap_pixels=int(np.count_nonzero(covered > 1)),
+        mask_encoding="one binary mask file per object",
+    )
+    return make_case(pixels, kind="image", spacing=Spacing.isotropic("yx"), path=image_path, label=label,
+                     case_id=case_id, modality=modality, metadata=notes)
