@@ -96,7 +96,12 @@ class Case:
     ``metadata`` is free-form; readers fill these keys when they know them:
     ``origin`` and ``direction`` (ITK order: x, y, z and a row-major 3x3 or 2x2
     matrix), ``label_names`` ({value: name}), ``image_path``, ``label_path``,
-    ``boxes`` (MedSAM npz), ``frame_names`` (videos).
+    ``boxes`` (MedSAM npz), ``frame_names`` (videos), ``spacing_xyz`` (the
+    file's own spacing, ITK order, used by writers and geometry checks),
+    ``fps`` (video files), ``dicom_series_id``, ``mask_encoding`` and
+    ``label_source_values`` (how 2D masks became labels, e.g. {1: 255}),
+    ``mask_paths`` and ``overlap_pixels`` (one mask file per object),
+    ``alpha_dropped``, ``replaced_embedded_label``.
     """
 
     image: np.ndarray
