@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +95,7 @@ def test_missing_file_gives_one_line_error(tmp_path):
 
 
 def test_console_script_is_installed():
-    exe = shutil.which("medsam-eval")
-    assert exe is not None
-    result = subprocess.run([exe, "--help"], capture_output=True, text=True)
+    exe = Path(sys.executable).parent / "medsam-eval"  # the venv's bin, whether or not it is on PATH
+    assert exe.is_file(), exe
+    result = subprocess.run([str(exe), "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "info" in result.stdout and "score" in result.stdout
