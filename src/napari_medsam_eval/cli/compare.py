@@ -1,0 +1,37 @@
+"""``medsam-eval compare RUN_A RUN_B``: paired comparison (B - A) of two runs on the same cases."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import MedsamEvalError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("compare", help="paired comparison of two benchmark runs (B - A) per task")
+    parser.add_argument("run_a", type=Path, help="baseline run directory (A)")
+    parser.add_argument("run_b", type=Path, help="run directory compared with it (B)")
+    parser.add_argument("--metric", choices=["dice", "nsd"], default="dice", help="score to compare (default dice)")
+    parser.add_argument("--out", type=Path, help="write compare.md, compare.csv and the difference plot here")
+    parser.add_argument("--resamples", type=int, default=10_000, help="bootstrap resamples (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import compare_runs, format_comparison, load_run, write_comparison
+
+    if args.resamples < 1:
+        raise MedsamEvalError(f"--resamples must be >= 1, not {args.resamples}")
+    a, b = load_run(args.run_a), load_run(args.run_b)
+    if args.out is not None:
+        path, comparison = write_comparison(a, b, args.out, metric=args.metric, n_boot=args.resamples, seed=args.seed)
+    else:
+        path, comparison = None, compare_runs(a, b, metric=args.metric, n_boot=args.resamples, seed=args.seed)
+    print(f"{args.metric}: B ({args.run_b}) - A ({args.run_a})")
+    print(format_comparison(comparison))
+    for note in comparison.attrs.get("notes", []):
+        print(f"note: {note}")
+    if path is not None:
+        print(f"\ncomparison: {path}")
+    return 0

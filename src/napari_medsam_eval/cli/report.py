@@ -1,0 +1,32 @@
+"""``medsam-eval report RUN_DIR``: per-task tables, figures and report.md/report.html of a run."""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import MedsamEvalError
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("report", help="summarise a benchmark run: tables, figures, report.md/.html")
+    parser.add_argument("run_dir", type=Path, help="run directory (results.parquet/.csv/.jsonl, manifest.json)")
+    parser.add_argument("--worst", type=int, default=5, metavar="K",
+                        help="per-slice plots of the K worst cases (default 5)")
+    parser.add_argument("--by", nargs="+", metavar="ATTRIBUTE",
+                        help="split the task table by these case attributes (default: those with 2-8 values)")
+    parser.add_argument("--out", type=Path, help="write the report here instead of in the run directory")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..report import format_task_summary, load_run, write_report
+
+    if args.worst < 0:
+        raise MedsamEvalError(f"--worst must be >= 0, not {args.worst}")
+    results = load_run(args.run_dir)
+    print(format_task_summary(results.table))
+    for note in results.notes:
+        print(f"note: {note}")
+    path = write_report(results, worst_k=args.worst, attributes=args.by, out_dir=args.out)
+    print(f"\nreport: {path}\n        {path.with_suffix('.html')}")
+    return 0

@@ -1,0 +1,232 @@
+"""Loading a run directory's results table and manifest.
+
+The runner writes one row per case x target, first to ``results.jsonl`` (one
+JSON object a line, appended while it runs) and, when it finishes, to
+``results.parquet`` and ``results.csv``. :func:`load_results` reads the best
+of these that exists, in that order: parquet, else CSV, else JSONL. A JSONL
+file whose last line is cut short (a run killed mid-write) loses that line,
+and the rows of a last case written only in part (fewer rows than their
+``_case_rows`` says) are left out too; a bad line anywhere else is an error.
+A JSONL newer than the parquet/CSV (a run still going, or resumed) is
+reported in :attr:`RunResults.notes`.
+
+Columns are normalised so that the statistics need not care which file they
+came from: every column of :data:`COLUMNS` exists (missing ones are filled
+with NaN/None), ``status`` is lower case ("ok" or "failed"), the metric and
+time columns are floats, and ``target_label`` is text (``"1"``, not ``1.0``),
+so that two runs join on it whatever their format.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError
+
+#: results files, in the order they are preferred
+RESULT_FILES = ("results.parquet", "results.csv", "results.jsonl")
+MANIFEST_FILE = "manifest.json"
+#: in ``results.jsonl``, the number of rows of the row's case (written as one block)
+CASE_ROWS_KEY = "_case_rows"
+
+#: the runner's row schema
+COLUMNS = (
+    "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
+    "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
+    "slice_dice", "prompt", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
+    "prediction_path",
+)
+FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices",
+                 "prompt_slice", "time_encoder_s", "time_decoder_s", "time_total_s", "seed")
+TEXT_COLUMNS = ("case_id", "dataset", "task", "label_name", "kind", "model", "protocol", "error")
+
+
+@dataclass
+class RunResults:
+    """A run directory's table, its manifest and where they came from."""
+
+    path: Path
+    table: pd.DataFrame
+    manifest: dict = field(default_factory=dict)
+    source: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def is_missing(value: Any) -> bool:
+    """None, NaN or pandas' NA (nullable integer columns of a parquet table)."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def _label_text(value: Any) -> str | None:
+    """``1``, ``1.0`` and ``"1"`` all become ``"1"``; other text stays as it is."""
+    if is_missing(value):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return str(int(value)) if float(value).is_integer() else repr(float(value))
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return str(int(number)) if number.is_integer() else text
+
+
+def normalize_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The columns of :data:`COLUMNS` with consistent types (see the module notes)."""
+    table = table.copy()
+    for column in COLUMNS:
+        if column not in table.columns:
+            table[column] = np.nan if column in FLOAT_COLUMNS else None
+    for column in FLOAT_COLUMNS:
+        table[column] = pd.to_numeric(table[column].astype(object), errors="coerce").astype(float)
+    for column in TEXT_COLUMNS:
+        table[column] = table[column].map(lambda v: None if is_missing(v) else str(v)).astype(object)
+    table["target_label"] = table["target_label"].map(_label_text).astype(object)
+    status = table["status"].map(lambda v: "failed" if is_missing(v) else str(v))
+    table["status"] = status.str.strip().str.lower()
+    return table.reset_index(drop=True)
+
+
+def read_jsonl(path: Path) -> pd.DataFrame:
+    """Rows of a JSONL file; a truncated last line is dropped, a bad line elsewhere is a :class:`DataError`."""
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            if all(not rest.strip() for rest in lines[number:]):
+                break  # the run was stopped while writing this line
+            raise DataError(f"line {number} is not valid JSON ({error.msg})", path) from None
+        if not isinstance(row, dict):
+            raise DataError(f"line {number} is not a JSON object", path)
+        rows.append(row)
+    return pd.DataFrame(_complete_cases(rows)).drop(columns=[CASE_ROWS_KEY], errors="ignore")
+
+
+def _complete_cases(rows: list[dict]) -> list[dict]:
+    """Rows without a last case cut short: the runner writes ``_case_rows`` (rows of its case) in each row."""
+    start = 0
+    while start < len(rows):
+        count = rows[start].get(CASE_ROWS_KEY)
+        if not isinstance(count, int) or count < 1:
+            return rows  # not the runner's block format: keep every row
+        if start + count > len(rows):
+            return rows[:start]  # the run was stopped in the middle of writing this case
+        start += count
+    return rows
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        if path.name.endswith(".parquet"):
+            return pd.read_parquet(path)
+        if path.name.endswith(".csv"):
+            return pd.read_csv(path, dtype={"target_label": str, "case_id": str})
+        if path.name.endswith(".jsonl"):
+            return read_jsonl(path)
+    except DataError:
+        raise
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+    except Exception as error:  # noqa: BLE001 - pyarrow/pandas raise many types for a corrupt file
+        raise DataError(f"cannot read the results table ({type(error).__name__}: {error})", path) from None
+    raise DataError("not a results table (expected .parquet, .csv or .jsonl)", path)
+
+
+def find_results_file(run_dir: str | Path) -> Path:
+    """The results file :func:`load_results` reads: ``run_dir`` itself when it is a file."""
+    run_dir = Path(run_dir)
+    if run_dir.is_file():
+        return run_dir
+    if not run_dir.exists():
+        raise DataError("run directory not found", run_dir)
+    for name in RESULT_FILES:
+        if (run_dir / name).is_file():
+            return run_dir / name
+    raise DataError(f"no results table in the run directory (expected one of {', '.join(RESULT_FILES)})", run_dir)
+
+
+def read_manifest(run_dir: str | Path) -> dict:
+    """``manifest.json`` of a run directory, or ``{}`` when there is none."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return {}
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataError(f"manifest is not valid JSON ({error})", path) from None
+    return manifest if isinstance(manifest, dict) else {"manifest": manifest}
+
+
+def load_results(run_dir: str | Path) -> pd.DataFrame:
+    """The normalised results table of a run directory (or of a results file)."""
+    return load_run(run_dir).table
+
+
+def load_run(run: str | Path | RunResults | pd.DataFrame) -> RunResults:
+    """A :class:`RunResults` from a run directory, a results file, or a table already in memory."""
+    if isinstance(run, RunResults):
+        return run
+    if isinstance(run, pd.DataFrame):
+        return RunResults(path=Path("."), table=normalize_table(run))
+    source = find_results_file(run)
+    run_dir = source.parent if Path(run).is_file() else Path(run)
+    table = _read_table(source)
+    if table.empty:
+        raise DataError("the results table has no rows", source)
+    notes = []
+    jsonl = run_dir / "results.jsonl"
+    if source.name != "results.jsonl" and jsonl.is_file() and jsonl.stat().st_mtime > source.stat().st_mtime:
+        notes.append(f"{jsonl.name} is newer than {source.name}: the run may still be going or was resumed")
+    return RunResults(path=run_dir, table=normalize_table(table), manifest=read_manifest(run_dir),
+                      source=source, notes=notes)
+
+
+def parse_json_cell(value: Any, default: Any = None) -> Any:
+    """A JSON string cell as Python (lists and dicts already parsed stay as they are)."""
+    if is_missing(value):
+        return default
+    if isinstance(value, (list, dict)):
+        return value
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def slice_dice_values(value: Any) -> np.ndarray:
+    """The per-slice/frame DSC of a ``slice_dice`` cell as floats (``null`` -> NaN)."""
+    values = parse_json_cell(value, default=[])
+    if not isinstance(values, list):
+        return np.zeros(0)
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=float)
+
+
+def attribute_column(table: pd.DataFrame, name: str, missing: str = "n/a") -> pd.Series:
+    """A column of the table, or else the attribute ``name`` of each row's ``attributes`` JSON."""
+    if name in table.columns:
+        return table[name].map(lambda v: missing if is_missing(v) or v == "" else v)
+
+    def pick(cell: Any) -> Any:
+        attributes = parse_json_cell(cell, default={})
+        value = attributes.get(name) if isinstance(attributes, dict) else None
+        return missing if value is None else value
+
+    return table["attributes"].map(pick) if "attributes" in table.columns else pd.Series(missing, index=table.index)

@@ -1,0 +1,126 @@
+"""Per-task summaries of a results table, as MedSAM2 reports them (median DSC with IQR).
+
+Rules, applied everywhere in this package:
+
+* A row whose ``status`` is not ``"ok"`` is a failed case: it counts in
+  ``n_failed`` and never in a metric's statistics (it is not scored as 0).
+* A NaN score of an ok row (e.g. DSC of an empty target that the model also
+  left empty) counts in ``<metric>_n_nan`` and is left out, as
+  :func:`~napari_medsam_eval.aggregate.summarize` does.
+* The overall median is given two ways, clearly labelled:
+  ``median_of_task_medians`` (each task weighs the same, as in MedSAM2's
+  "median DSC across tasks") and ``pooled_median`` (every case weighs the
+  same, so large tasks dominate).
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..aggregate import summarize
+from .results import attribute_column, slice_dice_values
+
+#: metrics summarised by default (column names of the results table)
+DEFAULT_METRICS = ("dice", "nsd")
+#: statistics per metric, in table order (``<metric>_<stat>`` columns)
+METRIC_STATS = ("n", "n_nan", "median", "q25", "q75", "iqr", "mean")
+METRIC_LABELS = {"dice": "DSC", "nsd": "NSD", "iou": "IoU", "hd95": "HD95"}
+
+
+def natural_key(text: object) -> tuple:
+    """Sort key that puts ``task_2`` before ``task_10``."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.lower())
+                 for part in re.split(r"(\d+)", str(text)) if part)
+
+
+def ok_rows(table: pd.DataFrame) -> pd.Series:
+    """Boolean mask of the rows that were scored (status ``ok``)."""
+    return table["status"].eq("ok")
+
+
+def _grouped(table: pd.DataFrame, by: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """``table`` with a column for each key of ``by`` (attributes pulled out of ``attributes``)."""
+    keys = list(by)
+    table = table.copy()
+    for key in keys:
+        table[key] = attribute_column(table, key).astype(str)
+    return table, keys
+
+
+def metric_summary(values: Iterable[float], prefix: str) -> dict:
+    """:func:`summarize` of ``values`` as ``<prefix>_<stat>`` entries."""
+    summary = summarize(np.asarray(list(values), dtype=float))
+    return {f"{prefix}_{stat}": summary[stat] for stat in METRIC_STATS}
+
+
+def summarize_tasks(table: pd.DataFrame, by: Sequence[str] = ("task",),
+                    metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
+    """One row per group of ``by``: ``n``, ``n_ok``, ``n_failed`` and ``<metric>_<stat>`` for each metric.
+
+    ``by`` names columns of the table or keys of the rows' ``attributes``
+    (``by=("task", "difficulty")`` splits SUN-SEG into easy and hard). Groups
+    are in natural order of their keys (``task_2`` before ``task_10``).
+    """
+    table, keys = _grouped(table, by)
+    rows = []
+    for group, part in table.groupby(keys, sort=True, dropna=False):
+        group = group if isinstance(group, tuple) else (group,)
+        ok = ok_rows(part)
+        row = dict(zip(keys, group))
+        row.update(n=int(len(part)), n_ok=int(ok.sum()), n_failed=int((~ok).sum()))
+        for metric in metrics:
+            row.update(metric_summary(part.loc[ok, metric], metric))
+        rows.append(row)
+    columns = keys + ["n", "n_ok", "n_failed"] + [f"{m}_{s}" for m in metrics for s in METRIC_STATS]
+    rows.sort(key=lambda row: tuple(natural_key(row[k]) for k in keys))
+    return pd.DataFrame(rows, columns=columns)
+
+
+def overall_summary(table: pd.DataFrame, by: Sequence[str] = ("task",),
+                    metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
+    """One row per metric: the median of the group medians and the pooled median over all cases.
+
+    Columns: ``n_tasks`` (groups with at least one score),
+    ``median_of_task_medians`` with ``q25``/``q75`` of the task medians, and
+    ``pooled_n``, ``pooled_median``, ``pooled_q25``, ``pooled_q75``,
+    ``pooled_mean`` over every scored row.
+    """
+    tasks = summarize_tasks(table, by=by, metrics=metrics)
+    ok = ok_rows(table)
+    rows = []
+    for metric in metrics:
+        medians = tasks[f"{metric}_median"].to_numpy(dtype=float)
+        across = summarize(medians)
+        pooled = summarize(table.loc[ok, metric].to_numpy(dtype=float))
+        rows.append({
+            "metric": metric, "n_tasks": across["n"], "median_of_task_medians": across["median"],
+            "task_medians_q25": across["q25"], "task_medians_q75": across["q75"],
+            "pooled_n": pooled["n"], "pooled_median": pooled["median"], "pooled_q25": pooled["q25"],
+            "pooled_q75": pooled["q75"], "pooled_mean": pooled["mean"],
+        })
+    return pd.DataFrame(rows).set_index("metric")
+
+
+def failed_cases(table: pd.DataFrame) -> pd.DataFrame:
+    """The failed rows: case, task, target and the error message."""
+    columns = ["case_id", "task", "target_label", "label_name", "error"]
+    return table.loc[~ok_rows(table), columns].reset_index(drop=True)
+
+
+def worst_cases(table: pd.DataFrame, k: int = 5, metric: str = "dice") -> pd.DataFrame:
+    """The ``k`` scored rows with the lowest ``metric`` (NaN scores excluded), lowest first."""
+    scored = table[ok_rows(table) & table[metric].notna()]
+    return scored.sort_values([metric, "task", "case_id"], kind="stable").head(max(int(k), 0)).reset_index(drop=True)
+
+
+def slice_dice_summary(row: pd.Series) -> dict:
+    """Per-slice DSC of one row with its minimum and the slice where it occurs."""
+    values = slice_dice_values(row.get("slice_dice"))
+    finite = np.where(np.isfinite(values))[0]
+    if finite.size == 0:
+        return {"values": values, "min": float("nan"), "argmin": None}
+    argmin = int(finite[np.argmin(values[finite])])
+    return {"values": values, "min": float(values[argmin]), "argmin": argmin}
