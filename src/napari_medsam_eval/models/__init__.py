@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from ._native_libs import load_triton_isolated
 from .base import ProgressCallback, SegmentationBackend, SegmentResult
 
 #: name -> "module:builder"; the module is imported only when that backend is built
@@ -35,6 +36,7 @@ def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBa
     except KeyError:
         raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available_backends())}") from None
     module_name, func_name = target.split(":")
+    load_triton_isolated()  # before torch's compiler stack loads next to a napari viewer
     builder = getattr(import_module(module_name), func_name)
     return builder(**options)
 

@@ -1,0 +1,15 @@
+"""napari dock widgets (thin Qt shells; the work is done in :mod:`napari_medsam_eval.interactive`).
+
+- :class:`SegmentWidget`: model, image, prompts (drawn or from ground truth),
+  segment a slice, propagate with progress and Cancel.
+- :class:`CompareWidget`: prediction vs ground truth, TP/FP/FN overlay, DSC,
+  per-slice plot, worst slices.
+
+Qt-free layer helpers live in :mod:`._layers`.
+"""
+from __future__ import annotations
+
+from .compare import CompareWidget
+from .segment import SegmentWidget
+
+__all__ = ["CompareWidget", "SegmentWidget"]

@@ -1,0 +1,38 @@
+"""Benchmark runs: a dataset x a model x a prompt protocol -> one result row per (case, target).
+
+>>> from napari_medsam_eval.benchmark import run_benchmark, load_table
+>>> table = run_benchmark("../shared/data/hippocampus_mri", "runs/hippo", model="litemedsam",
+...                       protocol="medsam2", workers=2)
+>>> load_table("runs/hippo")          # the same table, rebuilt from results.jsonl
+
+Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
+(one case -> rows), :mod:`.scoring` (metric columns), :mod:`.timing`, :mod:`.schema`
+(the columns), :mod:`.store` (atomic rows and resume), :mod:`.workers` (process pool),
+:mod:`.manifest`.
+"""
+from __future__ import annotations
+
+from .manifest import MANIFEST_FILE, read_manifest
+from .runner import LOG_FILE, ProgressCallback, run_benchmark
+from .schema import COLUMNS, comparable, to_dataframe
+from .segment_case import CaseEvaluator, CaseSettings
+from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, write_tables
+
+__all__ = [
+    "COLUMNS",
+    "CSV_FILE",
+    "CaseEvaluator",
+    "CaseSettings",
+    "LOG_FILE",
+    "MANIFEST_FILE",
+    "PARQUET_FILE",
+    "ProgressCallback",
+    "ROWS_FILE",
+    "ResultStore",
+    "comparable",
+    "load_table",
+    "read_manifest",
+    "run_benchmark",
+    "to_dataframe",
+    "write_tables",
+]

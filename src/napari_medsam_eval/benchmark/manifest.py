@@ -1,0 +1,132 @@
+"""``manifest.json``: what a run needs to be reproduced and resumed.
+
+Written atomically (temporary file + ``os.replace``) when a run starts
+(``status`` ``"running"``) and again when it ends (``completed``,
+``cancelled``, ``interrupted`` or ``failed``). It records the arguments, the
+seed, package/torch/python versions, the platform, the model's own
+description (name, checkpoint path and SHA-256, device: ``backend.describe()``),
+the protocol with all its options, and the dataset (path, layout, case
+count, and a fingerprint of its file listing: relative path and size of every
+file the dataset's cases read, whatever ``limit`` selects - cheap, unlike hashing every byte, yet it changes when a
+file is added, removed or rewritten to another size).
+
+``--resume`` refuses a run folder whose manifest disagrees on
+:data:`RESUME_KEYS`: mixing rows of two configurations in one table would be
+silently wrong. Each start appends to ``sessions``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import sys
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from ..datasets import CaseRef
+from ..errors import DataError
+
+MANIFEST_FILE = "manifest.json"
+FORMAT_VERSION = 1
+#: manifest entries that must be equal for a run to be resumed
+RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed")
+
+
+def now() -> str:
+    """The current UTC time, ISO 8601."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(distribution)
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+
+
+def environment() -> dict[str, Any]:
+    """Versions and platform facts."""
+    from .. import __version__
+
+    torch_version = None
+    if "torch" in sys.modules:  # never import torch just to record it
+        torch_version = getattr(sys.modules["torch"], "__version__", None)
+    return {
+        "package": "napari-medsam-eval",
+        "package_version": __version__,
+        "python": sys.version.split()[0],
+        "torch": torch_version or _version("torch"),
+        "numpy": _version("numpy"),
+        "SimpleITK": _version("SimpleITK"),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+    }
+
+
+def dataset_fingerprint(refs: Iterable[CaseRef], root: str | Path) -> dict[str, Any]:
+    """File count, total bytes and a SHA-256 of the sorted (relative path, size) listing."""
+    root = Path(root)
+    entries = set()
+    for ref in refs:
+        for path in ref.files():
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            try:
+                name = path.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                name = path.as_posix()
+            entries.add((name, size))
+    digest = hashlib.sha256()
+    for name, size in sorted(entries):
+        digest.update(f"{name}\t{size}\n".encode())
+    return {"file_count": len(entries), "total_bytes": sum(s for _, s in entries), "listing_sha256": digest.hexdigest()}
+
+
+def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
+    """Write ``manifest.json`` atomically; returns its path."""
+    path = Path(run_dir) / MANIFEST_FILE
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            json.dump(manifest, stream, indent=2, sort_keys=False, default=str)
+            stream.write("\n")
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return path
+
+
+def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
+    """The manifest of a run folder, or None without one; DataError when unreadable."""
+    path = Path(run_dir) / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(f"run manifest cannot be read ({error})", path) from None
+
+
+def _normalised(value: Any) -> Any:
+    """JSON round trip, so tuples and lists (and Paths and strings) compare equal."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path) -> None:
+    """DataError naming every :data:`RESUME_KEYS` entry that differs from the earlier run."""
+    config_before, config_now = previous.get("config", {}), current.get("config", {})
+    differences = [f"{key}: {_normalised(config_before.get(key))!r} -> {_normalised(config_now.get(key))!r}"
+                   for key in RESUME_KEYS if _normalised(config_before.get(key)) != _normalised(config_now.get(key))]
+    if differences:
+        raise DataError("cannot resume: this run folder was made with other settings ("
+                        + "; ".join(differences) + "); use a new output folder", run_dir)

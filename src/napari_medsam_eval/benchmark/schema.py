@@ -1,0 +1,135 @@
+"""The results table: one row per (case, target), its columns and types.
+
+Run-level constants (model checkpoint, protocol options, versions ...) live in
+``manifest.json``; every row repeats only what a table needs to be grouped
+and read on its own. Column meanings:
+
+=====================  ==========================================================
+``case_id``            the layout's case id
+``dataset``            the dataset folder's name
+``task``               ``"<dataset>/<label name>"``
+``target_label``       label value in the ground truth (None: case failed before
+                       its labels were known)
+``label_name``         the target's name (``"anterior"``; ``"label_<n>"`` if unnamed)
+``kind``               ``volume`` / ``video`` / ``image``
+``model``              backend name; ``protocol`` the prompt protocol's name
+``status``             ``"ok"`` or ``"failed"``; ``error`` the reason (``""`` when ok)
+``dice`` ``iou``       overlap of prediction and ground truth, whole case
+``nsd`` ``hd95``       NSD at ``nsd_tolerance_mm`` and HD95 (mm); volumes and 2D
+                       images in their own spacing; videos per frame in 2D,
+                       averaged over frames where either mask is present
+``gt_voxels``          foreground voxels of the ground truth / the prediction
+``pred_voxels``
+``n_slices``           slices/frames of the case (1 for a 2D image)
+``prompt_slice``       slice/frame the prompt was given on (None for 2D)
+``slice_dice``         JSON list: Dice of every slice along axis 0, 4 decimals,
+                       ``null`` where both masks are empty
+``prompt``             JSON list of the prompts given (see ``Prompt.to_dict``)
+``time_*_s``           seconds: image encoder and mask decoder as the backend
+                       reports them (summed over slices; NaN when the backend
+                       does not report them), and wall time of segmentation
+                       and propagation for this target (metrics excluded)
+``attributes``         JSON object: split, difficulty, view ... of the case
+``seed``               the run's seed
+``prediction_path``    prediction file relative to the run folder (``""`` if not saved)
+=====================  ==========================================================
+
+An empty prompt (a target the dataset names but this case lacks) gives an
+``ok`` row whose metrics are NaN: nothing was asked, nothing is scored.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+COLUMNS: tuple[str, ...] = (
+    "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
+    "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
+    "slice_dice", "prompt", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
+    "prediction_path",
+)
+INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
+FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
+                 "time_total_s")
+TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
+TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s")
+#: the table's order
+SORT_COLUMNS = ("case_id", "target_label")
+
+NAN = float("nan")
+STATUS_OK = "ok"
+STATUS_FAILED = "failed"
+
+
+def empty_row() -> dict[str, Any]:
+    """A row with every column at its 'unknown' value (NaN, None or "")."""
+    row: dict[str, Any] = {c: "" for c in TEXT_COLUMNS}
+    row.update({c: None for c in INT_COLUMNS})
+    row.update({c: NAN for c in FLOAT_COLUMNS})
+    row["slice_dice"] = "[]"
+    row["prompt"] = "[]"
+    row["attributes"] = "{}"
+    return row
+
+
+def slice_dice_json(values: Sequence[float] | np.ndarray) -> str:
+    """Per-slice Dice as a compact JSON list: 4 decimals, ``null`` for NaN."""
+    return json.dumps([None if not math.isfinite(float(v)) else round(float(v), 4) for v in values],
+                      separators=(",", ":"))
+
+
+def json_dumps(value: Any) -> str:
+    """Canonical JSON (sorted keys) for the text columns holding objects."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=_json_default)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"cannot store {type(value).__name__} in a results row")
+
+
+def check_row(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` restricted to :data:`COLUMNS` (missing ones filled); KeyError on unknown columns."""
+    unknown = sorted(set(row) - set(COLUMNS))
+    if unknown:
+        raise KeyError(f"not results columns: {unknown}")
+    return {**empty_row(), **row}
+
+
+def to_dataframe(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
+    """Rows as a typed table in :data:`COLUMNS` order, sorted by case and target.
+
+    Integer columns are pandas nullable ``Int64`` (None stays missing), float
+    columns ``float64`` (NaN and ``inf`` kept), text columns ``str`` (the
+    default string dtype, as parquet reads them back).
+    """
+    table = pd.DataFrame([check_row({k: v for k, v in r.items() if k in COLUMNS}) for r in rows],
+                         columns=list(COLUMNS))
+    for column in INT_COLUMNS:
+        table[column] = pd.array([None if _missing(v) else int(v) for v in table[column]], dtype="Int64")
+    for column in FLOAT_COLUMNS:
+        table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
+    for column in TEXT_COLUMNS:
+        table[column] = table[column].map(lambda v: "" if _missing(v) else str(v)).astype(str)
+    if len(table):
+        table = table.sort_values(list(SORT_COLUMNS), kind="stable", na_position="first")
+    return table.reset_index(drop=True)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def comparable(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without timings, sorted: what two runs with one seed must agree on."""
+    return (table.drop(columns=[c for c in TIME_COLUMNS if c in table.columns])
+            .sort_values(list(SORT_COLUMNS), kind="stable").reset_index(drop=True))

@@ -1,0 +1,195 @@
+"""The run's rows on disk: an append-only JSONL written one whole case at a time.
+
+Why this shape: a run may be killed at any instant (SIGKILL, power cut, OOM
+killer) and must resume without losing, duplicating or half-keeping a row.
+
+* ``results.jsonl`` holds one JSON object per line, one line per result row
+  (the columns of :mod:`.schema` plus ``_case_rows``, the number of rows its
+  case has). All rows of a case are encoded first, then written by a single
+  ``os.write`` on an ``O_APPEND`` descriptor (looping only if the kernel
+  reports a short write) and ``fsync``-ed before the next case starts.
+* A kill during that write can leave, at the end of the file only, a partial
+  line or the first lines of a case without the rest. :meth:`ResultStore.recover`
+  keeps the complete prefix: a case counts as done only when all
+  ``_case_rows`` of its lines are there and end with a newline; anything after
+  the last complete case is truncated away (and will be recomputed).
+* Damage anywhere but the tail is not something a kill can produce; it is
+  reported as a :class:`DataError` rather than silently repaired.
+
+JSON numbers follow Python's :mod:`json`: ``NaN`` and ``Infinity`` are written
+as those tokens. ``results.csv``/``results.parquet`` are derived files, written
+via a temporary file and ``os.replace`` by :func:`write_tables`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator
+
+import pandas as pd
+
+from ..errors import DataError
+from .schema import to_dataframe
+
+ROWS_FILE = "results.jsonl"
+CSV_FILE = "results.csv"
+PARQUET_FILE = "results.parquet"
+BLOCK_KEY = "_case_rows"
+LOCK_FILE = ".run.lock"
+
+
+def encode_case(rows: list[dict[str, Any]]) -> bytes:
+    """All rows of one case as newline-terminated JSON lines, ready for one write."""
+    if not rows:
+        raise ValueError("a case must produce at least one row")
+    n = len(rows)
+    return "".join(json.dumps({**row, BLOCK_KEY: n}, sort_keys=False) + "\n" for row in rows).encode("utf-8")
+
+
+class ResultStore:
+    """Appends whole cases to ``<run_dir>/results.jsonl``; recovers it after a kill."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / ROWS_FILE
+
+    def append_case(self, rows: list[dict[str, Any]]) -> None:
+        """Write one case's rows durably (single write + fsync)."""
+        data = encode_case(rows)
+        created = not self.path.exists()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            _fsync_dir(self.run_dir)
+
+    def recover(self, truncate: bool = True) -> list[dict[str, Any]]:
+        """Rows of every complete case; with ``truncate``, cut an incomplete tail off the file."""
+        if not self.path.exists():
+            return []
+        data = self.path.read_bytes()
+        rows, good_end = _complete_prefix(data, self.path)
+        if truncate and good_end < len(data):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(good_end)
+                handle.flush()
+                os.fsync(handle.fileno())
+        return rows
+
+    def done_case_ids(self) -> set[str]:
+        return {row["case_id"] for row in self.recover(truncate=False)}
+
+
+def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Rows of complete case blocks at the start of ``data`` and the byte offset they end at."""
+    rows: list[dict[str, Any]] = []
+    block: list[dict[str, Any]] = []
+    good_end = 0
+    offset = 0
+    for line_number, (line, end) in enumerate(_lines(data), start=1):
+        complete_line = data[end - 1: end] == b"\n"
+        try:
+            row = json.loads(line) if complete_line else None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            row = None
+        if row is None or not isinstance(row, dict) or not isinstance(row.get(BLOCK_KEY), int):
+            if _only_tail_left(data, end):
+                break  # a cut-off line at the end: the kill happened while writing it
+            raise DataError(f"line {line_number} is damaged (not a complete result row)", path)
+        if block and row.get("case_id") != block[0].get("case_id"):
+            raise DataError(f"line {line_number}: case {block[0].get('case_id')!r} is incomplete before "
+                            f"case {row.get('case_id')!r} starts", path)
+        block.append(row)
+        offset = end
+        if len(block) == row[BLOCK_KEY]:
+            rows.extend({k: v for k, v in r.items() if k != BLOCK_KEY} for r in block)
+            block = []
+            good_end = offset
+    return rows, good_end
+
+
+def _lines(data: bytes) -> Iterator[tuple[bytes, int]]:
+    """Each line (without newline) and the offset just after it."""
+    start = 0
+    while start < len(data):
+        newline = data.find(b"\n", start)
+        end = len(data) if newline < 0 else newline + 1
+        yield data[start:end].rstrip(b"\n"), end
+        start = end
+
+
+def _only_tail_left(data: bytes, end: int) -> bool:
+    """True when nothing but this line (and blank space) remains after ``end``."""
+    return not data[end:].strip()
+
+
+def _fsync_dir(folder: Path) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory descriptors
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _atomic_write(path: Path, write) -> None:
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(handle)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    finally:
+        Path(temp).unlink(missing_ok=True)
+
+
+def write_tables(run_dir: str | Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """``results.csv`` and ``results.parquet`` from ``rows`` (sorted by case, target), atomically."""
+    run_dir = Path(run_dir)
+    table = to_dataframe(rows)
+    _atomic_write(run_dir / PARQUET_FILE, lambda p: table.to_parquet(p, index=False))
+    _atomic_write(run_dir / CSV_FILE, lambda p: table.to_csv(p, index=False))
+    return table
+
+
+def load_table(run_dir: str | Path) -> pd.DataFrame:
+    """The typed table of a run folder, rebuilt from ``results.jsonl`` (always current)."""
+    return to_dataframe(ResultStore(run_dir).recover(truncate=False))
+
+
+class RunLock:
+    """An exclusive lock on a run folder, so two runs never append to one file."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.path = Path(run_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def __enter__(self) -> "RunLock":
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
+            return self
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            self._fd = None
+            raise DataError("another run is writing into this run folder", self.path.parent) from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None

@@ -1,0 +1,107 @@
+"""Dataset layouts: which cases a dataset folder holds, and the tasks they make.
+
+>>> layout = detect_layout("../shared/data/hippocampus_mri")    # or get_layout("msd")
+>>> refs = layout.list_cases("../shared/data/hippocampus_mri")  # cheap: no pixels read
+>>> case = layout.load(refs[0])                                 # a Case with label names
+>>> layout.targets(refs[0], case)                               # [1, 2]
+
+=============  ===========================================================  =======
+name           folder                                                       kind
+=============  ===========================================================  =======
+``npz``        MedSAM/CVPR ``*.npz`` (``imgs``, ``gts``, ``spacing``)        volume
+``msd``        ``imagesTr/`` + ``labelsTr/`` (+ ``dataset.json``)             volume
+``camus``      ``patientXXXX/..._{2CH,4CH}_half_sequence[_gt].nii.gz``       video
+``sunseg``     ``Frame/<case>/`` + ``GT/<case>/`` (flat or Test*Dataset/...)  video
+``folder2d``   ``images/`` + ``masks/``, one mask per image                  image
+``sammed2d``   ``images/`` + ``masks/<stem>_<object>_<n>.png``               image
+=============  ===========================================================  =======
+
+A task is ``"<dataset folder name>/<label name>"``; see :mod:`.base`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import DataError
+from .base import CaseRef, DatasetLayout, clean_label_name, label_name, task_name
+from .camus import CAMUS_LABELS, CAMUSLayout
+from .folder2d import ImageMaskFolderLayout
+from .msd import MSDLayout
+from .npz import MedSAMNpzLayout, npz_label_names, npz_target_token
+from .sammed2d import SAMMed2DLayout
+from .sunseg import SunSegLayout
+
+#: every layout by name, in the order detection reports them
+LAYOUTS: dict[str, DatasetLayout] = {
+    layout.name: layout
+    for layout in (MedSAMNpzLayout(), MSDLayout(), CAMUSLayout(), SunSegLayout(), ImageMaskFolderLayout(),
+                   SAMMed2DLayout())
+}
+#: other names people use for a layout
+ALIASES = {"nnunet": "msd", "medsam": "npz", "cvpr": "npz", "sun-seg": "sunseg", "sun_seg": "sunseg",
+           "images-masks": "folder2d", "2d": "folder2d", "sam-med2d": "sammed2d"}
+
+
+def available_layouts() -> list[str]:
+    return list(LAYOUTS)
+
+
+def get_layout(name: str) -> DatasetLayout:
+    """The layout called ``name`` (or one of its aliases); ValueError listing the names otherwise."""
+    key = ALIASES.get(name.strip().lower(), name.strip().lower())
+    try:
+        return LAYOUTS[key]
+    except KeyError:
+        raise ValueError(f"unknown dataset layout {name!r}; known: {', '.join(LAYOUTS)}") from None
+
+
+def detect_layout(path: str | Path) -> DatasetLayout:
+    """The one layout ``path`` is in; a :class:`DataError` when none or several match.
+
+    The message lists the candidates (or every layout with its expected folder
+    structure), so the user can pick one with ``layout=``/``--layout``.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise DataError("dataset folder not found", path)
+    if not path.is_dir():
+        raise DataError("a dataset is a folder; give the folder holding the cases", path)
+    matches = [layout for layout in LAYOUTS.values() if layout.detect(path)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        names = ", ".join(f"{m.name} ({m.summary})" for m in matches)
+        raise DataError(f"the folder matches several dataset layouts: {names}; choose one with --layout", path)
+    known = "; ".join(f"{m.name}: {m.summary}" for m in LAYOUTS.values())
+    raise DataError(f"no known dataset layout; expected one of - {known}", path)
+
+
+def resolve_layout(path: str | Path, layout: str | DatasetLayout | None = None) -> DatasetLayout:
+    """``layout`` by name or instance, else :func:`detect_layout`."""
+    if isinstance(layout, DatasetLayout):
+        return layout
+    return get_layout(layout) if layout else detect_layout(path)
+
+
+__all__ = [
+    "ALIASES",
+    "CAMUSLayout",
+    "CAMUS_LABELS",
+    "CaseRef",
+    "DatasetLayout",
+    "ImageMaskFolderLayout",
+    "LAYOUTS",
+    "MSDLayout",
+    "MedSAMNpzLayout",
+    "SAMMed2DLayout",
+    "SunSegLayout",
+    "available_layouts",
+    "clean_label_name",
+    "detect_layout",
+    "get_layout",
+    "label_name",
+    "npz_label_names",
+    "npz_target_token",
+    "resolve_layout",
+    "task_name",
+]

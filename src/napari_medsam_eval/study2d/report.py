@@ -1,0 +1,179 @@
+"""Writing a study: CSV tables, a Markdown mode table and Fig. 2-style bar chart (matplotlib Agg, no display)."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .runner import StudyResults
+
+FILES = {
+    "rows": "rows.csv",
+    "iterative": "iterative.csv",
+    "images": "images.csv",
+    "summary": "mode_table.csv",
+    "markdown": "mode_table.md",
+    "figure": "mode_table.png",
+    "iterative_figure": "iterative_points.png",
+    "config": "study.json",
+}
+
+
+def _cell(value, digits: int = 4) -> str:
+    if isinstance(value, (float, np.floating)):
+        return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown_table(table: pd.DataFrame, digits: int = 4) -> str:
+    """A DataFrame as a GitHub Markdown table (floats with ``digits`` decimals, NaN as n/a)."""
+    header = "| " + " | ".join(map(str, table.columns)) + " |"
+    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(table[c]) else "---" for c in table.columns) + "|"
+    lines = [header, rule]
+    for _, row in table.iterrows():
+        lines.append("| " + " | ".join(_cell(v, digits) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def study_markdown(results: StudyResults, digits: int = 4) -> str:
+    """The mode table (and the oracle and iterative tables) as Markdown, with the run's facts."""
+    cfg, summary = results.config, results.summary
+    modes = cfg.get("modes", [1, 2, 3, 4, 5])
+    ident = ["task", "n_images", "n_empty"]
+    backend = cfg.get("backend", {})
+    lines = [
+        "# Prompt-mode study (Mazurowski et al. 2023, modes 1-5)",
+        "",
+        f"Model: `{backend.get('name', '?')}`; datasets: {', '.join(cfg.get('datasets', []))}; "
+        f"seed {cfg.get('seed')} ({cfg.get('seeding')}), distance transform {cfg.get('dt_backend')}, "
+        f"non-oracle candidate: {cfg.get('select')}.",
+        "Mean IoU per task over the images whose class mask is non-empty (n_images); "
+        "modes: 1 point (largest part), 1 point per part (<= 3), 1 box (largest part), "
+        "1 box per part (<= 3, merged by union), 1 box around the whole mask.",
+        "",
+        "## Mean IoU",
+        "",
+        markdown_table(summary[ident + [f"mode {m}" for m in modes if f"mode {m}" in summary]], digits),
+    ]
+    oracle_cols = [f"mode {m} (oracle)" for m in modes if f"mode {m} (oracle)" in summary]
+    if oracle_cols:
+        note = (" The model gives one mask per prompt, so the oracle equals the score."
+                if cfg.get("single_mask_model") else "")
+        lines += ["", "## Oracle (best candidate by IoU)" , "", note.strip(), "",
+                  markdown_table(summary[["task"] + oracle_cols], digits)]
+    point_cols = [c for c in summary.columns if c.startswith("points ") and "oracle" not in c]
+    if point_cols:
+        lines += ["", "## Iterative points (Algorithm 1)", "", markdown_table(summary[["task"] + point_cols], digits)]
+    t = results.timings
+    if t:
+        nan = float("nan")
+        lines += ["", f"{t.get('n_images', 0)} images, {t.get('n_prompts', 0)} prompts in "
+                  f"{t.get('total_seconds', nan):.1f} s (encoder {t.get('encode_seconds', nan):.1f} s, "
+                  f"decoder {t.get('decode_seconds', nan):.1f} s)."]
+    if results.skipped:
+        lines += ["", f"Skipped {len(results.skipped)} image(s): " +
+                  "; ".join(f"{s['image']} ({s['reason']})" for s in results.skipped[:10])]
+    return "\n".join(lines) + "\n"
+
+
+def plot_mode_table(results: StudyResults, path: str | Path, title: str | None = None) -> Path:
+    """Grouped bars, one group per task and one bar per mode (mean IoU), oracle as an outline behind.
+
+    Drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no
+    pyplot, no display, no global backend change.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    summary = results.summary
+    modes = [m for m in results.config.get("modes", [1, 2, 3, 4, 5]) if f"mode {m}" in summary]
+    tasks = list(summary["task"])
+    n, k = max(len(tasks), 1), max(len(modes), 1)
+    fig = Figure(figsize=(max(6.0, 1.3 * n + 2.5), 4.5))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    width = 0.8 / k
+    colors = ["#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974"]
+    x0 = np.arange(len(tasks))
+    for j, mode in enumerate(modes):
+        x = x0 + (j - (k - 1) / 2) * width
+        color = colors[j % len(colors)]
+        oracle_col = f"mode {mode} (oracle)"
+        if oracle_col in summary and not results.config.get("single_mask_model"):
+            ax.bar(x, np.nan_to_num(summary[oracle_col].to_numpy(float)), width, fill=False, edgecolor=color,
+                   linewidth=0.8, linestyle="--", label="oracle" if j == 0 else None)
+        values = summary[f"mode {mode}"].to_numpy(float)
+        bars = ax.bar(x, np.nan_to_num(values), width * 0.85, color=color, label=f"mode {mode}")
+        if n * k <= 60:  # value labels while they stay legible
+            ax.bar_label(bars, labels=["" if np.isnan(v) else f"{v:.2f}" for v in values], fontsize=6, padding=1)
+    ax.set_xticks(x0)
+    ax.set_xticklabels(tasks, rotation=30 if n > 3 else 0, ha="right" if n > 3 else "center")
+    ax.set_ylim(0, 1.08)
+    ax.set_yticks(np.linspace(0, 1, 6))
+    ax.set_ylabel("mean IoU")
+    ax.grid(axis="y", alpha=0.3)
+    name = results.config.get("backend", {}).get("name", "")
+    ax.set_title(title or f"{name}: IoU per prompt mode (Mazurowski et al. 2023, Fig. 2 layout)")
+    ax.legend(ncol=min(k + 1, 6), fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.18 if n > 3 else -0.08))
+    path = Path(path)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    return path
+
+
+def plot_iterative(results: StudyResults, path: str | Path) -> Path:
+    """Mean IoU against the number of iterative points, one line per task."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    summary = results.summary
+    cols = [c for c in summary.columns if c.startswith("points ") and "oracle" not in c]
+    ks = [int(c.split()[1]) for c in cols]
+    fig = Figure(figsize=(6, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    for _, row in summary.iterrows():
+        ax.plot(ks, row[cols].to_numpy(float), marker="o", label=row["task"])
+    ax.set_xlabel("number of points")
+    ax.set_ylabel("mean IoU")
+    ax.set_ylim(0, 1)
+    ax.set_xticks(ks)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    path = Path(path)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    return path
+
+
+def write_study(results: StudyResults, out_dir: str | Path, *, figure: bool = True) -> dict[str, Path]:
+    """Write the study to ``out_dir`` (made if needed); returns ``{what: path}``.
+
+    ``rows.csv`` (image x class x mode), ``mode_table.csv`` and
+    ``mode_table.md`` (tasks x modes, plus oracle and iterative columns),
+    ``images.csv`` (per-image timings), ``study.json`` (settings, backend,
+    timings, skipped images), ``mode_table.png`` (grouped bars), and with
+    iterative points ``iterative.csv`` and ``iterative_points.png``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {key: out / name for key, name in FILES.items()}
+    results.rows.to_csv(paths["rows"], index=False)
+    results.images.to_csv(paths["images"], index=False)
+    results.summary.to_csv(paths["summary"], index=False)
+    paths["markdown"].write_text(study_markdown(results))
+    record = {"config": results.config, "timings": results.timings, "skipped": results.skipped}
+    paths["config"].write_text(json.dumps(record, indent=2, default=str))
+    has_iterative = not results.iterative.empty
+    if has_iterative:
+        results.iterative.to_csv(paths["iterative"], index=False)
+    if figure:
+        plot_mode_table(results, paths["figure"])
+        if has_iterative:
+            plot_iterative(results, paths["iterative_figure"])
+    written = {k: p for k, p in paths.items() if p.exists() and (has_iterative or "iterative" not in k)}
+    if not figure:
+        written.pop("figure", None)
+        written.pop("iterative_figure", None)
+    return written

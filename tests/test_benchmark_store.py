@@ -1,0 +1,160 @@
+"""Atomic rows and resume: a run killed at any moment loses no row and keeps no partial one."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from napari_medsam_eval.benchmark import ResultStore, comparable, load_table, run_benchmark
+from napari_medsam_eval.benchmark.store import BLOCK_KEY, encode_case
+from napari_medsam_eval.errors import DataError
+
+SLOW_BACKEND = '''
+"""The box baseline, slowed down so a test can kill a run part-way; records its process ids."""
+import os
+import time
+from pathlib import Path
+
+from napari_medsam_eval.models.baselines import BoxBackend
+
+
+class SlowBox(BoxBackend):
+    name = "slowbox"
+
+    def __init__(self, delay):
+        self.delay = delay
+
+    def segment(self, image, prompt, *, cache_key=None):
+        time.sleep(self.delay)
+        return super().segment(image, prompt, cache_key=cache_key)
+
+
+def build(delay=0.0, pid_dir=None, checkpoint=None, device=None):
+    if pid_dir:
+        (Path(pid_dir) / str(os.getpid())).touch()
+    return SlowBox(float(delay))
+'''
+
+
+def _rows(case_id: str, n: int) -> list[dict]:
+    return [{"case_id": case_id, "target_label": t, "status": "ok", "dice": 0.5} for t in range(1, n + 1)]
+
+
+def test_append_and_recover(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.append_case(_rows("a", 2))
+    store.append_case(_rows("b", 1))
+    lines = store.path.read_text().splitlines()
+    assert len(lines) == 3 and all(json.loads(line)[BLOCK_KEY] in (1, 2) for line in lines)
+    assert [r["case_id"] for r in store.recover()] == ["a", "a", "b"]
+    assert BLOCK_KEY not in store.recover()[0]
+    assert store.done_case_ids() == {"a", "b"}
+
+
+@pytest.mark.parametrize("cut", ["mid_line", "line_boundary_mid_case", "no_newline"])
+def test_incomplete_tail_is_cut_off(tmp_path: Path, cut: str) -> None:
+    store = ResultStore(tmp_path)
+    store.append_case(_rows("a", 2))
+    complete = store.path.stat().st_size
+    block = encode_case(_rows("b", 3))
+    first_line_end = block.index(b"\n") + 1
+    partial = {"mid_line": block[: first_line_end + 10], "line_boundary_mid_case": block[: first_line_end],
+               "no_newline": block[: len(block) - 1]}[cut]
+    with open(store.path, "ab") as handle:
+        handle.write(partial)
+    assert store.done_case_ids() == {"a"}
+    assert [r["case_id"] for r in store.recover()] == ["a", "a"]
+    assert store.path.stat().st_size == complete, "the incomplete case must be truncated away"
+    store.append_case(_rows("b", 3))
+    assert [r["case_id"] for r in store.recover()] == ["a", "a", "b", "b", "b"]
+
+
+def test_damage_before_the_tail_is_an_error(tmp_path: Path) -> None:
+    store = ResultStore(tmp_path)
+    store.append_case(_rows("a", 1))
+    with open(store.path, "ab") as handle:
+        handle.write(b"{garbage\n")
+    store.append_case(_rows("b", 1))
+    with pytest.raises(DataError, match="line 2 is damaged"):
+        store.recover()
+
+
+def test_resume_after_cutting_the_file_anywhere(tmp_path: Path, shared_data: Path) -> None:
+    """Simulate a kill during the write of any case: the resumed table equals the full one."""
+    dataset = shared_data / "hippocampus_mri"
+    full = run_benchmark(dataset, tmp_path / "full", "box", limit=3)
+    data = (tmp_path / "full" / "results.jsonl").read_bytes()
+    line_ends = [i + 1 for i, b in enumerate(data) if b == ord("\n")]
+    for cut in (line_ends[0] + 7, line_ends[2], line_ends[3] - 1):  # mid-row, between two rows of a case, ...
+        run_dir = tmp_path / f"cut{cut}"
+        run_dir.mkdir()
+        (run_dir / "results.jsonl").write_bytes(data[:cut])
+        (run_dir / "manifest.json").write_bytes((tmp_path / "full" / "manifest.json").read_bytes())
+        resumed = run_benchmark(dataset, run_dir, "box", limit=3, resume=True)
+        pd.testing.assert_frame_equal(comparable(resumed), comparable(full))
+        assert not resumed.duplicated(["case_id", "target_label"]).any()
+
+
+def _alive(pid: int) -> bool:
+    """True while process ``pid`` exists and is not a zombie."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, shared_data: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kill a 2-worker run with SIGKILL part-way: its workers exit, and --resume completes the table."""
+    (tmp_path / "slow_backend.py").write_text(SLOW_BACKEND)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    dataset, run_dir, model = shared_data / "hippocampus_mri", tmp_path / "killed", "slow_backend:build"
+    options = {"delay": 0.03, "pid_dir": str(pids)}
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from napari_medsam_eval.benchmark import run_benchmark\n"
+        "run_benchmark(%r, %r, %r, model_options=%r, limit=10, workers=2)\n"
+    ) % (str(tmp_path), str(dataset), str(run_dir), model, options)
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    rows_file = run_dir / "results.jsonl"
+    deadline = time.monotonic() + 180
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 6:  # 3 cases x 2 targets
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read()!r}"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL
+    done_before = ResultStore(run_dir).done_case_ids()
+    assert 3 <= len(done_before) < 10
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "running"
+    workers = [int(p.name) for p in pids.iterdir() if int(p.name) != process.pid]
+    assert len(workers) == 2
+    deadline = time.monotonic() + 15
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "workers of a killed run must exit"
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[str] = []
+    resumed = run_benchmark(dataset, run_dir, model, model_options=options, limit=10, resume=True,
+                            progress=lambda done, total, rows: seen.append(rows[0]["case_id"]))
+    assert not set(seen) & done_before, "finished cases must not be redone"
+    reference = run_benchmark(dataset, tmp_path / "reference", model, model_options={"delay": 0.0}, limit=10)
+    pd.testing.assert_frame_equal(comparable(resumed), comparable(reference))
+    assert len(resumed) == 20 and not resumed.duplicated(["case_id", "target_label"]).any()
+    pd.testing.assert_frame_equal(load_table(run_dir), resumed)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "completed" and len(manifest["sessions"]) == 2

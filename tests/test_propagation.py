@@ -1,0 +1,274 @@
+"""Slice-to-slice propagation: mechanics with stub backends, accuracy with real LiteMedSAM.
+
+The real-data tests share one LiteMedSAM backend and compute every protocol of
+a case from the same cached slice embeddings (module-scoped fixtures), so
+each slice is encoded once.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from napari_medsam_eval.models.base import SegmentationBackend, SegmentResult
+from napari_medsam_eval.models.baselines import OracleBackend
+from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.propagation import (
+    Cancelled,
+    expand_box,
+    middle_slice_prompt,
+    propagate_official_litemedsam,
+    propagate_video,
+    propagate_volume,
+    tight_box,
+)
+
+
+def dice(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a) > 0, np.asarray(b) > 0
+    total = a.sum() + b.sum()
+    return 1.0 if total == 0 else float(2.0 * (a & b).sum() / total)
+
+
+# ---------------------------------------------------------------------------
+# mechanics, with stub backends (no weights)
+# ---------------------------------------------------------------------------
+
+class RecordingOracle(OracleBackend):
+    """The oracle, recording every (slice_index, prompt, cache_key) it is asked."""
+
+    def __init__(self, gt: np.ndarray) -> None:
+        super().__init__(gt)
+        self.calls: list[tuple[int, Prompt, object]] = []
+
+    def segment(self, image, prompt, *, cache_key=None):
+        self.calls.append((prompt.slice_index, prompt, cache_key))
+        return super().segment(image, prompt, cache_key=cache_key)
+
+    @property
+    def visited(self) -> list[int]:
+        return [z for z, _, _ in self.calls]
+
+
+def blob_volume(n: int = 14, lo: int = 3, hi: int = 9, shape: tuple[int, int] = (32, 40)) -> np.ndarray:
+    gt = np.zeros((n, *shape), np.uint8)
+    for z in range(lo, hi + 1):
+        gt[z, 8 + (z - lo) : 14 + (z - lo), 5 + z : 15 + z] = 1
+    return gt
+
+
+def test_tight_and_expanded_boxes():
+    mask = np.zeros((10, 12), bool)
+    assert tight_box(mask) is None
+    mask[2:5, 3:9] = True
+    assert tight_box(mask) == (3, 2, 8, 4)
+    assert expand_box((3, 2, 8, 4), 3, (10, 12)) == (0, 0, 11, 7)
+    assert expand_box((3, 2, 8, 4), 0, (10, 12)) == (3, 2, 8, 4)
+
+
+def test_propagates_both_ways_with_previous_slice_boxes_and_stops_when_empty():
+    gt = blob_volume()
+    backend = RecordingOracle(gt)
+    prompt = Prompt(1, slice_index=6, boxes=[tight_box(gt[6] == 1)])
+    pred = propagate_volume(backend, np.zeros_like(gt), prompt, margin=2, case_id="blob")
+    assert np.array_equal(pred, gt == 1)
+    # up 7..9, the empty slice 10 stops it; down 5..3, the empty slice 2 stops it
+    assert backend.visited == [6, 7, 8, 9, 10, 5, 4, 3, 2]
+    calls = {z: (p, key) for z, p, key in backend.calls}
+    assert calls[7][0].boxes == [expand_box(tight_box(gt[6] == 1), 2, gt.shape[1:])]
+    assert calls[5][0].boxes == [expand_box(tight_box(gt[6] == 1), 2, gt.shape[1:])]
+    assert calls[4][0].boxes == [expand_box(tight_box(gt[5] == 1), 2, gt.shape[1:])]
+    assert calls[8][1] == ("blob", 8)  # cache keys are (case_id, z)
+
+
+def test_stop_when_empty_false_visits_every_slice():
+    gt = blob_volume()
+    backend = RecordingOracle(gt)
+    pred = propagate_volume(backend, np.zeros_like(gt), Prompt(1, slice_index=6, boxes=[(0, 0, 5, 5)]),
+                            stop_when_empty=False)
+    assert sorted(backend.visited) == list(range(gt.shape[0]))
+    assert np.array_equal(pred, gt == 1)
+
+
+def test_z_limits_are_honoured():
+    gt = blob_volume(lo=1, hi=12)
+    backend = RecordingOracle(gt)
+    pred = propagate_volume(backend, np.zeros_like(gt), Prompt(1, slice_index=6, boxes=[(0, 0, 5, 5)]),
+                            z_limits=(4, 8))
+    assert sorted(backend.visited) == [4, 5, 6, 7, 8]
+    assert not pred[:4].any() and not pred[9:].any()
+    assert np.array_equal(pred[4:9], gt[4:9] == 1)
+    with pytest.raises(ValueError, match="z_limits"):
+        propagate_volume(backend, np.zeros_like(gt), Prompt(1, slice_index=2, boxes=[(0, 0, 5, 5)]), z_limits=(4, 8))
+
+
+def test_progress_reaches_total_even_when_stopping_early():
+    gt = blob_volume()
+    seen: list[tuple[int, int]] = []
+    propagate_volume(RecordingOracle(gt), np.zeros_like(gt), Prompt(1, slice_index=6, boxes=[(0, 0, 5, 5)]),
+                     progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (gt.shape[0], gt.shape[0])
+    assert all(t == gt.shape[0] for _, t in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+
+
+def test_cancel_through_the_callback_stops_between_slices():
+    gt = blob_volume()
+    backend = RecordingOracle(gt)
+    with pytest.raises(Cancelled) as info:
+        propagate_volume(backend, np.zeros_like(gt), Prompt(1, slice_index=6, boxes=[(0, 0, 5, 5)]),
+                         progress=lambda done, total: done < 3)
+    assert len(backend.calls) == 3
+    assert info.value.done == 3 and info.value.total == gt.shape[0]
+    partial = info.value.partial
+    assert partial.shape == gt.shape and partial.dtype == bool
+    assert sorted(np.flatnonzero(partial.any(axis=(1, 2)))) == [6, 7, 8]
+
+
+def test_empty_prompted_slice_returns_empty():
+    gt = blob_volume()
+    backend = RecordingOracle(gt)
+    pred = propagate_volume(backend, np.zeros_like(gt), Prompt(1, slice_index=0, boxes=[(0, 0, 5, 5)]))
+    assert not pred.any() and backend.visited == [0]
+
+
+def test_video_goes_forward_only():
+    gt = blob_volume()
+    backend = RecordingOracle(gt)
+    frames = np.zeros((*gt.shape, 3), np.uint8)
+    pred = propagate_video(backend, frames, Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]))
+    assert backend.visited == [5, 6, 7, 8, 9, 10]
+    assert not pred[:5].any()
+    assert np.array_equal(pred[5:], gt[5:] == 1)
+    backend.calls.clear()
+    pred = propagate_video(backend, frames, Prompt(1, slice_index=4, boxes=[(0, 0, 5, 5)]), end_frame=6)
+    assert backend.visited == [4, 5, 6]
+
+
+class NativeStub(SegmentationBackend):
+    name = "native-stub"
+    accepts = frozenset({"box"})
+    propagates_natively = True
+
+    def __init__(self) -> None:
+        self.reverse = None
+
+    def segment(self, image, prompt, *, cache_key=None):  # pragma: no cover - never called
+        raise AssertionError("per-slice segment must not be used")
+
+    def propagate(self, frames, prompt, *, reverse=True, progress=None):
+        self.reverse = reverse
+        return np.ones(frames.shape[:3], bool)
+
+
+def test_native_backends_get_the_whole_stack():
+    stub = NativeStub()
+    out = propagate_volume(stub, np.zeros((6, 4, 4), np.uint8), Prompt(1, slice_index=2, boxes=[(0, 0, 1, 1)]),
+                           z_limits=(1, 3))
+    assert stub.reverse is True and out[1:4].all() and not out[0].any() and not out[4:].any()
+    out = propagate_video(stub, np.zeros((6, 4, 4), np.uint8), Prompt(1, slice_index=2, boxes=[(0, 0, 1, 1)]))
+    assert stub.reverse is False and out[2:].all() and not out[:2].any()
+
+
+def test_middle_slice_prompt_is_the_medsam2_key_slice():
+    gt = blob_volume(lo=3, hi=10)
+    prompt = middle_slice_prompt(gt, 1)
+    assert prompt.slice_index == 3 + (10 - 3) // 2
+    assert prompt.boxes == [tight_box(gt[prompt.slice_index] == 1)]
+    gt[6] = 0  # a gap on the middle slice: the nearest non-empty slice, lower first
+    assert middle_slice_prompt(gt, 1).slice_index == 5
+
+
+def test_official_protocol_needs_litemedsam():
+    with pytest.raises(TypeError, match="litemedsam"):
+        propagate_official_litemedsam(OracleBackend(np.zeros((3, 4, 4))), np.zeros((3, 4, 4), np.uint8),
+                                      [(0, 0, 0, 2, 2, 2)])
+
+
+# ---------------------------------------------------------------------------
+# real LiteMedSAM on real data
+# ---------------------------------------------------------------------------
+
+#: DSC of CVPR24_LiteMedSAM_infer.py run unchanged, tight 3D box of gts > 0
+DEEPLESION_OFFICIAL_DSC = {
+    "000001_02_01_008-023": 0.922,
+    "000002_03_01_035-047": 0.813,
+    "000009_03_01_036-048": 0.935,
+    "000010_01_01_078-090": 0.655,
+    "000015_01_01_081-093": 0.775,
+    "000015_01_01_103-115": 0.771,
+}
+HIPPOCAMPUS_CASES = 10
+
+
+@pytest.fixture(scope="module")
+def litemedsam():
+    from napari_medsam_eval.models.litemedsam import build
+
+    return build(device="cpu", cache_size=64)
+
+
+@pytest.fixture(scope="module")
+def deeplesion_results(shared_data: Path, litemedsam) -> dict[str, dict[str, float]]:
+    """Per case: DSC of the official 3D-box script and of our middle-slice protocol."""
+    results: dict[str, dict[str, float]] = {}
+    for path in sorted((shared_data / "deeplesion_ct_npz").glob("CT_Lesion_*.npz")):
+        with np.load(path) as npz:
+            imgs, gts = npz["imgs"], npz["gts"]
+        case = path.stem.replace("CT_Lesion_", "")
+        z, y, x = np.nonzero(gts > 0)
+        box3d = [x.min(), y.min(), z.min(), x.max(), y.max(), z.max()]
+        calls_before = litemedsam.encoder_calls
+        official = propagate_official_litemedsam(litemedsam, imgs, [box3d], case_id=path.stem)
+        ours = propagate_volume(litemedsam, imgs, middle_slice_prompt(gts, 1), case_id=path.stem)
+        results[case] = {
+            "official": dice(official, gts),
+            "ours": dice(ours, gts),
+            "encodes": litemedsam.encoder_calls - calls_before,
+            "slices": imgs.shape[0],
+        }
+    print("\nDeepLesion DSC:", {k: (round(v["official"], 3), round(v["ours"], 3)) for k, v in results.items()})
+    return results
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(DEEPLESION_OFFICIAL_DSC))
+def test_official_litemedsam_3d_reproduces_reference_dsc(deeplesion_results, case):
+    assert deeplesion_results[case]["official"] == pytest.approx(DEEPLESION_OFFICIAL_DSC[case], abs=0.01)
+
+
+@pytest.mark.slow
+def test_our_protocol_on_deeplesion(deeplesion_results):
+    scores = [r["ours"] for r in deeplesion_results.values()]
+    assert len(scores) == 6
+    assert np.median(scores) >= 0.70, scores
+    # both protocols of a case share the slice embeddings: one encoder pass per slice at most
+    for r in deeplesion_results.values():
+        assert r["encodes"] <= r["slices"]
+
+
+def _read_hippocampus(folder: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    import SimpleITK as sitk
+
+    image = sitk.GetArrayFromImage(sitk.ReadImage(str(folder / "imagesTr" / name)))
+    label = sitk.GetArrayFromImage(sitk.ReadImage(str(folder / "labelsTr" / name)))
+    return image, np.rint(label).astype(np.int16)
+
+
+@pytest.mark.slow
+def test_official_protocol_progress_cancel_and_errors(shared_data: Path, litemedsam):
+    with np.load(shared_data / "deeplesion_ct_npz" / "CT_Lesion_000002_03_01_035-047.npz") as npz:
+        imgs, gts = npz["imgs"], npz["gts"]
+    z, y, x = np.nonzero(gts > 0)
+    box3d = [x.min(), y.min(), z.min(), x.max(), y.max(), z.max()]
+    seen: list[tuple[int, int]] = []
+    with pytest.raises(Cancelled) as info:
+        propagate_official_litemedsam(litemedsam, imgs, [box3d], case_id="CT_Lesion_000002_03_01_035-047",
+                                      progress=lambda d, t: seen.append((d, t)) or d < 2)
+    n_slices = z.max() - z.min() + 1
+    assert seen[-1] == (2, n_slices)
+    assert info.value.partial.dtype == np.uint8
+    with pytest.raises(ValueError, match="z_min"):
+        propagate_official_litemedsam(litemedsam, imgs, [[10, 10, 4, 20, 20, 4]])

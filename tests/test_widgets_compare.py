@@ -1,0 +1,143 @@
+"""The Compare / failure-analysis widget in a real viewer (Xvfb), on real ground truth.
+
+The "prediction" here is the real ground truth shifted by two pixels with one
+slice missed and one slice added, so every number is known; the model's own
+predictions are compared in tests/test_widgets_segment.py.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_medsam_eval._widgets import CompareWidget
+from napari_medsam_eval.interactive import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
+from napari_medsam_eval.io import read_label
+from napari_medsam_eval.metrics import compute_dice, compute_per_slice_dice
+
+pytestmark = pytest.mark.gui
+
+HIPPO = "hippocampus_015"
+
+
+@pytest.fixture
+def viewer_with_pair(make_napari_viewer, shared_data):
+    """hippocampus image through the plugin's reader, its label added through io, and a prediction."""
+    root = shared_data / "hippocampus_mri"
+    viewer = make_napari_viewer()
+    (image,) = viewer.open(str(root / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
+    label = read_label(root / "labelsTr" / f"{HIPPO}.nii.gz").array
+    gt_layer = viewer.add_labels(label, name="ground truth", scale=image.scale, metadata={"role": "ground_truth"})
+    gt = label == 2
+    pred = np.roll(gt, 2, axis=1)
+    present = np.flatnonzero(gt.any(axis=(1, 2)))
+    pred[present[len(present) // 2]] = False  # a missed slice: DSC 0
+    pred[present[-1] + 1] = gt[present[-1]]  # a false-positive slice: DSC 0
+    pred_layer = viewer.add_labels(pred.astype(np.uint8) * 2, name="prediction [label 2]", scale=image.scale,
+                                   metadata={"role": "prediction", "target_label": 2})
+    return viewer, gt_layer, pred_layer, pred, gt
+
+
+def test_compare_overlay_and_dice(viewer_with_pair, qtbot):
+    viewer, gt_layer, pred_layer, pred, gt = viewer_with_pair
+    widget = CompareWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    # layers picked by their roles, target from the prediction's metadata
+    assert widget.pred_layer.value is pred_layer and widget.gt_layer.value is gt_layer
+    assert widget.target_label.value == 2
+    comparison = widget.update_comparison()
+    overlay = widget.overlay_layer
+    assert overlay is not None and overlay.name == "TP/FP/FN [label 2]"
+    np.testing.assert_array_equal(overlay.data == OVERLAY_TP, pred & gt)
+    np.testing.assert_array_equal(overlay.data == OVERLAY_FP, pred & ~gt)
+    np.testing.assert_array_equal(overlay.data == OVERLAY_FN, ~pred & gt)
+    assert set(np.unique(overlay.data)) == {0, OVERLAY_TP, OVERLAY_FP, OVERLAY_FN}
+    colors = overlay.colormap.map(np.array([0, OVERLAY_TP, OVERLAY_FP, OVERLAY_FN]))
+    assert colors[0][3] == 0 and len({tuple(c) for c in colors[1:]}) == 3  # background clear, 3 distinct colours
+    dice = compute_dice(pred, gt)
+    assert comparison.dice == dice and widget.volume_dice.value == f"{dice:.4f}"
+    # the current slice's DSC follows the dims
+    per_slice = compute_per_slice_dice(pred, gt)
+    z = int(np.nanargmax(per_slice))
+    viewer.dims.set_current_step(0, z)
+    assert widget.slice_dice.value == f"{per_slice[z]:.4f} (slice {z})"
+    viewer.dims.set_current_step(0, 0)
+    assert widget.slice_dice.value.startswith("n/a (both empty)")
+    # the overlay layer is not offered as a prediction or ground truth
+    assert overlay not in [layer for _name, layer in widget._labels_choices()]
+    # editing the prediction updates the comparison (debounced)
+    pred_layer.data = np.where(gt, 2, 0).astype(np.uint8)
+    qtbot.waitUntil(lambda: widget.comparison.dice == 1.0, timeout=5000)
+    assert widget.volume_dice.value == "1.0000" and widget.overlay_layer is overlay
+    assert len([layer for layer in viewer.layers if layer.name.startswith("TP/FP/FN")]) == 1
+
+
+def test_plot_click_and_next_worst(viewer_with_pair):
+    from matplotlib.backend_bases import MouseEvent
+
+    viewer, _gt_layer, _pred_layer, pred, gt = viewer_with_pair
+    widget = CompareWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    comparison = widget.update_comparison()
+    per_slice = compute_per_slice_dice(pred, gt)
+    line_x, line_y = widget._line.get_data()
+    np.testing.assert_array_equal(line_x, np.arange(gt.shape[0]))
+    np.testing.assert_array_equal(line_y, per_slice)
+
+    # a click near a plotted point moves the viewer to that slice
+    widget.canvas.draw()
+    target = int(np.flatnonzero(~np.isnan(per_slice))[3])
+    x, y = widget.axes.transData.transform((target + 0.2, per_slice[target]))
+    MouseEvent("button_press_event", widget.canvas, x, y, button=1)._process()
+    assert viewer.dims.current_step[0] == target
+    assert widget.slice_dice.value.endswith(f"(slice {target})")
+
+    # next worst: slices with foreground by rising DSC, then wrapping around
+    order = comparison.worst_slices()
+    valid = np.flatnonzero(pred.any(axis=(1, 2)) | gt.any(axis=(1, 2)))
+    assert sorted(order.tolist()) == valid.tolist()
+    assert per_slice[order[0]] == 0 and per_slice[order[1]] == 0  # the missed and the false-positive slice
+    visited = [widget.next_worst() for _ in range(len(order) + 1)]
+    assert visited[:-1] == order.tolist() and visited[-1] == order[0]
+    assert viewer.dims.current_step[0] == order[0]
+    assert widget.worst_info.value.startswith(f"#1/{len(order)}: slice {order[0]}")
+
+
+def test_compare_scaled_volume_and_mismatch(make_napari_viewer, shared_data, monkeypatch):
+    """Anisotropic npz (z spacing 5 mm): navigation in world steps; mismatched shapes -> a notification."""
+    from napari_medsam_eval._widgets import compare as compare_module
+
+    errors: list[str] = []
+    monkeypatch.setattr(compare_module, "show_error", errors.append)
+    viewer = make_napari_viewer()
+    path = shared_data / "deeplesion_ct_npz" / "CT_Lesion_000002_03_01_035-047.npz"
+    image, gt_layer = viewer.open(str(path), plugin="napari-medsam-eval")
+    gt = gt_layer.data == 1
+    pred = np.zeros_like(gt)
+    pred[:, 250:300, 250:300] = True
+    viewer.add_labels(pred.astype(np.uint8), name="my mask", scale=image.scale)
+    widget = CompareWidget(viewer)
+    widget.pred_layer.value = viewer.layers["my mask"]
+    assert widget.gt_layer.value is gt_layer
+    comparison = widget.update_comparison()
+    assert comparison.dice == compute_dice(pred, gt)  # a 0/1 mask compares with any target
+    z = widget.next_worst()
+    assert viewer.dims.current_step[0] == z and np.isclose(viewer.dims.point[0], z * image.scale[0])
+    viewer.add_labels(np.zeros((3, 4, 5), np.uint8), name="wrong shape")
+    widget.pred_layer.value = viewer.layers["wrong shape"]
+    assert widget.update_comparison() is None and errors and "shape" in errors[-1]
+
+
+def test_widgets_open_from_the_manifest(make_napari_viewer):
+    """What ``napari -w napari-medsam-eval`` does: npe2 contributions, docked with the viewer injected."""
+    from npe2 import PluginManifest
+
+    from napari_medsam_eval._widgets import SegmentWidget
+
+    manifest = PluginManifest.from_distribution("napari-medsam-eval")
+    assert {w.display_name for w in manifest.contributions.widgets} == {"Segment", "Compare / failure analysis"}
+    viewer = make_napari_viewer()
+    _dock, segment = viewer.window.add_plugin_dock_widget("napari-medsam-eval", "Segment")
+    _dock, compare = viewer.window.add_plugin_dock_widget("napari-medsam-eval", "Compare / failure analysis")
+    assert isinstance(segment, SegmentWidget) and isinstance(compare, CompareWidget)
+    layer = viewer.add_labels(np.zeros((4, 8, 8), np.uint8), name="gt", metadata={"role": "ground_truth"})
+    assert compare.gt_layer.value is layer  # choices follow the layer list
