@@ -38,10 +38,14 @@ system-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(SYSTEM_PACKAGES) >/dev/null; \
 	fi
 
+# The main job on the bundled sample data with the default model (LiteMedSAM, CPU):
+# describe the phantom, segment its kidney from a box on the middle slice,
+# propagate through the volume, and score it against the ground truth.
 demo: $(STAMP)
 	$(BIN)/medsam-eval info sample_data/phantom_ct/image.nii.gz --label sample_data/phantom_ct/label.nii.gz
-	$(BIN)/medsam-eval info sample_data/CT_phantom_abdomen.npz
-	$(BIN)/medsam-eval score sample_data/phantom_ct/label_rater2.nii.gz sample_data/phantom_ct/label.nii.gz
+	$(BIN)/medsam-eval segment sample_data/phantom_ct/image.nii.gz --modality CT --box 63 50 75 69 --slice 22 \
+		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
+	$(BIN)/medsam-eval score out/demo/kidney_litemedsam.nii.gz sample_data/phantom_ct/label.nii.gz --labels 2
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
