@@ -63,8 +63,17 @@ def _widget(viewer, backend=None):
 
 
 def _wait(qtbot, worker):
-    with qtbot.waitSignal(worker.finished, timeout=TIMEOUT_MS):
-        pass
+    """Wait until ``worker`` has finished and its finished handlers have run.
+
+    ``qtbot.waitSignal(worker.finished)`` races: a fast worker (an error) can
+    emit ``finished`` before the test connects. superqt keeps a started worker
+    in ``WorkerBase._worker_set`` until its ``_finished`` signal, queued after
+    ``finished``, reaches the main thread, so leaving the set means every
+    finished handler (the widget's included) has run.
+    """
+    from superqt.utils._qthreading import WorkerBase
+
+    qtbot.waitUntil(lambda: worker not in WorkerBase._worker_set, timeout=TIMEOUT_MS)
 
 
 def test_load_model_off_thread_and_errors(make_napari_viewer, shared_data, qtbot, errors, tmp_path):
