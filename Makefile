@@ -39,9 +39,12 @@ system-deps:
 	fi
 
 # The main job on the bundled sample data with the default model (LiteMedSAM, CPU):
-# describe the phantom, segment its kidney from a box on the middle slice,
-# propagate through the volume, and score it against the ground truth.
+# benchmark the video phantom (first-frame box, forward propagation) into a
+# run folder with a report; then describe the CT phantom, segment its kidney
+# from a box on the middle slice, propagate, and score it against the truth.
 demo: $(STAMP)
+	rm -rf out/demo/run_video
+	$(BIN)/medsam-eval run sample_data/phantom_video --model litemedsam --protocol medsam2 --out out/demo/run_video
 	$(BIN)/medsam-eval info sample_data/phantom_ct/image.nii.gz --label sample_data/phantom_ct/label.nii.gz
 	$(BIN)/medsam-eval segment sample_data/phantom_ct/image.nii.gz --modality CT --box 63 50 75 69 --slice 22 \
 		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
