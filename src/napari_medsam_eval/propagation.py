@@ -34,6 +34,8 @@ import numpy as np
 from .errors import MedsamEvalError
 from .models.base import ProgressCallback, SegmentationBackend
 from .prompt import Prompt
+from .prompts.geometry import tight_box
+from .prompts.medsam2 import MedSAM2Protocol
 
 #: pixels (original resolution) a propagated box is widened by on every side.
 #: Measured with LiteMedSAM (median DSC): DeepLesion CT 512x512, margins 0/1/2/3/5
@@ -78,15 +80,6 @@ class _Progress:
         if self.callback is not None and self.done < self.total:
             self.done = self.total
             self.callback(self.total, self.total)
-
-
-def tight_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
-    """Inclusive ``(x0, y0, x1, y1)`` of a 2D mask's foreground; None when empty."""
-    rows = np.flatnonzero(mask.any(axis=1))
-    if rows.size == 0:
-        return None
-    cols = np.flatnonzero(mask.any(axis=0))
-    return int(cols[0]), int(rows[0]), int(cols[-1]), int(rows[-1])
 
 
 def expand_box(box: tuple[float, float, float, float], margin: float, shape: tuple[int, int]) -> tuple[float, ...]:
@@ -294,26 +287,14 @@ def propagate_video(
     return result
 
 
-def middle_slice_prompt(label_map: np.ndarray, target_label: int, *, protocol: str = "medsam2") -> Prompt:
-    """The MedSAM2 evaluation prompt: the tight box of the target on the middle
-    slice ``z_min + (z_max - z_min) // 2`` of its z-extent.
-
-    That slice can be empty when the target has gaps in z; then the nearest
-    non-empty slice (lower first) is used and ``info['moved_from']`` says so.
-    """
-    present = np.flatnonzero((np.asarray(label_map) == target_label).reshape(label_map.shape[0], -1).any(axis=1))
-    if present.size == 0:
+def middle_slice_prompt(label_map: np.ndarray, target_label: int) -> Prompt:
+    """The MedSAM2 evaluation prompt of one label of a ``(Z, Y, X)`` label map: the
+    tight box on the middle slice of its z-extent (:class:`MedSAM2Protocol`, which
+    says what happens when that slice is empty)."""
+    mask = np.asarray(label_map) == target_label
+    if not mask.any():
         raise ValueError(f"label {target_label} is absent from the label map")
-    z_min, z_max = int(present[0]), int(present[-1])
-    z = z_min + (z_max - z_min) // 2
-    info: dict[str, object] = {"z_min": z_min, "z_max": z_max}
-    if z not in set(present.tolist()):
-        nearest = int(present[np.argmin(np.abs(present - z) * 2 + (present > z))])
-        info["moved_from"] = z
-        z = nearest
-    box = tight_box(label_map[z] == target_label)
-    assert box is not None
-    return Prompt(target_label=target_label, slice_index=z, boxes=[box], protocol=protocol, info=info)
+    return MedSAM2Protocol().prompt_for_mask(mask, "volume", target_label)
 
 
 def propagate_official_litemedsam(
