@@ -1,7 +1,7 @@
-"""Time NSD + HD95 here against DeepMind's ``surface_distance`` on real volumes.
+"""Time DSC + NSD + HD95 here against DeepMind's ``surface_distance`` on real volumes.
 
 Run: ``python benchmarks/bench_metrics.py [--repeats 7] [--cpu]``. Each row times the
-full path for one mask pair (surfel distances, NSD at 2 mm, HD95) as the median
+full path for one mask pair (DSC, surfel distances, NSD at 2 mm, HD95) as the median
 of ``repeats`` runs after one warm-up, and checks that both give the same
 numbers. Needs the ``surface-distance`` test extra and ``../shared/data``.
 """
@@ -18,7 +18,7 @@ import SimpleITK as sitk
 import surface_distance as sd
 from scipy import ndimage
 
-from napari_medsam_eval.metrics import compute_surface_distances
+from napari_medsam_eval.metrics import compute_dice, compute_surface_distances
 
 DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -47,7 +47,7 @@ def _pairs() -> list[tuple[str, np.ndarray, np.ndarray, tuple[float, ...]]]:
 _clock = time.perf_counter
 
 
-def _median_time(fn: Callable[[], tuple[float, float]], repeats: int) -> tuple[float, tuple[float, float]]:
+def _median_time(fn: Callable[[], tuple[float, ...]], repeats: int) -> tuple[float, tuple[float, ...]]:
     result = fn()
     times = []
     for _ in range(repeats):
@@ -68,11 +68,12 @@ def main() -> None:
 
     def ours(pred, gt, spacing):
         surfaces = compute_surface_distances(pred, gt, spacing)
-        return surfaces.surface_dice(2.0), surfaces.robust_hausdorff(95)
+        return compute_dice(pred, gt), surfaces.surface_dice(2.0), surfaces.robust_hausdorff(95)
 
     def theirs(pred, gt, spacing):
         surfaces = sd.compute_surface_distances(gt, pred, spacing)
-        return sd.compute_surface_dice_at_tolerance(surfaces, 2.0), sd.compute_robust_hausdorff(surfaces, 95)
+        return (sd.compute_dice_coefficient(gt, pred), sd.compute_surface_dice_at_tolerance(surfaces, 2.0),
+                sd.compute_robust_hausdorff(surfaces, 95))
 
     print(f"{'case':26s} {'shape':>15s} {'ours ms':>8s} {'sd ms':>8s} {'ratio':>6s} {'max |diff|':>10s}")
     ratios, sum_ours, sum_theirs = [], 0.0, 0.0

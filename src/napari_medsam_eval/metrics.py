@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from typing import Sequence, Union
 
 import numpy as np
-from scipy import ndimage
 
+
+from ._edt import distances_both_ways
 from .case import Spacing
 
 SpacingLike = Union[Spacing, Sequence[float]]
@@ -239,11 +240,18 @@ def _weighted_percentile(distances: np.ndarray, areas: np.ndarray, percent: floa
 
 
 def _bounding_box(mask: np.ndarray) -> tuple[slice, ...] | None:
-    box = []
-    for axis in range(mask.ndim):
-        hits = np.flatnonzero(np.any(mask, axis=tuple(i for i in range(mask.ndim) if i != axis)))
-        if hits.size == 0:
-            return None
+    """Slices of the smallest box holding ``mask``'s True voxels; None when empty.
+
+    The first axis is found on the whole array, the others only inside that
+    range: one pass over a large volume with a small object instead of ndim.
+    """
+    first = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    if first.size == 0:
+        return None
+    box = [slice(int(first[0]), int(first[-1]) + 1)]
+    inner = mask[box[0]]
+    for axis in range(1, mask.ndim):
+        hits = np.flatnonzero(np.any(inner, axis=tuple(i for i in range(mask.ndim) if i != axis)))
         box.append(slice(int(hits[0]), int(hits[-1]) + 1))
     return tuple(box)
 
@@ -267,33 +275,13 @@ def compute_surface_distances(pred: np.ndarray, gt: np.ndarray, spacing: Spacing
     full = (1 << (1 << p.ndim)) - 1
     border_g = (codes_g != 0) & (codes_g != full)
     border_p = (codes_p != 0) & (codes_p != full)
+    gt_to_pred, pred_to_gt = distances_both_ways(border_g, border_p, sampling)
     return SurfaceDistances(
-        distances_gt_to_pred=_distances_to(border_p, border_g, sampling),
-        distances_pred_to_gt=_distances_to(border_g, border_p, sampling),
+        distances_gt_to_pred=gt_to_pred,
+        distances_pred_to_gt=pred_to_gt,
         surfel_areas_gt=table[codes_g[border_g]],
         surfel_areas_pred=table[codes_p[border_p]],
     )
-
-
-def _distances_to(features: np.ndarray, queries: np.ndarray, sampling: tuple[float, ...]) -> np.ndarray:
-    """Distance (mm) from every ``queries`` corner to the nearest ``features`` corner.
-
-    One exact Euclidean feature transform on the crop, the distances then
-    evaluated at the query corners only, with scipy's own arithmetic (index
-    offset, times spacing, squared, summed in axis order, square root) so the
-    values are bit-identical to ``distance_transform_edt``'s map. ``inf``
-    without features, as in ``surface_distance``.
-    """
-    where = np.nonzero(queries)
-    if not features.any():
-        return np.full(where[0].size, np.inf)
-    nearest = ndimage.distance_transform_edt(~features, sampling=sampling,
-                                             return_distances=False, return_indices=True)
-    total = np.zeros(where[0].size)
-    for axis, (index, step) in enumerate(zip(where, sampling)):
-        offset = (nearest[axis][where] - index).astype(np.float64) * step
-        total += offset * offset
-    return np.sqrt(total)
 
 
 def compute_surface_dice(pred: np.ndarray, gt: np.ndarray, spacing: SpacingLike,
