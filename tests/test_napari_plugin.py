@@ -39,3 +39,73 @@ def test_sample_data_opens(make_napari_viewer):
     viewer.open_sample("napari-medsam-eval", "phantom_video")
     assert viewer.layers[0].rgb and viewer.layers[0].data.shape == (24, 128, 128, 3)
     assert viewer.layers[1].data.shape == (24, 128, 128)
+
+
+def test_reader_patterns_cover_every_core_format():
+    from npe2 import PluginManifest
+
+    from napari_medsam_eval.io.formats import IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, VIDEO_SUFFIXES
+
+    manifest = PluginManifest.from_distribution("napari-medsam-eval")
+    (reader,) = manifest.contributions.readers
+    patterns = set(reader.filename_patterns)
+    for suffix in SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES:
+        assert f"*{suffix}" in patterns, suffix
+    assert {"*.png", "*.jpg", "*.jpeg", "*.tif", "*.tiff", "*.dcm"} <= patterns
+    assert reader.accepts_directories
+    assert any(w.display_name == "Benchmark" for w in manifest.contributions.widgets)
+
+
+@pytest.mark.parametrize(("name", "content"), [
+    ("text.png", b"not an image at all\n"),
+    ("text.jpg", b"hello"),
+    ("text.tif", b"hello\n"),
+    ("text.dcm", b"this is a text file, not DICOM\n"),
+    ("empty.dcm", b""),
+    ("text.nii.gz", b"text named like NIfTI\n"),
+    ("png_named.npz", b"\x89PNG\r\n\x1a\n" + bytes(64)),
+    ("notes.xyz", b"\x00\x01\x02"),
+])
+def test_reader_refuses_files_it_cannot_read(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert napari_get_reader(str(path)) is None
+    assert napari_get_reader([str(path)]) is None
+
+
+def test_reader_refuses_missing_and_several_paths(tmp_path):
+    assert napari_get_reader(str(tmp_path / "missing.png")) is None
+    assert napari_get_reader([str(tmp_path / "a.png"), str(tmp_path / "b.png")]) is None
+
+
+def test_open_png_with_its_mask_and_tiff(make_napari_viewer, tmp_path):
+    from PIL import Image
+
+    from napari_medsam_eval._sample_data import SAMPLE_DIR
+
+    png = SAMPLE_DIR / "phantom_2d" / "images" / "skin_phantom.png"
+    expected = np.asarray(Image.open(png))
+    assert napari_get_reader(str(png)) is not None
+    viewer = make_napari_viewer()
+    layers = viewer.open(str(png), plugin="napari-medsam-eval")
+    np.testing.assert_array_equal(layers[0].data, expected)
+    assert layers[0].rgb
+    gray = tmp_path / "slice.tif"
+    Image.fromarray(expected[..., 0]).save(gray)
+    (layer,) = viewer.open(str(gray), plugin="napari-medsam-eval")
+    np.testing.assert_array_equal(layer.data, expected[..., 0])
+
+
+def test_open_single_dicom_file(make_napari_viewer, tmp_path):
+    import SimpleITK as sitk
+
+    array = (np.arange(32 * 40, dtype=np.int16).reshape(32, 40) % 300) - 100
+    image = sitk.GetImageFromArray(array)
+    image.SetSpacing((0.5, 0.7))
+    path = tmp_path / "slice.dcm"
+    sitk.WriteImage(image, str(path))
+    assert napari_get_reader(str(path)) is not None
+    viewer = make_napari_viewer()
+    (layer,) = viewer.open(str(path), plugin="napari-medsam-eval")
+    assert np.squeeze(layer.data).shape == (32, 40)
+    np.testing.assert_array_equal(np.squeeze(layer.data), array)

@@ -134,7 +134,7 @@ def test_widgets_open_from_the_manifest(make_napari_viewer):
     from napari_medsam_eval._widgets import SegmentWidget
 
     manifest = PluginManifest.from_distribution("napari-medsam-eval")
-    assert {w.display_name for w in manifest.contributions.widgets} == {"Segment", "Compare / failure analysis"}
+    assert {w.display_name for w in manifest.contributions.widgets} == {"Segment", "Compare / failure analysis", "Benchmark"}
     viewer = make_napari_viewer()
     _dock, segment = viewer.window.add_plugin_dock_widget("napari-medsam-eval", "Segment")
     _dock, compare = viewer.window.add_plugin_dock_widget("napari-medsam-eval", "Compare / failure analysis")

@@ -4,12 +4,16 @@
   segment a slice, propagate with progress and Cancel.
 - :class:`CompareWidget`: prediction vs ground truth, TP/FP/FN overlay, DSC,
   per-slice plot, worst slices.
+- :class:`BenchmarkWidget`: run a dataset through a model (the CLI's runner) with
+  progress, Cancel and Resume; results table, per-task summary, box plot; a
+  double-clicked row opens its case, prediction and prompt.
 
 Qt-free layer helpers live in :mod:`._layers`.
 """
 from __future__ import annotations
 
+from .benchmark import BenchmarkWidget
 from .compare import CompareWidget
 from .segment import SegmentWidget
 
-__all__ = ["CompareWidget", "SegmentWidget"]
+__all__ = ["BenchmarkWidget", "CompareWidget", "SegmentWidget"]

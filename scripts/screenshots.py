@@ -1,0 +1,194 @@
+"""Screenshots of the napari widgets on the bundled sample data, for the README.
+
+Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
+
+1. ``segment.png``: the Segment widget after LiteMedSAM propagated a
+   ground-truth box prompt through the CT phantom (``sample_data/CT_phantom_abdomen.npz``);
+2. ``compare.png``: the Compare widget on that prediction (TP/FP/FN overlay,
+   per-slice DSC plot, worst slice);
+3. ``benchmark.png``: the Benchmark widget after a LiteMedSAM run on the
+   sample data's MedSAM npz layout (the CT phantom's three organs), with a
+   row opened in the viewer.
+
+Only the repository's own synthetic sample data are used. Run from the
+repository root (LiteMedSAM on CPU, a few minutes on two cores)::
+
+    xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py
+
+Without a display and without ``xvfb-run`` the script starts its own Xvfb
+through ``pyvirtualdisplay`` (installed with ``pytest-xvfb``). PNGs are
+downscaled and palette-quantised to stay under 400 KB.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "sample_data"
+OUT = REPO / "docs" / "screenshots"
+WINDOW = (1500, 950)
+MAX_WIDTH = 1300
+MAX_BYTES = 400_000
+
+
+def _display() -> Any:
+    """A virtual display when there is none (kept alive by the returned object)."""
+    if os.environ.get("DISPLAY") or os.environ.get("QT_QPA_PLATFORM") == "offscreen":
+        return None
+    from pyvirtualdisplay import Display
+
+    display = Display(visible=False, size=(WINDOW[0] + 100, WINDOW[1] + 100), color_depth=24)
+    display.start()
+    return display
+
+
+def _process(seconds: float = 0.3) -> None:
+    from qtpy.QtWidgets import QApplication
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        QApplication.processEvents()
+        time.sleep(0.02)
+
+
+def _wait(worker: Any, timeout_s: float = 1800) -> None:
+    """Process Qt events until ``worker`` and its finished handlers are done."""
+    from superqt.utils._qthreading import WorkerBase
+
+    end = time.monotonic() + timeout_s
+    while worker in WorkerBase._worker_set:
+        if time.monotonic() > end:
+            raise TimeoutError("worker did not finish")
+        _process(0.1)
+    _process(0.5)
+
+
+def _close_toasts(viewer: Any) -> None:
+    """Close napari's notification pop-ups (e.g. the PyQt5 deprecation notice), which cover the canvas."""
+    try:
+        from napari._qt.dialogs.qt_notification import NapariQtNotification
+    except ImportError:  # another napari layout: keep them
+        return
+    for toast in viewer.window._qt_window.findChildren(NapariQtNotification):
+        toast.close()
+
+
+def save(viewer: Any, name: str) -> Path:
+    """Grab the whole window (dock widgets included), downscale, quantise, write ``docs/screenshots/<name>``."""
+    from PIL import Image
+
+    _close_toasts(viewer)
+    _process(1.0)
+    array = np.asarray(viewer.screenshot(canvas_only=False, flash=False))
+    image = Image.fromarray(array[..., :3])
+    if image.width > MAX_WIDTH:
+        image = image.resize((MAX_WIDTH, round(image.height * MAX_WIDTH / image.width)), Image.LANCZOS)
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / name
+    for colors in (256, 128, 64):
+        image.quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+        if path.stat().st_size < MAX_BYTES:
+            break
+    print(f"{path.relative_to(REPO)}: {image.width}x{image.height}, {path.stat().st_size // 1024} KB")
+    return path
+
+
+def _dock(viewer: Any, widget: Any, name: str) -> Callable[[], None]:
+    dock = viewer.window.add_dock_widget(widget, name=name, area="right")
+    return lambda: viewer.window.remove_dock_widget(dock)
+
+
+def segment_and_compare(viewer: Any, target: int) -> None:
+    """Screenshots 1 and 2: propagate a ground-truth prompt, then compare with the ground truth."""
+    from napari_medsam_eval._widgets import CompareWidget, SegmentWidget
+    from napari_medsam_eval.interactive import Session
+
+    viewer.open_sample("napari-medsam-eval", "phantom_ct")
+    segment = SegmentWidget(viewer)
+    remove_segment = _dock(viewer, segment, "Segment")
+    segment.set_backend(Session.build_backend("litemedsam", device="cpu"))
+    _process()
+    segment.target_label.value = target
+    prompt = segment.prompt_from_ground_truth()
+    if prompt is None:
+        raise RuntimeError(f"no prompt: {segment.status.value}")
+    worker = segment.propagate()
+    if worker is None:
+        raise RuntimeError(f"propagation did not start: {segment.status.value}")
+    _wait(worker)
+    if segment.last_result is None:
+        raise RuntimeError(f"propagation failed: {segment.status.value}")
+    save(viewer, "segment.png")
+
+    remove_segment()
+    compare = CompareWidget(viewer)
+    _dock(viewer, compare, "Compare")
+    _process()
+    comparison = compare.update_comparison()
+    if comparison is None:
+        raise RuntimeError("the Compare widget found no prediction/ground truth pair")
+    per_slice = comparison.per_slice  # show a badly segmented slice where all three colours occur
+    partial = np.flatnonzero(np.nan_to_num(per_slice, nan=0.0) > 0)
+    compare.go_to(int(partial[np.argmin(per_slice[partial])]) if partial.size else int(compare.next_worst() or 0))
+    for layer in viewer.layers:  # the overlay says it all: hide the prediction and ground truth fills
+        if layer.metadata.get("role") in ("prediction", "ground_truth"):
+            layer.visible = False
+    save(viewer, "compare.png")
+    print(f"compare: volume DSC {comparison.dice:.3f}")
+
+
+def benchmark(viewer: Any, run_dir: Path) -> None:
+    """Screenshot 3: a LiteMedSAM run on the sample data's npz layout, a row opened."""
+    from napari_medsam_eval._widgets import BenchmarkWidget
+
+    widget = BenchmarkWidget(viewer)
+    _dock(viewer, widget, "Benchmark")
+    widget.dataset.value = SAMPLE
+    widget.layout_choice.value = "npz"  # sample_data/ also looks like SUN-SEG (its video folder)
+    widget.out_dir.value = run_dir
+    worker = widget.run()
+    if worker is None:
+        raise RuntimeError(f"the run did not start: {widget.status.value}")
+    _wait(worker)
+    if widget.last_status != "completed":
+        raise RuntimeError(f"the run ended {widget.last_status}: {widget.status.value}")
+    view = widget.results
+    line = min(range(view.table.rowCount()), key=lambda i: float(view.row_at(i)["dice"]))
+    view.table.selectRow(line)
+    _wait(widget.open_row(view.row_at(line)))
+    save(viewer, "benchmark.png")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--target", type=int, default=2, help="CT phantom label to segment (1 liver, 2 kidney, 3 lesion)")
+    args = parser.parse_args(argv)
+    display = _display()
+    try:
+        import napari
+
+        viewer = napari.Viewer(title="napari-medsam-eval")
+        viewer.window._qt_window.resize(*WINDOW)
+        segment_and_compare(viewer, args.target)
+        viewer.close()
+        viewer = napari.Viewer(title="napari-medsam-eval")
+        viewer.window._qt_window.resize(*WINDOW)
+        with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
+            benchmark(viewer, Path(tmp) / "run")
+        viewer.close()
+    finally:
+        if display is not None:
+            display.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""The Benchmark widget in a real viewer (Xvfb) on the real hippocampus MRI dataset.
+
+The LiteMedSAM run is limited to three cases (about a minute a case on two
+loaded CPU cores); cancelling and resuming use the ``box`` baseline, which
+runs a case in well under a second, since the model does not matter there.
+Every number the widget shows is checked against the run folder the same
+core runner wrote.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from qtpy.QtCore import Qt
+
+from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
+from napari_medsam_eval._widgets import benchmark as benchmark_module
+from napari_medsam_eval._widgets._layers import current_index
+from napari_medsam_eval._widgets._results_table import ROW_HEADERS
+from napari_medsam_eval.benchmark import load_table, read_manifest
+from napari_medsam_eval.datasets import get_layout
+from napari_medsam_eval.io import read_label
+from napari_medsam_eval.prompt import prompts_from_json
+
+pytestmark = pytest.mark.gui
+
+TIMEOUT_MS = 1_800_000
+DSC = ROW_HEADERS.index("DSC")
+
+
+@pytest.fixture
+def errors(monkeypatch):
+    """Error notifications the widget raises (napari's show_error, captured)."""
+    seen: list[str] = []
+    monkeypatch.setattr(benchmark_module, "show_error", seen.append)
+    return seen
+
+
+def _wait(qtbot, worker, timeout: int = TIMEOUT_MS) -> None:
+    """Until ``worker`` has finished and its finished handlers ran (see tests/test_widgets_segment.py)."""
+    from superqt.utils._qthreading import WorkerBase
+
+    qtbot.waitUntil(lambda: worker not in WorkerBase._worker_set, timeout=timeout)
+
+
+def _widget(viewer, dataset, out, model: str = "litemedsam", limit: int = 3) -> BenchmarkWidget:
+    widget = BenchmarkWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    widget.dataset.value = dataset
+    widget.out_dir.value = out
+    widget.model.value = model
+    widget.limit.value = limit
+    return widget
+
+
+def _shown(widget) -> dict[tuple[str, str], str]:
+    """(case, target) -> DSC text of every table line."""
+    view = widget.results
+    return {(c, t): d for c, t, d in zip(view.column_values("case"), view.column_values("target"),
+                                         view.column_values("DSC"))}
+
+
+def _expected(table) -> dict[tuple[str, str], str]:
+    return {(r.case_id, f"{r.label_name} ({int(r.target_label)})"): f"{r.dice:.4f}" for r in table.itertuples()}
+
+
+@pytest.mark.slow
+def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
+    viewer = make_napari_viewer()
+    dataset, out = shared_data / "hippocampus_mri", tmp_path / "run"
+    widget = _widget(viewer, dataset, out)
+    assert widget.model.value == "litemedsam" and widget.protocol.value == "medsam2"
+    worker = widget.run()
+    assert worker is not None and widget.busy and not widget.run_button.enabled and widget.cancel_button.enabled
+    _wait(qtbot, worker)
+    assert errors == [] and not widget.busy and widget.run_button.enabled
+    assert widget.last_status == "completed" and widget.progress.value == widget.progress.max == 3
+
+    # the table shows the run folder's rows, DSC to 4 decimals, the exact value behind each item
+    table = load_table(out)
+    assert len(table) == 6 and set(table["status"]) == {"ok"}
+    assert _shown(widget) == _expected(table)
+    view = widget.results
+    by_key = {(r.case_id, r.label_name): r.dice for r in table.itertuples()}
+    for line in range(view.table.rowCount()):
+        row = view.row_at(line)
+        assert view.table.item(line, DSC).data(Qt.UserRole) == pytest.approx(by_key[row["case_id"], row["label_name"]])
+    view.table.sortItems(DSC, Qt.AscendingOrder)  # numeric sort
+    shown = [view.table.item(line, DSC).data(Qt.UserRole) for line in range(view.table.rowCount())]
+    assert shown == sorted(table["dice"].tolist())
+
+    # per-task summary: the task medians of the folder's rows
+    summary = view.summary
+    assert summary.rowCount() == 2
+    for line in range(2):
+        task = summary.item(line, 0).text()
+        values = table.loc[table["task"] == task, "dice"].to_numpy()
+        assert summary.item(line, 1).text() == "3"
+        assert summary.item(line, 2).text() == f"{np.median(values):.4f}"
+        q25, q75 = np.percentile(values, [25, 75])
+        assert summary.item(line, 3).text() == f"[{q25:.3f}, {q75:.3f}]"
+        nsd = table.loc[table["task"] == task, "nsd"].to_numpy()
+        assert summary.item(line, 4).text() == f"{np.median(nsd):.4f}"
+    assert len(view.axes.get_xticks()) == 2  # one box per task
+
+    # double-click a posterior row (label 2: it wins overlaps in the saved label map, so its DSC is exact)
+    compare = CompareWidget(viewer)
+    viewer.window.add_dock_widget(compare)
+    line = next(i for i in range(view.table.rowCount()) if view.row_at(i)["target_label"] == 2)
+    row = view.row_at(line)
+    item = view.table.item(line, 0)
+    view.table.scrollToItem(item)
+    rect = view.table.visualItemRect(item)
+    qtbot.mouseClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())
+    qtbot.mouseDClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())
+    opener = widget._open_worker
+    assert opener is not None
+    _wait(qtbot, opener)
+    assert errors == []
+    layers = widget.opened
+    assert {"image", "ground_truth", "prediction", "prompt_boxes"} <= set(layers)
+    ref = next(r for r in get_layout("msd").list_cases(dataset) if r.case_id == row["case_id"])
+    case = get_layout("msd").load(ref)
+    np.testing.assert_array_equal(layers["image"].data, case.image)
+    np.testing.assert_array_equal(layers["ground_truth"].data, case.label)
+    prediction = read_label(out / row["prediction_path"]).array
+    np.testing.assert_array_equal(layers["prediction"].data, prediction)
+    assert layers["prediction"].metadata["role"] == "prediction" and layers["prediction"].metadata["target_label"] == 2
+    (prompt,) = prompts_from_json(row["prompt"])
+    (vertices,) = layers["prompt_boxes"].data
+    x0, y0, x1, y1 = prompt.boxes[0]
+    np.testing.assert_allclose(vertices[:, 0], prompt.slice_index)
+    np.testing.assert_allclose([vertices[:, 2].min(), vertices[:, 1].min(), vertices[:, 2].max(), vertices[:, 1].max()],
+                               [x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5])
+    assert current_index(viewer, layers["image"]) == prompt.slice_index == row["prompt_slice"]
+    # the open Compare widget now compares exactly these layers, and finds the row's DSC
+    assert compare.pred_layer.value is layers["prediction"] and compare.gt_layer.value is layers["ground_truth"]
+    assert compare.target_label.value == 2
+    assert compare.update_comparison().dice == pytest.approx(row["dice"], abs=1e-9)
+
+
+def test_cancel_then_resume_without_duplicates(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
+    viewer = make_napari_viewer()
+    out = tmp_path / "run"
+    widget = _widget(viewer, shared_data / "hippocampus_mri", out, model="box", limit=20)
+    widget.rows_added.connect(lambda _n: widget.cancel())  # cancel as soon as the first case's rows arrive
+    worker = widget.run()
+    _wait(qtbot, worker)
+    assert errors == [] and not widget.busy and widget.last_status == "cancelled"
+    assert widget.run_button.enabled and widget.resume_button.enabled and not widget.cancel_button.enabled
+    assert read_manifest(out)["status"] == "cancelled"
+    cancelled = load_table(out)
+    assert 2 <= len(cancelled) < 40  # two targets a case: stopped early, after at least one case
+    assert _shown(widget) == _expected(cancelled)
+
+    # a fresh widget on the same folder shows its rows; Resume finishes the run without duplicates
+    widget.close()
+    widget = _widget(viewer, shared_data / "hippocampus_mri", out, model="box", limit=20)
+    assert widget.results.table.rowCount() == len(cancelled)
+    worker = widget.run(resume=True)
+    assert worker is not None
+    _wait(qtbot, worker)
+    assert errors == [] and widget.last_status == "completed"
+    final = load_table(out)
+    keys = list(zip(final["case_id"], final["target_label"]))
+    assert len(final) == 40 and len(set(keys)) == 40
+    assert widget.results.table.rowCount() == 40 and _shown(widget) == _expected(final)
+    # rows computed before the cancel are the same rows, not recomputed ones
+    before = cancelled.set_index(["case_id", "target_label"])["dice"]
+    after = final.set_index(["case_id", "target_label"]).loc[before.index, "dice"]
+    np.testing.assert_array_equal(before.to_numpy(), after.to_numpy())
+
+
+def test_errors_are_notifications(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
+    viewer = make_napari_viewer()
+    widget = _widget(viewer, tmp_path / "missing", tmp_path / "run", model="box")
+    assert widget.run() is None and "dataset folder not found" in errors[-1]
+    widget.dataset.value = shared_data / "hippocampus_mri"
+    assert not widget.checkpoint.native.isVisibleTo(widget.native)
+    widget.model.value = "medsam2"
+    assert widget.checkpoint.native.isVisibleTo(widget.native)  # the checkpoint field shows up
+    assert widget.run() is None and "needs a checkpoint" in errors[-1]
+    widget.model.value = "box"
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "notes.txt").write_text("something else")
+    assert widget.run() is None and "not empty" in errors[-1]
+    assert widget.run(resume=True) is None and "nothing to resume" in errors[-1]
+    # a folder of no known layout fails in the worker: a notification, the widget idle again
+    (tmp_path / "empty").mkdir()
+    widget.dataset.value = tmp_path / "empty"
+    widget.out_dir.value = tmp_path / "run2"
+    worker = widget.run()
+    assert worker is not None
+    _wait(qtbot, worker, timeout=60_000)
+    assert "no known dataset layout" in errors[-1] and "no known dataset layout" in widget.status.value
+    assert not widget.busy and widget.run_button.enabled and widget.last_status == "failed"
+
+
+def test_opens_from_the_manifest(make_napari_viewer):
+    """What ``napari -w napari-medsam-eval`` does for the Benchmark widget (viewer injected by npe2)."""
+    viewer = make_napari_viewer()
+    _dock, widget = viewer.window.add_plugin_dock_widget("napari-medsam-eval", "Benchmark")
+    assert isinstance(widget, BenchmarkWidget)
+    assert widget.layout_choice.value == "auto-detect" and widget.limit.value == 0 and widget.workers.value == 1
+    assert widget.results.table.rowCount() == 0 and not widget.busy
