@@ -31,6 +31,8 @@ MAGIC: dict[str, tuple[bytes, ...]] = {
     ".npz": (b"PK\x03\x04", b"PK\x05\x06"),
     ".nii.gz": (b"\x1f\x8b",),
 }
+#: Case.metadata keys (ITK order) that place a mask on the source image's grid
+GEOMETRY_KEYS = ("spacing_xyz", "origin", "direction")
 #: formats whose (header) file is text
 TEXT_SUFFIXES = (".nhdr", ".mhd")
 
@@ -38,12 +40,18 @@ TEXT_SUFFIXES = (".nhdr", ".mhd")
 def case_to_layer_data(case: Case) -> list[LayerData]:
     """Image layer (and Labels layer when the case has ground truth) for napari."""
     scale = list(case.spacing.values)
+    # the file's geometry travels with the layers so that our writer can save
+    # a mask that overlays the source image in other viewers
+    geometry = {key: case.metadata[key] for key in GEOMETRY_KEYS if case.metadata.get(key) is not None}
     image_kwargs = {"name": case.case_id, "scale": scale, "rgb": case.has_channels,
-                    "metadata": {"case_id": case.case_id, "kind": case.kind, "modality": case.modality}}
+                    "metadata": {"case_id": case.case_id, "kind": case.kind, "modality": case.modality,
+                                 "geometry": geometry}}
     layers: list[LayerData] = [(case.image, image_kwargs, "image")]
     if case.label is not None:
+        label_meta = {"label_names": case.label_names, "role": "ground_truth", "kind": case.kind,
+                      "geometry": geometry}
         layers.append((case.label, {"name": f"{case.case_id} ground truth", "scale": scale,
-                                    "metadata": {"label_names": case.label_names, "role": "ground_truth"}}, "labels"))
+                                    "metadata": label_meta}, "labels"))
     return layers
 
 

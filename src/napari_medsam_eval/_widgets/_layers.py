@@ -307,6 +307,12 @@ def find_layer(viewer: Any, name: str, kind: type, shape: tuple[int, ...]) -> An
     return None
 
 
+def _source_geometry(image: Image) -> dict[str, Any]:
+    """The reader's ``kind`` and file ``geometry`` of ``image``, for saving a prediction."""
+    source = image.metadata if isinstance(image.metadata, dict) else {}
+    return {key: source[key] for key in ("kind", "geometry") if key in source}
+
+
 def write_prediction(
     viewer: Any,
     image: Image,
@@ -326,7 +332,8 @@ def write_prediction(
     name = prediction_layer_name(target_label)
     mask = np.asarray(mask, dtype=bool)
     layer = find_layer(viewer, name, Labels, shape)
-    meta = {"role": "prediction", "target_label": int(target_label), "image": image.name, **(metadata or {})}
+    meta = {"role": "prediction", "target_label": int(target_label), "image": image.name,
+            **_source_geometry(image), **(metadata or {})}
     value = int(target_label)
     if layer is None:
         data = np.zeros(shape, dtype=_label_dtype(value))
