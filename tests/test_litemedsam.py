@@ -176,10 +176,9 @@ def test_segment_matches_the_official_pipeline_on_a_non_square_slice(backend, le
 
 def test_reprompting_an_encoded_slice_does_not_run_the_encoder(backend, lesion_slice, monkeypatch):
     image, gt = lesion_slice
-    encoder = backend.model.image_encoder
     calls = []
-    original = encoder.forward
-    monkeypatch.setattr(encoder, "forward", lambda x: calls.append(1) or original(x))
+    engine = backend.encoder_engine  # whichever engine runs the image encoder
+    monkeypatch.setattr(backend, "encoder_engine", lambda padded: calls.append(1) or engine(padded))
     key = ("reprompt", 0)
     box = gt_box(gt)
     first = backend.segment(image, Prompt(1, boxes=[box]), cache_key=key)

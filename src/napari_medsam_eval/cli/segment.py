@@ -33,6 +33,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present, else CPU)")
+    parser.add_argument("--engine", choices=("auto", "torch", "openvino", "onnxruntime"),
+                        help="litemedsam only: where the image encoder runs (default auto: OpenVINO on a CPU when installed)")
     parser.add_argument("--modality", help="modality for the intensity preparation of raw volumes (CT, MR, ...)")
     parser.add_argument("--window", help="CT window name or LEVEL,WIDTH (default soft tissue)")
     parser.add_argument("--no-propagate", action="store_true", help="segment only the prompted slice")
@@ -84,6 +86,10 @@ def run(args: argparse.Namespace) -> int:
     options = {"device": args.device}
     if args.checkpoint is not None:
         options["checkpoint"] = str(args.checkpoint)
+    if args.engine is not None:
+        if args.model != "litemedsam":
+            raise MedsamEvalError(f"--engine applies to --model litemedsam only, not {args.model}")
+        options["engine"] = args.engine
     backend = build_backend(args.model, **options)
     backend.check_prompt(prompt)
     from tqdm import tqdm

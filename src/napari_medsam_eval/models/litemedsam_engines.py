@@ -1,0 +1,347 @@
+"""Where LiteMedSAM's image encoder runs: eager PyTorch, OpenVINO or ONNX Runtime.
+
+The TinyViT encoder is ~85% of a LiteMedSAM slice on a CPU. On 2 cores
+(AVX-512) eager PyTorch takes about 0.55 s per 256x256 pass (with the glibc
+``MALLOC_*`` settings; several seconds without them); the same graph compiled
+by OpenVINO in fp32 takes about 0.25 s, with embeddings within ~4e-6 relative
+error of torch's and identical masks (``benchmarks/encoder_variants.py``).
+OpenVINO's bf16 (and torch bf16 autocast) are faster but move masks (per-case
+DSC down to 0.65 on hippocampus), so fp32 is the default. ONNX Runtime fp32 is
+slower than OpenVINO here. The prompt encoder and mask decoder stay in
+PyTorch (~36 ms per prompt on a 512x512 slice).
+
+An exported graph is made *locally, at first use*, from the loaded torch module
+(nothing is downloaded) and cached under :func:`cache_dir`, keyed by the
+checkpoint's SHA-256 and the versions of torch and of the runtime. It is
+written to a temporary name and renamed, with a manifest of its files'
+SHA-256; a cached export that fails that check or fails to load is removed and
+rebuilt with a warning.
+
+``engine="auto"`` (the default) is OpenVINO when it is importable and the
+device is a CPU, else PyTorch. ``engine="torch"`` is the plain path, kept to
+compare against and as the fallback.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+#: the ``engine`` option's values
+ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
+#: bump when the export recipe changes, so old cached exports are not reused
+EXPORT_FORMAT = 1
+#: the encoder's input (batch 1, RGB, 256 x 256)
+INPUT_SHAPE = (1, 3, 256, 256)
+#: exports made by this process, per engine (tests check the cache is reused)
+export_counts: dict[str, int] = {"openvino": 0, "onnxruntime": 0}
+
+
+class EngineUnavailableError(ImportError):
+    """The engine asked for by name needs a package that is not installed."""
+
+
+def cache_dir() -> Path:
+    """``$NAPARI_MEDSAM_EVAL_CACHE``, else ``$XDG_CACHE_HOME/napari-medsam-eval``,
+    else ``~/.cache/napari-medsam-eval``."""
+    explicit = os.environ.get("NAPARI_MEDSAM_EVAL_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "napari-medsam-eval"
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_engine(engine: str | None, device: torch.device) -> str:
+    """The concrete engine for an ``engine`` option on ``device``.
+
+    ``None``/``"auto"``: OpenVINO on a CPU when the package imports, else torch.
+    An exported engine on a non-CPU device, or an unknown name, is a ValueError;
+    a named engine whose package is missing is an :class:`EngineUnavailableError`.
+    """
+    name = "auto" if engine is None else str(engine).strip().lower()
+    if name not in ENGINE_CHOICES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}, got {engine!r}")
+    if name == "auto":
+        return "openvino" if device.type == "cpu" and _importable("openvino") else "torch"
+    if name != "torch" and device.type != "cpu":
+        raise ValueError(f"engine {name!r} runs on the CPU only; use engine='torch' for device {device}")
+    module = {"openvino": "openvino", "onnxruntime": "onnxruntime"}.get(name)
+    if module and not _importable(module):
+        raise EngineUnavailableError(f"engine {name!r} needs the {module!r} package: pip install {module}")
+    return name
+
+
+# ----------------------------------------------------------------------------
+# the engines
+# ----------------------------------------------------------------------------
+
+def to_batch(padded: np.ndarray) -> np.ndarray:
+    """A preprocessed ``(256, 256, 3)`` slice as the contiguous ``(1, 3, 256, 256)`` float32 input."""
+    return np.ascontiguousarray(np.asarray(padded).transpose(2, 0, 1)[None], dtype=np.float32)
+
+
+class EncoderEngine:
+    """Runs the image encoder on one preprocessed ``(256, 256, 3)`` slice in [0, 1]
+    (:func:`~.litemedsam.preprocess_slice`); returns the ``(1, 256, 64, 64)`` float32 embedding."""
+
+    name = "base"
+
+    def __call__(self, padded: np.ndarray) -> torch.Tensor:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, object]:
+        return {"engine": self.name}
+
+
+class TorchEncoder(EncoderEngine):
+    """The plain path: the torch module, eager, under ``inference_mode``.
+
+    The input tensor is built as the official script builds it (a permuted,
+    i.e. channels-last, view), so this path reproduces it bit for bit.
+    """
+
+    name = "torch"
+
+    def __init__(self, encoder: torch.nn.Module, device: torch.device,
+                 autocast: Callable[[], object] | None = None) -> None:
+        self.encoder = encoder
+        self.device = device
+        self._autocast = autocast
+
+    def __call__(self, padded: np.ndarray) -> torch.Tensor:
+        tensor = torch.tensor(padded).float().permute(2, 0, 1).unsqueeze(0).to(self.device)
+        with torch.inference_mode():
+            if self._autocast is None:
+                return self.encoder(tensor).float()
+            with self._autocast():
+                return self.encoder(tensor).float()
+
+
+class OpenVINOEncoder(EncoderEngine):
+    """The encoder compiled by OpenVINO for the CPU, one stream, latency hint.
+
+    ``precision`` is passed as ``INFERENCE_PRECISION_HINT`` explicitly: on CPUs
+    with bf16 instructions OpenVINO would otherwise pick bf16, which moves the
+    embedding by ~6% (relative) and changes masks.
+    """
+
+    name = "openvino"
+
+    def __init__(self, model_path: Path, num_threads: int, precision: str = "f32") -> None:
+        import openvino as ov
+
+        self.model_path = model_path
+        self.precision = precision
+        self.num_threads = int(num_threads)
+        config = {
+            "INFERENCE_PRECISION_HINT": precision,
+            "PERFORMANCE_HINT": "LATENCY",
+            "NUM_STREAMS": "1",
+            "INFERENCE_NUM_THREADS": str(self.num_threads),
+        }
+        self.compiled = ov.Core().compile_model(str(model_path), "CPU", config)
+        self._request = self.compiled.create_infer_request()
+        self._lock = threading.Lock()  # one infer request: the GUI and a worker may both encode
+        self.version = ov.__version__
+
+    def __call__(self, padded: np.ndarray) -> torch.Tensor:
+        batch = to_batch(padded)
+        with self._lock:
+            out = self._request.infer([batch])[0]
+            return torch.from_numpy(np.array(out, dtype=np.float32, copy=True))
+
+    def describe(self) -> dict[str, object]:
+        return {"engine": self.name, "openvino": self.version, "inference_precision": self.precision,
+                "engine_threads": self.num_threads, "export": str(self.model_path)}
+
+
+class OnnxRuntimeEncoder(EncoderEngine):
+    """The encoder exported to ONNX and run by ONNX Runtime's CPU provider."""
+
+    name = "onnxruntime"
+
+    def __init__(self, model_path: Path, num_threads: int) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = int(num_threads)
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        self.model_path = model_path
+        self.num_threads = int(num_threads)
+        self.version = ort.__version__
+
+    def __call__(self, padded: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(self.session.run(None, {"image": to_batch(padded)})[0])
+
+    def describe(self) -> dict[str, object]:
+        return {"engine": self.name, "onnxruntime": self.version, "engine_threads": self.num_threads,
+                "export": str(self.model_path)}
+
+
+# ----------------------------------------------------------------------------
+# exporting, with an atomic, verified on-disk cache
+# ----------------------------------------------------------------------------
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _export_openvino(encoder: torch.nn.Module, folder: Path) -> str:
+    import openvino as ov
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer and deprecation warnings of the torch frontend
+        model = ov.convert_model(encoder, example_input=torch.zeros(INPUT_SHAPE))
+    ov.save_model(model, str(folder / "encoder.xml"), compress_to_fp16=False)
+    return "encoder.xml"
+
+
+def _export_onnx(encoder: torch.nn.Module, folder: Path) -> str:
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer warnings about python control flow on shapes
+        torch.onnx.export(encoder, (torch.zeros(INPUT_SHAPE),), str(folder / "encoder.onnx"), opset_version=17,
+                          dynamo=False, input_names=["image"], output_names=["embedding"])
+    return "encoder.onnx"
+
+
+_EXPORTERS: dict[str, Callable[[torch.nn.Module, Path], str]] = {
+    "openvino": _export_openvino,
+    "onnxruntime": _export_onnx,
+}
+
+
+def export_key(engine: str, checkpoint_sha256: str) -> str:
+    """Folder name of a cached export: checkpoint, torch, runtime, recipe version."""
+    runtime = __import__("openvino" if engine == "openvino" else "onnxruntime").__version__
+    key = f"litemedsam-encoder-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{EXPORT_FORMAT}"
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key)  # OpenVINO's version holds '/' ("...-releases/2026/4")
+
+
+def _verified_entry(folder: Path) -> Path | None:
+    """The model file of a complete cached export whose files match its manifest, else None."""
+    manifest_path = folder / "manifest.json"
+    if not manifest_path.is_file():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        for name, sha in manifest["files"].items():
+            if _sha256(folder / name) != sha:
+                return None
+        return folder / manifest["entry"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path) -> Path:
+    """Export into a temporary sibling folder, write the manifest, rename into place."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
+    try:
+        entry = _EXPORTERS[engine](encoder, tmp)
+        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        (tmp / "manifest.json").write_text(json.dumps({"entry": entry, "files": files}, indent=1))
+        export_counts[engine] += 1
+        try:
+            os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
+        except OSError:
+            if _verified_entry(folder) is None:
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder / entry
+
+
+def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
+                  root: Path | None = None) -> tuple[Path, bool]:
+    """The model file of the cached export (made now when missing); and whether it was made now.
+
+    A cached export whose files do not match its manifest is removed and
+    rebuilt with a warning.
+    """
+    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256)
+    entry = _verified_entry(folder)
+    if entry is not None:
+        return entry, False
+    if folder.exists():
+        warnings.warn(f"cached {engine} export at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
+                      stacklevel=2)
+        shutil.rmtree(folder, ignore_errors=True)
+    return _export_to_cache(engine, encoder, folder), True
+
+
+def _load(engine: str, path: Path, num_threads: int, precision: str) -> EncoderEngine:
+    if engine == "openvino":
+        return OpenVINOEncoder(path, num_threads, precision)
+    return OnnxRuntimeEncoder(path, num_threads)
+
+
+def build_encoder(
+    engine: str,
+    encoder: torch.nn.Module,
+    *,
+    device: torch.device,
+    checkpoint_sha256: str,
+    num_threads: int,
+    precision: str = "f32",
+    autocast: Callable[[], object] | None = None,
+    root: Path | None = None,
+) -> EncoderEngine:
+    """The encoder engine named ``engine`` (already resolved by :func:`resolve_engine`).
+
+    An exported engine whose cached file fails to load (for instance a file
+    damaged after its manifest was written) is re-exported once, with a warning.
+    """
+    if engine == "torch":
+        return TorchEncoder(encoder, device, autocast)
+    path, fresh = cached_export(engine, encoder, checkpoint_sha256, root)
+    try:
+        return _load(engine, path, num_threads, precision)
+    except Exception as exc:  # the runtimes raise their own error types for unreadable models
+        if fresh:
+            raise
+        warnings.warn(f"cached {engine} export {path} failed to load ({type(exc).__name__}); rebuilding it",
+                      RuntimeWarning, stacklevel=2)
+        shutil.rmtree(path.parent, ignore_errors=True)
+        path, _ = cached_export(engine, encoder, checkpoint_sha256, root)
+        return _load(engine, path, num_threads, precision)
+
+
+__all__ = [
+    "ENGINE_CHOICES",
+    "EncoderEngine",
+    "EngineUnavailableError",
+    "OnnxRuntimeEncoder",
+    "OpenVINOEncoder",
+    "TorchEncoder",
+    "build_encoder",
+    "cache_dir",
+    "cached_export",
+    "export_counts",
+    "export_key",
+    "resolve_engine",
+    "to_batch",
+]
