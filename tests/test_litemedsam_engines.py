@@ -101,6 +101,14 @@ def test_openvino_embedding_and_masks_match_torch(ov_backend, torch_backend, rea
         assert dice(fast.mask, slow.mask) >= MASK_DSC
 
 
+def test_openvino_threads_follow_the_budget_and_are_not_pinned(ov_backend, cache_root):
+    # benchmark workers get one thread each; pinned, both would land on core 0
+    backend = build(device="cpu", cache_size=0, engine="openvino", num_threads=1)
+    compiled = backend.encoder_engine.compiled
+    assert int(compiled.get_property("INFERENCE_NUM_THREADS")) == 1
+    assert compiled.get_property("ENABLE_CPU_PINNING") is False
+
+
 def test_the_export_cache_is_reused(ov_backend, cache_root):
     folder = cache_root / engines.export_key("openvino", ov_backend.checkpoint_sha256)
     entry = folder / "encoder.xml"
