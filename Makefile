@@ -8,14 +8,16 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # glibc allocator settings: on these VMs page faults are costly, and keeping
-# freed memory instead of returning it to the OS halves the LiteMedSAM
-# encoder time. (Measured: see README, "Performance".)
+# freed memory instead of returning it to the OS halves the LiteMedSAM torch
+# encoder time (1.01 -> 0.56 s/pass). The mmap AND the trim thresholds are both
+# needed: trim + top pad alone made it slower (1.28 s). OpenVINO, the default
+# encoder engine, is unaffected. (README, "Performance".)
 export MALLOC_MMAP_THRESHOLD_ ?= 4294967296
 export MALLOC_TRIM_THRESHOLD_ ?= 4294967296
 export MALLOC_TOP_PAD_ ?= 1073741824
 export SAM2_BUILD_CUDA ?= 0
 
-.PHONY: install system-deps demo test sample-data clean
+.PHONY: install system-deps demo test bench sample-data clean
 
 install: $(STAMP)
 
@@ -52,6 +54,17 @@ demo: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
+
+# The performance suite (README, "Performance"): each script prints medians,
+# its named baseline measured in the same run, and the ratio. About 30 min on
+# 2 cores; `make bench BENCH_ARGS=--quick` runs the short versions.
+BENCH_ARGS ?=
+bench: $(STAMP)
+	$(BIN)/python benchmarks/propagation_speed.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/latency.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/benchmark_throughput.py
+	$(BIN)/python benchmarks/encoder_variants.py $(BENCH_ARGS)
 
 sample-data: $(STAMP)
 	$(BIN)/python scripts/make_sample_data.py

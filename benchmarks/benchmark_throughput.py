@@ -5,12 +5,13 @@
 Each run is the real CLI (``medsam-eval run hippocampus_mri --model litemedsam
 --protocol medsam2 --workers N --limit K``) in a fresh output folder, so model
 loading and worker start-up count, as they do for a user. Rounds interleave the
-worker counts so a noisy machine affects both alike. Peak memory is the
+configurations so a noisy machine affects them alike. Peak memory is the
 largest sum of memory over the CLI process and all its children,
 sampled every 0.2 s with psutil, as PSS (shared pages split between the
-processes mapping them) and RSS. The baseline is the same command with one
-worker (``cores // workers`` torch threads per worker: 2 threads for one
-worker on a 2-core machine, 1 thread each for two workers).
+processes mapping them) and RSS. Three configurations: one worker on one thread
+(``OMP_NUM_THREADS=1``: the baseline the scaling of workers is measured
+against), one worker on all cores (the default), two workers (each gets
+``cores // workers`` threads: one on a 2-core machine).
 """
 from __future__ import annotations
 
@@ -47,15 +48,21 @@ def _tree_memory(process: psutil.Process) -> tuple[int, int]:
     return rss, pss
 
 
-def run_once(workers: int, limit: int, out: Path, model_options: str | None) -> dict[str, float]:
-    """One CLI run; wall seconds, cases done, peak RSS (MiB) of the process tree."""
+def run_once(workers: int, limit: int, out: Path, model_options: str | None, threads: int | None = None
+             ) -> dict[str, float]:
+    """One CLI run; wall seconds, cases done, peak memory (MiB) of the process tree.
+
+    ``threads``: when given, ``OMP_NUM_THREADS`` for the run (torch, and so the
+    encoder engine, take their thread count from it).
+    """
     command = [str(Path(sys.executable).with_name("medsam-eval")), "run", str(DATA / "hippocampus_mri"),
                "--model", "litemedsam", "--protocol", "medsam2", "--workers", str(workers),
                "--limit", str(limit), "--out", str(out), "--quiet", "--no-report"]
     if model_options:
         command += ["--model-options", model_options]
     start = time.perf_counter()
-    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {}))
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     watched, peak_rss, peak_pss = psutil.Process(child.pid), 0, 0
     while child.poll() is None:
         rss, pss = _tree_memory(watched)
@@ -75,28 +82,32 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--model-options", default=None, help="JSON passed to --model-options")
     args = parser.parse_args()
-    results: dict[int, list[dict[str, float]]] = {1: [], 2: []}
+    # (label, workers, threads): one worker on one core is the baseline the
+    # scaling is measured against; one worker on all cores is the default
+    configs = [("1 worker, 1 thread", 1, 1), ("1 worker, all cores", 1, None), ("2 workers, 1 thread each", 2, None)]
+    results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in configs}
     scratch = Path(tempfile.mkdtemp(prefix="medsam-throughput-"))
     try:
         for round_index in range(args.rounds):
-            for workers in (1, 2) if round_index % 2 == 0 else (2, 1):
-                out = scratch / f"w{workers}-r{round_index}"
-                result = run_once(workers, args.limit, out, args.model_options)
-                results[workers].append(result)
-                print(f"round {round_index}: {workers} worker(s) {result['cases']} cases in "
-                      f"{result['seconds']:.1f} s, peak PSS {result['peak_pss_mib']:.0f} MiB "
-                      f"(RSS {result['peak_rss_mib']:.0f} MiB)", flush=True)
+            order = configs if round_index % 2 == 0 else configs[::-1]
+            for index, (label, workers, threads) in enumerate(order):
+                out = scratch / f"r{round_index}-{index}"
+                result = run_once(workers, args.limit, out, args.model_options, threads)
+                results[label].append(result)
+                print(f"round {round_index}: {label}: {result['cases']} cases in {result['seconds']:.1f} s, "
+                      f"peak PSS {result['peak_pss_mib']:.0f} MiB (RSS {result['peak_rss_mib']:.0f} MiB)", flush=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    rate = {w: float(np.median([60 * r["cases"] / r["seconds"] for r in rs])) for w, rs in results.items()}
-    pss = {w: float(max(r["peak_pss_mib"] for r in rs)) for w, rs in results.items()}
-    rss = {w: float(max(r["peak_rss_mib"] for r in rs)) for w, rs in results.items()}
+    rate = {k: float(np.median([60 * r["cases"] / r["seconds"] for r in rs])) for k, rs in results.items()}
+    pss = {k: float(max(r["peak_pss_mib"] for r in rs)) for k, rs in results.items()}
+    rss = {k: float(max(r["peak_rss_mib"] for r in rs)) for k, rs in results.items()}
     print(f"\ncpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} cases/run={args.limit} rounds={args.rounds}")
-    print(f"{'workers':>8s} {'cases/min':>10s} {'peak PSS MiB':>13s} {'peak RSS MiB':>13s}")
-    for workers in (1, 2):
-        print(f"{workers:8d} {rate[workers]:10.2f} {pss[workers]:13.0f} {rss[workers]:13.0f}")
-    print(f"ratio 2 workers / 1 worker (baseline): {rate[2] / rate[1]:.2f}x")
-
+    print(f"{'configuration':26s} {'cases/min':>10s} {'peak PSS MiB':>13s} {'peak RSS MiB':>13s}")
+    for label in results:
+        print(f"{label:26s} {rate[label]:10.2f} {pss[label]:13.0f} {rss[label]:13.0f}")
+    two, single, default = rate[configs[2][0]], rate[configs[0][0]], rate[configs[1][0]]
+    print(f"ratio 2 workers / 1 worker on 1 thread (baseline): {two / single:.2f}x")
+    print(f"ratio 2 workers / 1 worker on all cores (the default): {two / default:.2f}x")
 
 if __name__ == "__main__":
     main()

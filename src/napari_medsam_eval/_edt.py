@@ -118,7 +118,7 @@ def distances_to_features(features: np.ndarray, queries: np.ndarray, sampling: t
 
 #: crops smaller than this (voxels) run both directions in the calling thread:
 #: below it, handing work to a thread costs more than it saves
-PARALLEL_MIN_VOXELS = 32768
+PARALLEL_MIN_VOXELS = 8192
 
 
 def threads_allowed() -> int:
