@@ -24,7 +24,7 @@ import numpy as np
 
 from ..prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
-from .sam2_backend import (
+from .sam2_build import (
     CheckpointError,
     MissingCheckpointError,
     check_checkpoint_file,
@@ -32,8 +32,8 @@ from .sam2_backend import (
     load_state_dict_strict,
     resolve_device,
     sha256_file,
-    to_uint8,
 )
+from .sam2_frames import to_uint8
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
