@@ -177,7 +177,7 @@ def test_cache_bookkeeping_reuse_hash_mismatch_and_load_failure(fake_runtime, tm
 
     manifest = json.loads((folder / "manifest.json").read_text())  # damage the manifest cannot see
     (folder / "encoder.xml").write_text("garbage")
-    manifest["files"]["encoder.xml"] = engines._sha256(folder / "encoder.xml")
+    manifest["files"]["encoder.xml"] = engines.sha256_file(folder / "encoder.xml")
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(RuntimeWarning, match="failed to load"):
         assert isinstance(_fake_build(tmp_path), _FakeEngine)

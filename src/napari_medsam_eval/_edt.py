@@ -12,7 +12,6 @@ same distances to within float64 rounding of the sums (tests compare them).
 from __future__ import annotations
 
 import os
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
@@ -172,10 +171,3 @@ def _scipy_distances(features: np.ndarray, where: tuple[np.ndarray, ...], sampli
         total += offset * offset
     return np.sqrt(total)
 
-
-def warm_up() -> None:
-    """Compile (or load from numba's cache) the kernels now rather than at the first metric."""
-    if ENGINE == "numba":
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            distances_to_features(np.eye(3, dtype=bool), np.ones((3, 3), bool), (1.0, 1.0))

@@ -45,6 +45,7 @@ import torch.nn.functional as F
 from ..errors import DataError
 from ..prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
+from .base import sha256_file as file_sha256
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
 
@@ -163,14 +164,6 @@ def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tu
     new_H, new_W = img_256.shape[:2]
     img_256 = (img_256 - img_256.min()) / np.clip(img_256.max() - img_256.min(), a_min=1e-8, a_max=None)
     return pad_image(img_256, IMAGE_SIZE), (new_H, new_W), (H, W)
-
-
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fingerprint(image: np.ndarray) -> str:

@@ -23,7 +23,6 @@ compare against and as the fallback.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,8 @@ from typing import Callable
 
 import numpy as np
 import torch
+
+from .base import sha256_file
 
 #: the ``engine`` option's values
 ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
@@ -207,14 +208,6 @@ class OnnxRuntimeEncoder(EncoderEngine):
 # exporting, with an atomic, verified on-disk cache
 # ----------------------------------------------------------------------------
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _export_openvino(encoder: torch.nn.Module, folder: Path) -> str:
     import openvino as ov
 
@@ -254,7 +247,7 @@ def _verified_entry(folder: Path) -> Path | None:
     try:
         manifest = json.loads(manifest_path.read_text())
         for name, sha in manifest["files"].items():
-            if _sha256(folder / name) != sha:
+            if sha256_file(folder / name) != sha:
                 return None
         return folder / manifest["entry"]
     except (OSError, ValueError, KeyError, TypeError):
@@ -267,7 +260,7 @@ def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path) -> Pat
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
     try:
         entry = _EXPORTERS[engine](encoder, tmp)
-        files = {p.name: _sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
         (tmp / "manifest.json").write_text(json.dumps({"entry": entry, "files": files}, indent=1))
         export_counts[engine] += 1
         try:

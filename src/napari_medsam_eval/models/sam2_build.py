@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
 from ..errors import DataError
+from .base import sha256_file  # noqa: F401 - re-exported for sam_backend and sam2_backend
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -77,15 +77,6 @@ class ModelConfigError(DataError):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
-    """SHA-256 of a file, hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(chunk_size), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_checkpoint_file(checkpoint: str | Path) -> Path:
