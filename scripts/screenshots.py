@@ -109,7 +109,7 @@ def _dock(viewer: Any, widget: Any, name: str) -> Callable[[], None]:
 def segment_and_compare(viewer: Any, target: int) -> None:
     """Screenshots 1 and 2: propagate a ground-truth prompt, then compare with the ground truth."""
     from napari_medsam_eval._widgets import CompareWidget, SegmentWidget
-    from napari_medsam_eval.interactive import Session
+    from napari_medsam_eval.session import Session
 
     viewer.open_sample("napari-medsam-eval", "phantom_ct")
     segment = SegmentWidget(viewer)

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval.case import Case
-from napari_medsam_eval.io import (
+from napari_medsam_eval.datasets.layouts import (
     find_label_file,
     pair_folder,
-    read_case,
     read_sammed2d,
     sammed2d_mask_files,
     sunseg_mask_folder,
 )
+from napari_medsam_eval.io import read_case
 
 
 def _hippocampus_pairs(shared_data: Path) -> list[tuple[Path, Path | None]]:

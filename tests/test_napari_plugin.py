@@ -1,6 +1,8 @@
 """The npe2 manifest and reader in a real napari viewer (under Xvfb via pytest-xvfb)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -39,6 +41,23 @@ def test_sample_data_opens(make_napari_viewer):
     viewer.open_sample("napari-medsam-eval", "phantom_video")
     assert viewer.layers[0].rgb and viewer.layers[0].data.shape == (24, 128, 128, 3)
     assert viewer.layers[1].data.shape == (24, 128, 128)
+
+
+def test_sample_data_is_built_from_the_files_generator():
+    """File > Open Sample builds the phantoms in memory (it works from a wheel, with no
+    sample_data/ beside it): they are the cases the committed files hold."""
+    from napari_medsam_eval.io import read_case
+    from napari_medsam_eval.phantoms import phantom_ct_case, phantom_video_case
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data"
+    built, stored = phantom_ct_case(), read_case(sample / "CT_phantom_abdomen.npz")
+    np.testing.assert_array_equal(built.image, stored.image)
+    np.testing.assert_array_equal(built.label, stored.label)
+    assert built.spacing == stored.spacing
+    video = phantom_video_case()
+    stored = read_case(sample / "phantom_video" / "Frame" / "clip01", sample / "phantom_video" / "GT" / "clip01")
+    np.testing.assert_array_equal(video.label, stored.label)
+    assert np.abs(video.image.astype(int) - stored.image.astype(int)).mean() < 3  # JPEG quality 90
 
 
 def test_reader_patterns_cover_every_core_format():
@@ -81,9 +100,7 @@ def test_reader_refuses_missing_and_several_paths(tmp_path):
 def test_open_png_with_its_mask_and_tiff(make_napari_viewer, tmp_path):
     from PIL import Image
 
-    from napari_medsam_eval._sample_data import SAMPLE_DIR
-
-    png = SAMPLE_DIR / "phantom_2d" / "images" / "skin_phantom.png"
+    png = Path(__file__).resolve().parents[1] / "sample_data" / "phantom_2d" / "images" / "skin_phantom.png"
     expected = np.asarray(Image.open(png))
     assert napari_get_reader(str(png)) is not None
     viewer = make_napari_viewer()

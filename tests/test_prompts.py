@@ -7,7 +7,7 @@ import pytest
 
 from napari_medsam_eval.case import Case, Spacing
 from napari_medsam_eval.prompt import Prompt, prompts_from_json, prompts_to_json
-from napari_medsam_eval.prompts import (
+from napari_medsam_eval.protocols import (
     PROTOCOLS,
     BoxJitterProtocol,
     IterativePointsProtocol,

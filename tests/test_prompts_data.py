@@ -7,7 +7,7 @@ import pytest
 
 from napari_medsam_eval.case import Case, Spacing
 from napari_medsam_eval.prompt import prompts_from_json, prompts_to_json
-from napari_medsam_eval.prompts import BoxJitterProtocol, build_protocol, tight_box
+from napari_medsam_eval.protocols import BoxJitterProtocol, build_protocol, tight_box
 
 
 def _deeplesion(shared_data):

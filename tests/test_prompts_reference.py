@@ -16,7 +16,7 @@ import pytest
 import SimpleITK as sitk
 from scipy import ndimage
 
-from napari_medsam_eval.prompts import (
+from napari_medsam_eval.protocols import (
     MazurowskiProtocol,
     build_protocol,
     mazurowski_label_map,

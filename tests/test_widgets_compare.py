@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval._widgets import CompareWidget
-from napari_medsam_eval.interactive import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
+from napari_medsam_eval.comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.metrics import compute_dice, compute_per_slice_dice
 

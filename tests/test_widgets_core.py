@@ -1,25 +1,17 @@
-"""The Qt-free parts behind the widgets: interactive.Session (without a model), compare_masks,
+"""The Qt-free parts behind the widgets: session.Session (without a model), compare_masks,
 and the napari layer <-> Prompt conversions (layers without a viewer), on real data."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from napari_medsam_eval.interactive import (
-    OVERLAY_FN,
-    OVERLAY_FP,
-    OVERLAY_TP,
-    NoImageError,
-    NoModelError,
-    Session,
-    binary_target,
-    compare_masks,
-    infer_kind,
-)
+from napari_medsam_eval.case import infer_kind
+from napari_medsam_eval.comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP, binary_target, compare_masks
+from napari_medsam_eval.session import NoImageError, NoModelError, Session
 from napari_medsam_eval.io import read_case
 from napari_medsam_eval.metrics import compute_dice, compute_per_slice_dice
 from napari_medsam_eval.prompt import Prompt
-from napari_medsam_eval.prompts import build_protocol
+from napari_medsam_eval.protocols import build_protocol
 
 HIPPO = "hippocampus_015"
 

@@ -19,7 +19,7 @@ from napari_medsam_eval._widgets._layers import prompt_from_layers
 from napari_medsam_eval.intensity import prepare_intensity
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.metrics import compute_dice
-from napari_medsam_eval.prompts import build_protocol
+from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.propagation import propagate_volume
 
 pytestmark = pytest.mark.gui
@@ -32,7 +32,7 @@ TIMEOUT_MS = 600_000
 
 @pytest.fixture(scope="module")
 def backend():
-    from napari_medsam_eval.interactive import Session
+    from napari_medsam_eval.session import Session
 
     # through the session: triton is loaded apart from the LLVM of Xvfb's OpenGL (else a segfault)
     return Session.build_backend("litemedsam", device="cpu")
@@ -310,7 +310,7 @@ def test_session_generator_cancels_when_closed(shared_data, backend):
     """The core's generator: closing it early stops the run; a preset cancel event stops it at once."""
     import threading
 
-    from napari_medsam_eval.interactive import Session
+    from napari_medsam_eval.session import Session
     from napari_medsam_eval.io import read_case
 
     root = shared_data / "hippocampus_mri"

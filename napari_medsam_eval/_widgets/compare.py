@@ -1,0 +1,248 @@
+"""The Compare dock widget: where a prediction fails against the ground truth.
+
+A thin shell around :func:`napari_medsam_eval.comparison.compare_masks`: a
+TP/FP/FN Labels layer with fixed colours, the DSC of the whole mask and of
+the slice on screen (updated as the dims move), a per-slice DSC plot whose
+points take the viewer to their slice, and "Next worst slice".
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from magicgui.widgets import ComboBox, Container, Label, PushButton, SpinBox
+from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
+from matplotlib.figure import Figure
+from napari.layers import Labels
+from napari.utils.notifications import show_error
+from qtpy.QtCore import QTimer
+
+from ..comparison import Comparison, binary_target, compare_masks
+from . import _layers
+
+if TYPE_CHECKING:
+    import napari
+
+
+def _fmt(value: float) -> str:
+    return "n/a (both empty)" if np.isnan(value) else f"{value:.4f}"
+
+
+def _theme_colors(viewer: Any) -> tuple[str, str]:
+    """(background, text) colours of the viewer's theme, for the plot."""
+    try:
+        from napari.utils.theme import get_theme
+
+        theme = get_theme(viewer.theme)
+        return theme.canvas.as_hex(), theme.text.as_hex()
+    except Exception:  # a theme without those fields: matplotlib's defaults
+        return "white", "black"
+
+
+class CompareWidget(Container):
+    """Prediction vs ground truth for one target: TP/FP/FN overlay, DSC, per-slice plot, worst slices."""
+
+    def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
+        super().__init__(labels=True)
+        self.viewer = napari_viewer
+        self.comparison: Comparison | None = None
+        self.overlay_layer: Labels | None = None
+        self._worst: np.ndarray = np.array([], dtype=int)
+        self._worst_pos = -1
+        self._watched: list[Labels] = []
+
+        choices = self._labels_choices
+        self.pred_layer = ComboBox(label="prediction", nullable=True, choices=choices)
+        self.gt_layer = ComboBox(label="ground truth", nullable=True, choices=choices)
+        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1)
+        self.compare_button = PushButton(text="Compare")
+        self.volume_dice = Label(label="DSC (all)", value="-")
+        self.slice_dice = Label(label="DSC (slice)", value="-")
+        self.worst_button = PushButton(text="Next worst slice")
+        self.worst_info = Label(label="worst", value="-")
+        self.extend([self.pred_layer, self.gt_layer, self.target_label, self.compare_button,
+                     self.volume_dice, self.slice_dice, self.worst_button, self.worst_info])
+
+        background, text = _theme_colors(napari_viewer)
+        self.figure = Figure(figsize=(3.2, 2.2), facecolor=background, tight_layout=True)
+        self.axes = self.figure.add_subplot(111)
+        self._style(background, text)
+        self.canvas = FigureCanvasQTAgg(self.figure)
+        self.canvas.setMinimumHeight(160)
+        self.canvas.mpl_connect("button_press_event", self._on_plot_click)
+        self.native.layout().addWidget(self.canvas)
+        self._line: Any = None
+        self._cursor: Any = None
+
+        self._timer = QTimer(self.native)  # dies with the widget
+        self._timer.setSingleShot(True)
+        self._timer.setInterval(150)
+        self._timer.timeout.connect(self.update_comparison)
+
+        self.compare_button.changed.connect(lambda: self.update_comparison())
+        self.worst_button.changed.connect(lambda: self.next_worst())
+        self.pred_layer.changed.connect(self._on_selection)
+        self.gt_layer.changed.connect(self._on_selection)
+        self.target_label.changed.connect(self._schedule)
+        events = napari_viewer.layers.events
+        self._connections = [(napari_viewer.dims.events.current_step, self._on_dims)]
+        self._connections += [(event, self._refresh_choices) for event in (events.inserted, events.removed, events.reordered)]
+        for event, callback in self._connections:
+            event.connect(callback)
+        self.native.destroyed.connect(self._disconnect)
+        self._refresh_choices()
+
+    def _disconnect(self, *_args: Any) -> None:
+        """Forget the viewer's and layers' events once the Qt widget is gone."""
+        self._timer = None
+        for event, callback in self._connections:
+            event.disconnect(callback)
+        for layer in self._watched:
+            layer.events.data.disconnect(self._schedule)
+            layer.events.paint.disconnect(self._schedule)
+        self._connections, self._watched = [], []
+
+    # -- layer choices ------------------------------------------------------------
+
+    def _labels_choices(self, _widget: Any = None) -> list[tuple[str, Labels]]:
+        return [(layer.name, layer) for layer in self.viewer.layers
+                if isinstance(layer, Labels) and layer.metadata.get("role") != "overlay"]
+
+    def _refresh_choices(self, _event: Any = None) -> None:
+        self.reset_choices()
+        layers = [layer for _name, layer in self._labels_choices()]
+        if self.pred_layer.value is None:
+            for layer in layers:
+                if layer.metadata.get("role") == "prediction":
+                    self.pred_layer.value = layer
+                    if "target_label" in layer.metadata:
+                        self.target_label.value = int(layer.metadata["target_label"])
+                    break
+        if self.gt_layer.value is None:
+            for layer in layers:
+                if layer.metadata.get("role") == "ground_truth" and layer is not self.pred_layer.value:
+                    self.gt_layer.value = layer
+                    break
+
+    def _on_selection(self, _value: Any = None) -> None:
+        for layer in self._watched:
+            layer.events.data.disconnect(self._schedule)
+            layer.events.paint.disconnect(self._schedule)
+        self._watched = [layer for layer in (self.pred_layer.value, self.gt_layer.value) if layer is not None]
+        for layer in self._watched:
+            layer.events.data.connect(self._schedule)
+            layer.events.paint.connect(self._schedule)
+        self._schedule()
+
+    def _schedule(self, _event: Any = None) -> None:
+        """Recompute soon (edits and selections in quick succession make one update)."""
+        if self._timer is not None:
+            self._timer.start()
+
+    # -- comparison ---------------------------------------------------------------
+
+    def update_comparison(self) -> Comparison | None:
+        """Compare the chosen layers now: overlay layer, DSC labels, plot."""
+        if self._timer is not None:
+            self._timer.stop()
+        pred, gt = self.pred_layer.value, self.gt_layer.value
+        if pred is None or gt is None:
+            return None
+        target = int(self.target_label.value)
+        try:
+            comparison = compare_masks(binary_target(pred.data, target, binary_fallback=True),
+                                       binary_target(gt.data, target))
+        except ValueError as exc:
+            show_error(f"{pred.name} vs {gt.name}: {exc}")
+            return None
+        self.comparison = comparison
+        self.overlay_layer = _layers.write_overlay(self.viewer, gt, comparison.overlay, target)
+        self._worst = comparison.worst_slices()
+        self._worst_pos = -1
+        self.volume_dice.value = _fmt(comparison.dice)
+        self.worst_info.value = f"{len(self._worst)} slices with foreground"
+        self._plot()
+        self._on_dims()
+        return comparison
+
+    def current_index(self) -> int | None:
+        gt = self.gt_layer.value
+        if gt is None or gt.ndim < 3:
+            return None
+        position = gt.world_to_data(self.viewer.dims.point)
+        return int(min(max(int(round(float(position[0]))), 0), gt.data.shape[0] - 1))
+
+    def _on_dims(self, _event: Any = None) -> None:
+        if self.comparison is None:
+            return
+        index = self.current_index()
+        if index is None:
+            self.slice_dice.value = _fmt(self.comparison.dice)
+            return
+        self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} (slice {index})"
+        if self._cursor is not None:
+            self._cursor.set_xdata([index, index])
+            self.canvas.draw_idle()
+
+    def go_to(self, index: int) -> None:
+        layer = self.gt_layer.value
+        if layer is not None:
+            _layers.go_to_index(self.viewer, layer, int(index))
+
+    def next_worst(self) -> int | None:
+        """Go to the next slice in order of rising DSC (slices with foreground only; wraps)."""
+        if self.comparison is None and self.update_comparison() is None:
+            return None
+        if len(self._worst) == 0:
+            self.worst_info.value = "no slice has foreground"
+            return None
+        self._worst_pos = (self._worst_pos + 1) % len(self._worst)
+        index = int(self._worst[self._worst_pos])
+        self.go_to(index)
+        self.worst_info.value = (f"#{self._worst_pos + 1}/{len(self._worst)}: slice {index}, "
+                                 f"DSC {_fmt(self.comparison.slice_dice(index))}")
+        return index
+
+    # -- plot --------------------------------------------------------------------
+
+    def _style(self, background: str, text: str) -> None:
+        ax = self.axes
+        ax.set_facecolor(background)
+        for spine in ax.spines.values():
+            spine.set_color(text)
+        ax.tick_params(colors=text, labelsize=7)
+        ax.xaxis.label.set_color(text)
+        ax.yaxis.label.set_color(text)
+        self._text_color = text
+
+    def _plot(self) -> None:
+        ax = self.axes
+        ax.clear()
+        self._style(ax.get_facecolor(), self._text_color)
+        per_slice = self.comparison.per_slice
+        index = np.arange(len(per_slice))
+        (self._line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color="#4fc3f7", picker=5)
+        self._cursor = ax.axvline(0, color="orange", linewidth=1)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlim(-0.5, len(per_slice) - 0.5)
+        gt = self.gt_layer.value
+        kind = gt.metadata.get("kind") if gt is not None else None
+        ax.set_xlabel("frame" if kind == "video" else "slice", fontsize=8)
+        ax.set_ylabel("DSC", fontsize=8)
+        self.canvas.draw_idle()
+
+    def _on_plot_click(self, event: Any) -> None:
+        if self.comparison is None or event.inaxes is not self.axes or event.xdata is None:
+            return
+        self.go_to(self.nearest_slice(float(event.xdata)))
+
+    def nearest_slice(self, x: float) -> int:
+        """The plotted slice nearest to ``x`` (slices with a DSC first, else any)."""
+        per_slice = self.comparison.per_slice
+        candidates = np.flatnonzero(~np.isnan(per_slice))
+        if candidates.size == 0:
+            candidates = np.arange(len(per_slice))
+        return int(candidates[np.argmin(np.abs(candidates - x))])
+
+
+__all__ = ["CompareWidget"]

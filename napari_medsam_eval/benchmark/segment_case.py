@@ -1,0 +1,223 @@
+"""One case x its targets -> result rows: load, prepare, prompt, segment, score.
+
+Every failure becomes a ``failed`` row with its reason, never an exception
+out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside):
+
+* the case cannot be read -> one failed row per target the dataset names
+  (MSD's dataset.json, CAMUS, SUN-SEG), or a single row with
+  ``target_label`` None and ``label_name`` ``"unknown"`` when it names none;
+* the ground truth holds no foreground and the dataset names no target ->
+  one failed row saying so;
+* prompting, segmenting or scoring one target fails -> that target's row
+  fails, the other targets go on.
+
+Segmentation per kind (the MedSAM2 evaluation, ``docs/protocols.md``):
+volumes are intensity-prepared (:func:`napari_medsam_eval.intensity.prepare_intensity`
+by modality; uint8 passes through) and propagated both ways from the prompt
+slice (:func:`~napari_medsam_eval.propagation.propagate_volume`), or with the
+official LiteMedSAM 3D-box loop for protocol ``litemedsam-3dbox``; videos are
+used as they are and propagated forward from the prompt frame; a 2D image is
+one ``segment`` call.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..case import Case
+from ..datasets import CaseRef, DatasetLayout, label_name, task_name
+from ..io import write_mask
+from ..models.base import SegmentationBackend
+from ..prompt import Prompt, prompts_to_json
+from ..protocols import PromptProtocol
+from ..propagation import propagate_official_litemedsam, propagate_video, propagate_volume
+from .schema import NAN, STATUS_FAILED, STATUS_OK, json_dumps
+from .scoring import NSD_TOLERANCE_MM, score_target
+from .timing import SegmentTimer
+
+PREDICTIONS_DIR = "predictions"
+OFFICIAL_3D_PROTOCOL = "litemedsam-3dbox"
+
+
+@dataclass(frozen=True)
+class CaseSettings:
+    """What every case of a run shares (picklable: it travels to worker processes)."""
+
+    model: str
+    protocol: str
+    seed: int
+    run_dir: str | None = None
+    save_predictions: bool = False
+    tolerance_mm: float = NSD_TOLERANCE_MM
+
+
+def error_text(error: BaseException) -> str:
+    """``"<Type>: <message>"``, one line."""
+    message = " ".join(str(error).split())
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+def safe_file_stem(case_id: str) -> str:
+    """A case id usable as a file name (``/`` and odd characters -> ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._") or "case"
+
+
+def prediction_suffix(case: Case) -> str:
+    """``.npz`` beside an npz source, ``.png`` for 2D images, else ``.nii.gz``."""
+    if case.kind == "image":
+        return ".png"
+    source = str(case.metadata.get("image_path", ""))
+    return ".npz" if source.lower().endswith(".npz") else ".nii.gz"
+
+
+def prepare_image(case: Case) -> np.ndarray:
+    """The array the backend sees: volumes intensity-prepared to uint8, others as they are."""
+    if case.kind != "volume":
+        return case.image
+    from ..intensity import prepare_intensity
+
+    return prepare_intensity(case.image, case.modality)
+
+
+def base_row(ref: CaseRef, kind: str, settings: CaseSettings) -> dict[str, Any]:
+    """The columns every row of ``ref`` shares."""
+    return {
+        "case_id": ref.case_id, "dataset": ref.dataset, "kind": kind, "model": settings.model,
+        "protocol": settings.protocol, "status": STATUS_OK, "error": "",
+        "nsd_tolerance_mm": float(settings.tolerance_mm), "attributes": json_dumps(ref.attributes),
+        "seed": int(settings.seed), "prediction_path": "",
+    }
+
+
+def target_row(base: dict[str, Any], value: int | None, names: dict[int, str]) -> dict[str, Any]:
+    """``base`` with the target columns; ``value`` None = a case-level row (``"unknown"``)."""
+    name = "unknown" if value is None else label_name(names, value)
+    return {**base, "target_label": value, "label_name": name, "task": task_name(base["dataset"], name)}
+
+
+def fail_row(row: dict[str, Any], error: BaseException | str) -> dict[str, Any]:
+    text = error if isinstance(error, str) else error_text(error)
+    return {**row, "status": STATUS_FAILED, "error": text}
+
+
+def failed_case_rows(ref: CaseRef, layout: DatasetLayout, settings: CaseSettings,
+                     error: BaseException | str) -> list[dict[str, Any]]:
+    """Rows of a case that failed before its labels were known: one per target the
+    dataset names, else one ``"unknown"`` row."""
+    names = layout.label_names(ref.root)
+    base = base_row(ref, ref.kind, settings)
+    return [fail_row(target_row(base, v, names), error) for v in (sorted(names) or [None])]
+
+
+class CaseEvaluator:
+    """Turns one :class:`CaseRef` into its rows with a built backend and protocol."""
+
+    def __init__(self, layout: DatasetLayout, backend: SegmentationBackend, protocol: PromptProtocol,
+                 settings: CaseSettings) -> None:
+        self.layout = layout
+        self.backend = backend
+        self.protocol = protocol
+        self.settings = settings
+
+    def evaluate(self, ref: CaseRef) -> list[dict[str, Any]]:
+        """All rows of one case (at least one)."""
+        base = base_row(ref, ref.kind, self.settings)
+        try:
+            case = self.layout.load(ref)
+        except Exception as error:  # noqa: BLE001 - any reader failure is this case's result
+            return failed_case_rows(ref, self.layout, self.settings, error)
+        base.update(kind=case.kind, n_slices=case.n_slices())
+        names = case.label_names
+        targets = self.layout.targets(ref, case)
+        if not targets:
+            return [fail_row(target_row(base, None, names),
+                             "the ground truth holds no foreground label and the dataset names none")]
+        rows = {v: target_row(base, v, names) for v in targets}
+        try:
+            prompts = self._prompts(case, targets)
+            image = prepare_image(case)
+        except Exception as error:  # noqa: BLE001
+            return [fail_row(row, error) for row in rows.values()]
+        predictions: dict[int, np.ndarray] = {}
+        self.backend.clear_cache()
+        if hasattr(self.backend, "set_ground_truth"):  # the oracle baseline answers from the label map
+            self.backend.set_ground_truth(case.label)
+        try:
+            for value in targets:
+                rows[value] = self._evaluate_target(case, image, prompts[value], rows[value], predictions)
+        finally:
+            self.backend.clear_cache()
+            if hasattr(self.backend, "set_ground_truth"):
+                self.backend.set_ground_truth(None)
+        if self.settings.save_predictions:
+            self._save(case, ref, predictions, rows)
+        return [rows[v] for v in targets]
+
+    def _prompts(self, case: Case, targets: list[int]) -> dict[int, Prompt]:
+        prompts = self.protocol.prompts(case, target_labels=targets)
+        by_target: dict[int, list[Prompt]] = {}
+        for prompt in prompts:
+            by_target.setdefault(int(prompt.target_label), []).append(prompt)
+        several = {v: len(p) for v, p in by_target.items() if len(p) != 1}
+        missing = [v for v in targets if v not in by_target]
+        if several or missing:
+            raise ValueError(f"protocol {self.protocol.name!r} must give one prompt per target for the benchmark "
+                             f"runner; got counts {several or {v: 0 for v in missing}} (choose one mode/option)")
+        return {v: p[0] for v, p in by_target.items()}
+
+    def _evaluate_target(self, case: Case, image: np.ndarray, prompt: Prompt, row: dict[str, Any],
+                         predictions: dict[int, np.ndarray]) -> dict[str, Any]:
+        value = int(prompt.target_label)
+        gt = np.asarray(case.label) == value
+        row = {**row, "prompt": prompts_to_json([prompt]), "prompt_slice": prompt.slice_index,
+               "gt_voxels": int(np.count_nonzero(gt))}
+        if prompt.is_empty or prompt.info.get("empty"):
+            return {**row, "dice": NAN, "iou": NAN, "nsd": NAN, "hd95": NAN}  # nothing asked, nothing scored
+        try:
+            with SegmentTimer(self.backend) as timer:
+                pred = self._segment(case, image, prompt)
+            row.update(timer.columns())
+            row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+        except Exception as error:  # noqa: BLE001 - one target's failure is its own row
+            return fail_row(row, error)
+        predictions[value] = pred
+        return row
+
+    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> np.ndarray:
+        backend, cid = self.backend, case.case_id
+        if case.kind == "image":
+            return np.asarray(backend.segment(image, prompt, cache_key=(cid, 0)).mask, dtype=bool)
+        if case.kind == "video":
+            return propagate_video(backend, image, prompt, case_id=cid)
+        if self.protocol.name == OFFICIAL_3D_PROTOCOL and "box_3d" in prompt.info:
+            box = prompt.info["box_3d"]
+            if box[2] < box[5]:
+                return propagate_official_litemedsam(backend, image, [box], case_id=cid) == 1
+            # the official script asserts z_min < z_max; a one-slice target is segmented on its slice
+            pred = np.zeros(image.shape[:3], dtype=bool)
+            z = int(prompt.slice_index)
+            pred[z] = backend.segment(image[z], prompt, cache_key=(cid, z)).mask
+            return pred
+        return propagate_volume(backend, image, prompt, case_id=cid)
+
+    def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
+              rows: dict[int, dict[str, Any]]) -> None:
+        """One label map per case (a later target wins where two overlap), written atomically."""
+        if self.settings.run_dir is None:
+            return
+        relative = Path(PREDICTIONS_DIR) / f"{safe_file_stem(ref.case_id)}{prediction_suffix(case)}"
+        combined = np.zeros(case.spatial_shape, dtype=np.uint16 if max(rows, default=0) > 255 else np.uint8)
+        for value in sorted(predictions):
+            combined[predictions[value]] = value
+        try:
+            write_mask(combined, Path(self.settings.run_dir) / relative, case)
+        except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
+            for value, row in rows.items():
+                rows[value] = fail_row(row, f"prediction not saved: {error_text(error)}")
+            return
+        for value, row in rows.items():
+            row["prediction_path"] = relative.as_posix()

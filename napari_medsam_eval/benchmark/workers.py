@@ -1,0 +1,239 @@
+"""Running cases one after another or in worker processes; the caller writes the rows.
+
+Both executors yield ``(ref, rows)`` as cases finish and accept
+:meth:`request_stop`: no new case starts, the ones already running finish
+and are still yielded (so a cancelled run keeps every row it computed).
+
+:class:`ParallelCases` uses a ``spawn`` :class:`~concurrent.futures.ProcessPoolExecutor`
+(fork is unsafe once torch has started threads). The initializer sets the
+worker's torch/OpenMP threads to ``max(1, cores // workers)`` and builds the
+model and protocol *once* per worker from a picklable :class:`RunSpec`. At
+most ``2 x workers`` cases are submitted at a time, so a stop takes effect
+quickly and results stream back in completion order.
+
+A worker that dies (segfault, out-of-memory kill) breaks the whole pool. The
+pool is then rebuilt and the cases that were running are retried one at a
+time; a case that breaks a pool twice gets a ``failed`` row saying so. A
+worker whose parent dies (the run was killed) exits within a second.
+"""
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import threading
+import time
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from ..datasets import CaseRef, get_layout
+from .segment_case import CaseEvaluator, CaseSettings, error_text, failed_case_rows
+
+Rows = list[dict[str, Any]]
+#: times a case may be running when a worker dies before it is given up
+MAX_CRASHES = 2
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs to build its evaluator (plain, picklable values)."""
+
+    layout: str
+    model: str
+    protocol: str
+    settings: CaseSettings
+    model_options: dict[str, Any] = field(default_factory=dict)
+    protocol_options: dict[str, Any] = field(default_factory=dict)
+
+
+def build_model(model: str, options: dict[str, Any]) -> Any:
+    """A backend by registry name, or by ``"package.module:builder"`` (a backend outside the registry).
+
+    The import-path form lets a run use a backend defined elsewhere, including
+    in worker processes, which do not see registry entries added at run time.
+    """
+    from ..models import BACKENDS, build_backend
+
+    if ":" in model and model not in BACKENDS:
+        module_name, _, function = model.partition(":")
+        return getattr(importlib.import_module(module_name), function)(**options)
+    return build_backend(model, **options)
+
+
+def build_evaluator(spec: RunSpec, backend: Any = None) -> CaseEvaluator:
+    """The evaluator of ``spec``; ``backend`` reuses one already built."""
+    from ..protocols import build_protocol
+
+    if backend is None:
+        backend = build_model(spec.model, spec.model_options)
+    protocol = build_protocol(spec.protocol, **spec.protocol_options)
+    return CaseEvaluator(get_layout(spec.layout), backend, protocol, spec.settings)
+
+
+def threads_per_worker(workers: int, cores: int | None = None) -> int:
+    """CPU threads each of ``workers`` processes may use: ``max(1, cores // workers)``."""
+    if cores is None:
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - non-Linux
+            cores = os.cpu_count() or 1
+    return max(1, int(cores) // max(1, int(workers)))
+
+
+class SerialCases:
+    """Cases in this process, in order, with one evaluator."""
+
+    def __init__(self, evaluator: CaseEvaluator, refs: Iterable[CaseRef]) -> None:
+        self.evaluator = evaluator
+        self.refs = list(refs)
+        self._stop = False
+
+    def request_stop(self) -> None:
+        self._stop = True
+
+    def __iter__(self) -> Iterator[tuple[CaseRef, Rows]]:
+        for ref in self.refs:
+            if self._stop:
+                return
+            yield ref, self.evaluator.evaluate(ref)
+
+
+# -- worker side ---------------------------------------------------------------
+
+_EVALUATOR: CaseEvaluator | None = None
+
+
+def _set_threads(threads: int) -> None:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - baselines run without torch
+        return
+    torch.set_num_threads(threads)
+
+
+def _exit_with_parent(parent: int, interval_s: float = 1.0) -> None:
+    """End this worker once its parent is gone (a killed run must not leave busy orphans)."""
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _init_worker(spec: RunSpec, threads: int) -> None:
+    """Process-pool initializer: limit threads, then build the model once."""
+    global _EVALUATOR
+    _exit_with_parent(os.getppid())
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[variable] = str(threads)
+    _set_threads(threads)
+    _EVALUATOR = build_evaluator(spec)
+    _set_threads(threads)  # a builder may have changed it
+
+
+def _evaluate_in_worker(ref_data: dict[str, Any]) -> Rows:
+    if _EVALUATOR is None:  # pragma: no cover - the initializer failed
+        raise RuntimeError("worker has no evaluator")
+    return _EVALUATOR.evaluate(CaseRef.from_dict(ref_data))
+
+
+# -- main side -----------------------------------------------------------------
+
+class ParallelCases:
+    """Cases spread over ``workers`` spawned processes; yields in completion order."""
+
+    def __init__(self, spec: RunSpec, refs: Iterable[CaseRef], workers: int) -> None:
+        if workers < 2:
+            raise ValueError(f"ParallelCases needs at least 2 workers, got {workers}")
+        self.spec = spec
+        self.workers = int(workers)
+        self.threads = threads_per_worker(self.workers)
+        self.pending: deque[CaseRef] = deque(refs)
+        self.suspects: deque[CaseRef] = deque()
+        self.crashes: dict[str, int] = {}
+        self._stop = False
+
+    def request_stop(self) -> None:
+        self._stop = True
+
+    def _pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_init_worker, initargs=(self.spec, self.threads))
+
+    def _fill(self, pool: ProcessPoolExecutor, running: dict[Future, CaseRef]) -> None:
+        if self._stop:
+            return
+        if self.suspects:  # after a crash, the cases that were running go alone
+            if not running:
+                ref = self.suspects.popleft()
+                running[pool.submit(_evaluate_in_worker, ref.to_dict())] = ref
+            return
+        while self.pending and len(running) < 2 * self.workers:
+            ref = self.pending.popleft()
+            running[pool.submit(_evaluate_in_worker, ref.to_dict())] = ref
+
+    def __iter__(self) -> Iterator[tuple[CaseRef, Rows]]:
+        pool = self._pool()
+        running: dict[Future, CaseRef] = {}
+        finished = False
+        try:
+            while True:
+                self._fill(pool, running)
+                if not running:
+                    finished = True
+                    return
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                broken = False
+                for future in done:
+                    ref = running.pop(future)
+                    try:
+                        rows = future.result()
+                    except BrokenProcessPool:
+                        broken = True
+                        running[future] = ref  # handled with the others below
+                        continue
+                    except Exception as error:  # noqa: BLE001 - e.g. rows that failed to pickle
+                        rows = failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings,
+                                                error_text(error))
+                    yield ref, rows
+                if broken:
+                    yield from self._recover(running)
+                    pool.shutdown(wait=True, cancel_futures=True)
+                    pool = self._pool()
+        finally:
+            if finished:
+                pool.shutdown(wait=True)
+            else:  # Ctrl-C, an error, or the caller stopped iterating: do not wait for running cases
+                _abandon(pool)
+
+    def _recover(self, running: dict[Future, CaseRef]) -> Iterator[tuple[CaseRef, Rows]]:
+        """Cases lost with a broken pool: retried alone, or failed after :data:`MAX_CRASHES`."""
+        for ref in sorted(running.values(), key=lambda r: r.case_id):
+            self.crashes[ref.case_id] = self.crashes.get(ref.case_id, 0) + 1
+            if self.crashes[ref.case_id] >= MAX_CRASHES:
+                message = ("a worker process died while segmenting this case (out of memory, a native crash, "
+                           "or the worker could not start)")
+                yield ref, failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings, message)
+            else:
+                self.suspects.append(ref)
+        running.clear()
+
+
+def _abandon(pool: ProcessPoolExecutor) -> None:
+    """Shut ``pool`` down without waiting: pending cases cancelled, workers terminated.
+
+    ``ProcessPoolExecutor`` has no public way to stop running tasks before
+    Python 3.14 (``terminate_workers``); its ``_processes`` map is used instead.
+    """
+    processes = list(getattr(pool, "_processes", {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=10)

@@ -1,0 +1,195 @@
+"""The one data model: a :class:`Case` is an image, its labels and its geometry.
+
+Axis order is fixed by the case's ``kind`` and is always the numpy order of
+``image`` (slowest axis first):
+
+=========  ==========================  ================
+kind       ``image`` axes              spatial axes
+=========  ==========================  ================
+volume     ``Z, Y, X``                 ``z, y, x``
+video      ``T, Y, X`` or ``T, Y, X, C``  ``t, y, x``
+image      ``Y, X`` or ``Y, X, C``     ``y, x``
+=========  ==========================  ================
+
+``label`` is an integer map of the spatial shape (no channel axis), 0 being
+background. ``spacing`` is a :class:`Spacing` whose values are in the same
+order as the spatial axes. Files use other orders (NIfTI, SimpleITK and the
+MedSAM npz ``spacing`` key are ``x, y, z``), so a :class:`Spacing` can only be
+made through constructors that say which order they are given, and a Case
+refuses a spacing whose axes do not match its kind. Passing a bare tuple is an
+error, never a silent guess.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Sequence
+
+import numpy as np
+
+CaseKind = Literal["volume", "video", "image"]
+
+#: spatial axis names, in array order, for each kind of case
+SPATIAL_AXES: dict[str, str] = {"volume": "zyx", "video": "tyx", "image": "yx"}
+#: the kinds of case (and of image a session works on)
+KINDS: tuple[str, ...] = tuple(SPATIAL_AXES)
+
+
+def infer_kind(shape: tuple[int, ...], rgb: bool = False, hint: str | None = None) -> str:
+    """The Case kind of an image of ``shape``: ``hint`` when it fits, else guessed.
+
+    2D (or 2D RGB) -> ``image``; 3D grey -> ``volume``; 4D RGB -> ``video``.
+    A 3D grey stack hinted ``video`` stays a video.
+    """
+    spatial = len(shape) - (1 if rgb else 0)
+    if hint in KINDS:
+        expected = 2 if hint == "image" else 3
+        if spatial != expected:
+            raise ValueError(f"a {hint} needs {expected} spatial dimensions, got shape {tuple(shape)} (rgb={rgb})")
+        return hint
+    if hint is not None:
+        raise ValueError(f"kind must be one of {KINDS}, got {hint!r}")
+    if spatial == 2:
+        return "image"
+    if spatial == 3:
+        return "video" if rgb else "volume"
+    raise ValueError(f"an image to segment must be 2D or 3D (plus colour), got shape {tuple(shape)}")
+
+
+@dataclass(frozen=True)
+class Spacing:
+    """Voxel/pixel spacing in mm (frames for ``t``), tagged with its axis order.
+
+    Build it with :meth:`from_array_order` (values already in the case's array
+    order) or :meth:`from_xyz` (values in NIfTI/ITK/npz order, reversed here).
+    """
+
+    values: tuple[float, ...]
+    axes: str
+
+    def __post_init__(self) -> None:
+        if len(self.values) != len(self.axes):
+            raise ValueError(f"spacing {self.values} has {len(self.values)} values for axes {self.axes!r}")
+        if any(not np.isfinite(v) or v <= 0 for v in self.values):
+            raise ValueError(f"spacing must be positive and finite, got {self.values}")
+
+    @classmethod
+    def from_array_order(cls, values: Sequence[float], axes: str) -> "Spacing":
+        """Spacing whose ``values`` are already in the order of ``axes`` (e.g. 'zyx')."""
+        return cls(tuple(float(v) for v in values), axes)
+
+    @classmethod
+    def from_xyz(cls, values_xyz: Sequence[float], axes: str | None = None) -> "Spacing":
+        """Spacing from ``(x, y[, z])`` order, as NIfTI, SimpleITK and MedSAM npz store it.
+
+        ``axes`` names the array axes the reversed values belong to; by default
+        ``'zyx'`` for three values and ``'yx'`` for two (use ``'tyx'`` for a video).
+        """
+        reversed_values = tuple(float(v) for v in values_xyz)[::-1]
+        if axes is None:
+            axes = {3: "zyx", 2: "yx"}.get(len(reversed_values), "")
+        return cls(reversed_values, axes)
+
+    @classmethod
+    def isotropic(cls, axes: str, value: float = 1.0) -> "Spacing":
+        """Unit (or given) spacing on every axis, for data that carries none."""
+        return cls(tuple(float(value) for _ in axes), axes)
+
+    def xyz(self) -> tuple[float, ...]:
+        """The values in ``x, y[, z]`` order, for SimpleITK and NIfTI writers."""
+        return self.values[::-1]
+
+    def __getitem__(self, axis: str) -> float:
+        return self.values[self.axes.index(axis)]
+
+    def __iter__(self):
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{a}={v:g}" for a, v in zip(self.axes, self.values))
+        return f"Spacing({inner})"
+
+
+@dataclass
+class Case:
+    """One image with its (optional) ground truth and geometry.
+
+    ``metadata`` is free-form; readers fill these keys when they know them:
+    ``origin`` and ``direction`` (ITK order: x, y, z and a row-major 3x3 or 2x2
+    matrix), ``label_names`` ({value: name}), ``image_path``, ``label_path``,
+    ``boxes`` (MedSAM npz), ``frame_names`` (videos), ``spacing_xyz`` (the
+    file's own spacing, ITK order, used by writers and geometry checks),
+    ``fps`` (video files), ``dicom_series_id``, ``mask_encoding`` and
+    ``label_source_values`` (how 2D masks became labels, e.g. {1: 255}),
+    ``mask_paths`` and ``overlap_pixels`` (one mask file per object),
+    ``alpha_dropped``, ``replaced_embedded_label``.
+    """
+
+    image: np.ndarray
+    label: np.ndarray | None
+    spacing: Spacing
+    kind: CaseKind
+    case_id: str
+    modality: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.kind not in SPATIAL_AXES:
+            raise ValueError(f"kind must be one of {sorted(SPATIAL_AXES)}, got {self.kind!r}")
+        if not isinstance(self.spacing, Spacing):
+            raise TypeError(
+                "Case.spacing must be a Spacing (Spacing.from_array_order or Spacing.from_xyz), "
+                f"not {type(self.spacing).__name__}: a bare tuple hides its axis order"
+            )
+        expected_axes = SPATIAL_AXES[self.kind]
+        if self.spacing.axes != expected_axes:
+            raise ValueError(f"a {self.kind} case needs spacing in {expected_axes!r} order, got {self.spacing!r}")
+        self.image = np.asarray(self.image)
+        self._check_image_shape()
+        if self.label is not None:
+            self.label = np.asarray(self.label)
+            if self.label.shape != self.spatial_shape:
+                raise ValueError(
+                    f"case {self.case_id}: label shape {self.label.shape} != image spatial shape {self.spatial_shape}"
+                )
+            if not np.issubdtype(self.label.dtype, np.integer) and self.label.dtype != bool:
+                raise TypeError(f"case {self.case_id}: label must be an integer array, got {self.label.dtype}")
+
+    def _check_image_shape(self) -> None:
+        ndim = self.image.ndim
+        allowed = {"volume": (3,), "video": (3, 4), "image": (2, 3)}[self.kind]
+        if ndim not in allowed:
+            raise ValueError(f"case {self.case_id}: a {self.kind} image must have {allowed} dims, got shape {self.image.shape}")
+        if self.has_channels and self.image.shape[-1] not in (3, 4):
+            raise ValueError(f"case {self.case_id}: channel axis must hold 3 or 4 values, got shape {self.image.shape}")
+
+    @property
+    def has_channels(self) -> bool:
+        """True when the last image axis is colour (video ``T,Y,X,C`` or image ``Y,X,C``)."""
+        return (self.kind == "video" and self.image.ndim == 4) or (self.kind == "image" and self.image.ndim == 3)
+
+    @property
+    def spatial_shape(self) -> tuple[int, ...]:
+        """Shape of the image without its channel axis; the label's shape."""
+        return tuple(self.image.shape[:-1] if self.has_channels else self.image.shape)
+
+    @property
+    def axes(self) -> str:
+        """Spatial axis names in array order, e.g. ``'zyx'``."""
+        return SPATIAL_AXES[self.kind]
+
+    @property
+    def label_names(self) -> dict[int, str]:
+        return dict(self.metadata.get("label_names", {}))
+
+    def label_values(self) -> list[int]:
+        """Foreground label values present in ``label`` (sorted; empty without a label)."""
+        if self.label is None:
+            return []
+        return [int(v) for v in np.unique(self.label) if v != 0]
+
+    def n_slices(self) -> int:
+        """Number of 2D slices/frames along the first axis (1 for a 2D image)."""
+        return 1 if self.kind == "image" else int(self.image.shape[0])

@@ -1,0 +1,108 @@
+"""``medsam-eval run DATASET --out RUN_DIR``: benchmark a model on a dataset folder.
+
+Writes results.jsonl/csv/parquet, manifest.json and run.log into RUN_DIR (see
+:mod:`napari_medsam_eval.benchmark.runner`), then, when the report module is
+installed, the report. A non-empty RUN_DIR is refused unless ``--resume``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..benchmark import run_benchmark
+from ..datasets import available_layouts
+
+
+def _options(text: str | None, what: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise SystemExit(f"error: {what} must be a JSON object, e.g. '{{\"margin\": 5}}' ({error})") from None
+    if not isinstance(value, dict):
+        raise SystemExit(f"error: {what} must be a JSON object, got {text!r}")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    from ..models import available_backends
+    from ..protocols import PROTOCOLS
+
+    parser = subparsers.add_parser("run", help="benchmark a model with a prompt protocol on a dataset folder")
+    parser.add_argument("dataset", type=Path, help="dataset folder (MedSAM npz, MSD/nnU-Net, CAMUS, SUN-SEG, "
+                                                   "images/+masks/, SAM-Med2D)")
+    parser.add_argument("--out", type=Path, required=True, help="run folder for results, manifest and log")
+    parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model backend")
+    parser.add_argument("--protocol", default="medsam2", choices=sorted(PROTOCOLS), help="prompt protocol")
+    parser.add_argument("--protocol-options", metavar="JSON", help="protocol options as JSON, e.g. '{\"margin\": 5}'")
+    parser.add_argument("--model-options", metavar="JSON", help="extra backend options as JSON")
+    parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
+    parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
+    parser.add_argument("--workers", type=int, default=1, help="cases in parallel processes (default 1)")
+    parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    parser.add_argument("--limit", type=int, help="only the first K cases")
+    parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
+    parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the prompt protocol (default 0)")
+    parser.add_argument("--no-report", action="store_true", help="do not write the report after the run")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def _write_report(run_dir: Path) -> None:
+    """Call ``napari_medsam_eval.report.write_report(run_dir)`` when that module provides it."""
+    try:
+        from ..report import write_report  # type: ignore[attr-defined]
+    except ImportError as error:
+        if getattr(error, "name", None) not in (None, "napari_medsam_eval.report"):
+            print(f"warning: no report: {error}", file=sys.stderr)
+        return
+    try:
+        written = write_report(run_dir)
+    except Exception as error:  # noqa: BLE001 - the results stand even if the report fails
+        print(f"warning: the report could not be written: {type(error).__name__}: {error}", file=sys.stderr)
+        return
+    if written:
+        print(f"report: {written}")
+
+
+def _summary(table) -> str:
+    ok = table[table["status"] == "ok"]
+    lines = []
+    for task, group in ok.groupby("task", sort=True):
+        dice = group["dice"].dropna()
+        if len(dice):
+            q25, q50, q75 = dice.quantile([0.25, 0.5, 0.75])
+            lines.append(f"  {task}: median DSC {q50:.4f} [IQR {q25:.4f}-{q75:.4f}], n={len(dice)}")
+    failed = int((table["status"] == "failed").sum())
+    lines.append(f"  rows: {len(table)}, failed: {failed}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    model_options = _options(args.model_options, "--model-options")
+    if args.checkpoint is not None:
+        model_options["checkpoint"] = str(args.checkpoint)
+    if args.device:
+        model_options["device"] = args.device
+    try:
+        table = run_benchmark(
+            args.dataset, args.out, args.model, args.protocol,
+            model_options=model_options, protocol_options=_options(args.protocol_options, "--protocol-options"),
+            workers=args.workers, resume=args.resume, limit=args.limit, save_predictions=args.save_predictions,
+            seed=args.seed, layout=args.layout, progress_bar=not args.quiet,
+        )
+    except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
+        if getattr(args, "debug", False):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"results: {args.out / 'results.csv'}")
+    print(_summary(table))
+    if not args.no_report:
+        _write_report(args.out)
+    return 0

@@ -1,0 +1,90 @@
+"""Prediction against ground truth for one target: the TP/FP/FN map and per-slice Dice.
+
+The failure analysis the Compare widget shows: :func:`compare_masks` gives a
+TP/FP/FN map, the Dice of the whole mask and of every slice, and the slices
+ranked worst first. (Run A against run B is :mod:`napari_medsam_eval.report.paired`.)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .metrics import compute_dice, compute_per_slice_dice
+
+#: values of the overlay map made by :func:`compare_masks`
+OVERLAY_TN, OVERLAY_TP, OVERLAY_FP, OVERLAY_FN = 0, 1, 2, 3
+#: their names, for legends
+OVERLAY_NAMES = {OVERLAY_TP: "TP", OVERLAY_FP: "FP", OVERLAY_FN: "FN"}
+
+
+@dataclass
+class Comparison:
+    """A prediction against the ground truth, for one target.
+
+    ``overlay`` holds :data:`OVERLAY_TP` / :data:`OVERLAY_FP` /
+    :data:`OVERLAY_FN` (0 elsewhere); ``dice`` is
+    :func:`~napari_medsam_eval.metrics.compute_dice` of the whole mask;
+    ``per_slice`` is :func:`~napari_medsam_eval.metrics.compute_per_slice_dice`
+    along the first axis (NaN where both are empty; one value for a 2D mask).
+    """
+
+    overlay: np.ndarray
+    dice: float
+    per_slice: np.ndarray
+    counts: dict[str, int]
+
+    def slice_dice(self, index: int) -> float:
+        return float(self.per_slice[int(index)])
+
+    def worst_slices(self) -> np.ndarray:
+        """Slices where prediction or ground truth is non-empty, lowest Dice first (ties by index)."""
+        valid = np.flatnonzero(~np.isnan(self.per_slice))
+        order = np.lexsort((valid, self.per_slice[valid]))
+        return valid[order]
+
+
+def binary_target(labels: np.ndarray, target_label: int | None, *, binary_fallback: bool = False) -> np.ndarray:
+    """``labels == target_label`` (every nonzero voxel for ``target_label`` None or a bool map).
+
+    ``binary_fallback`` (for predictions): a 0/1 map without ``target_label``
+    counts its 1s, so a plain binary prediction compares with any target.
+    """
+    labels = np.asarray(labels)
+    if target_label is None or labels.dtype == bool:
+        return labels.astype(bool, copy=False)
+    mask = labels == target_label
+    if binary_fallback and not mask.any() and labels.size and int(labels.max(initial=0)) <= 1:
+        return labels != 0
+    return mask
+
+
+def compare_masks(pred: np.ndarray, gt: np.ndarray) -> Comparison:
+    """TP/FP/FN map, whole-mask Dice and per-slice Dice of two binary masks of one shape."""
+    p = np.asarray(pred).astype(bool, copy=False)
+    g = np.asarray(gt).astype(bool, copy=False)
+    if p.shape != g.shape:
+        raise ValueError(f"prediction shape {p.shape} differs from ground truth shape {g.shape}")
+    overlay = np.zeros(p.shape, dtype=np.uint8)
+    overlay[p & g] = OVERLAY_TP
+    overlay[p & ~g] = OVERLAY_FP
+    overlay[~p & g] = OVERLAY_FN
+    dice = compute_dice(p, g)
+    if p.ndim >= 3:
+        per_slice = compute_per_slice_dice(p, g, axis=0)
+    else:
+        per_slice = np.array([dice if (p.any() or g.any()) else np.nan])
+    counts = {name: int(np.count_nonzero(overlay == value)) for value, name in OVERLAY_NAMES.items()}
+    return Comparison(overlay, dice, per_slice, counts)
+
+
+__all__ = [
+    "Comparison",
+    "OVERLAY_FN",
+    "OVERLAY_FP",
+    "OVERLAY_NAMES",
+    "OVERLAY_TN",
+    "OVERLAY_TP",
+    "binary_target",
+    "compare_masks",
+]

@@ -1,0 +1,177 @@
+"""What every dataset layout provides: cheap case listing, loading, label names.
+
+A *layout* is a folder convention (MSD, SUN-SEG, ...). It is stateless: every
+method takes the dataset's root folder or a :class:`CaseRef`, so one instance
+serves any number of datasets and pickles trivially into worker processes.
+
+* :meth:`DatasetLayout.detect` looks at names only (no pixels, few file reads);
+* :meth:`DatasetLayout.list_cases` returns :class:`CaseRef` objects (ids, file
+  paths, attributes such as ``split``/``difficulty``/``view``), again without
+  reading pixels, so listing a large dataset is instant;
+* :meth:`DatasetLayout.load` reads one case and sets its ``label_names`` from,
+  in order of precedence, a ``dataset.json`` at the root, the layout's own
+  names (CAMUS, SUN-SEG), then what the reader found;
+* a *task* is a dataset x target label, named ``"<dataset>/<label name>"``
+  (``"hippocampus_mri/anterior"``), see :func:`task_name`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Iterable
+
+from ..case import Case
+from ..errors import DataError
+from .layouts import msd_dataset_info
+
+
+@dataclass
+class CaseRef:
+    """One case of a dataset, before any pixel is read.
+
+    ``paths`` maps a role (``"image"``, ``"label"``, ``"masks"`` ...) to a path
+    (a string, or a list of strings for per-object masks); ``attributes`` holds
+    plain JSON facts a result row keeps (``split``, ``difficulty``, ``view``,
+    ``patient`` ...). ``dataset`` is the dataset's name (its folder name) and
+    ``root`` its folder.
+    """
+
+    case_id: str
+    layout: str
+    dataset: str
+    root: str
+    kind: str
+    paths: dict[str, Any] = field(default_factory=dict)
+    attributes: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "CaseRef":
+        return cls(**data)
+
+    def files(self) -> list[Path]:
+        """Every file this case reads (a folder counts as the files directly in it)."""
+        found: list[Path] = []
+        for value in self.paths.values():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                path = Path(item)
+                if path.is_dir():
+                    found.extend(sorted(p for p in path.iterdir() if p.is_file()))
+                elif path.exists():
+                    found.append(path)
+        return found
+
+
+def clean_label_name(name: str) -> str:
+    """A label name usable in a task name: trimmed, no ``/``, spaces -> ``_``."""
+    return "_".join(str(name).strip().replace("/", "_").split()) or "unnamed"
+
+
+def label_name(names: dict[int, str], value: int) -> str:
+    """The name of label ``value`` (``"label_<value>"`` when it has none)."""
+    name = names.get(int(value))
+    return clean_label_name(name) if name else f"label_{int(value)}"
+
+
+def task_name(dataset: str, name: str) -> str:
+    """``"<dataset>/<label name>"``: one task = one dataset x one target."""
+    return f"{dataset}/{name}"
+
+
+def root_dataset_json(root: str | Path) -> dict[str, Any]:
+    """``modality``/``label_names`` from a ``dataset.json`` at ``root`` ({} without one).
+
+    Reuses :func:`napari_medsam_eval.datasets.layouts.msd_dataset_info`, which looks for the
+    file beside an ``images*`` folder; the image path handed to it need not exist.
+    """
+    return msd_dataset_info(Path(root) / "imagesTr" / "_")
+
+
+def visible_dirs(folder: Path) -> list[Path]:
+    """Sub-folders of ``folder`` not hidden (``.``), sorted by name."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+def visible_files(folder: Path) -> list[Path]:
+    """Files directly in ``folder``, hidden ones (``.``, macOS ``._``) left out."""
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    except OSError:
+        return []
+
+
+class DatasetLayout(ABC):
+    """A dataset folder convention. Subclasses set ``name``, ``kind``, ``summary``."""
+
+    name: ClassVar[str] = "layout"
+    #: "volume", "video", "image", or "mixed" (npz: volumes or 2D images)
+    kind: ClassVar[str] = "mixed"
+    #: one line saying what the layout looks like, for error messages
+    summary: ClassVar[str] = ""
+    #: label names the dataset's definition fixes (CAMUS, SUN-SEG); {} otherwise
+    default_label_names: ClassVar[dict[int, str]] = {}
+
+    @abstractmethod
+    def detect(self, path: str | Path) -> bool:
+        """True when ``path`` is a dataset folder in this layout (names only, no pixels)."""
+
+    @abstractmethod
+    def list_cases(self, path: str | Path) -> list[CaseRef]:
+        """Every case of the dataset at ``path``, in a fixed order, without reading pixels."""
+
+    @abstractmethod
+    def _read(self, ref: CaseRef) -> Case:
+        """Read the case's image and label (the layout's own pairing)."""
+
+    def load(self, ref: CaseRef) -> Case:
+        """Read one case; its ``label_names`` are the dataset's where it names them."""
+        case = self._read(ref)
+        case.case_id = ref.case_id
+        names = {**case.label_names, **self.label_names(ref.root)}
+        if names:
+            case.metadata["label_names"] = names
+        if case.label is None:
+            raise DataError(f"case {ref.case_id} has no ground truth label", ref.paths.get("image"))
+        return case
+
+    def label_names(self, path: str | Path) -> dict[int, str]:
+        """Label names of the whole dataset: a root ``dataset.json``, else the layout's defaults."""
+        from_json = root_dataset_json(path).get("label_names") or {}
+        return {**self.default_label_names, **from_json}
+
+    def targets(self, ref: CaseRef, case: Case) -> list[int]:
+        """The labels to evaluate in ``case``: those present plus those the dataset names.
+
+        A named label absent from a case still gets a row (an empty prompt,
+        scored NaN), so every case of a task is accounted for.
+        """
+        return sorted(set(case.label_values()) | set(self.label_names(ref.root)))
+
+    def ref(self, root: Path, case_id: str, paths: dict[str, Any], kind: str | None = None,
+            **attributes: Any) -> CaseRef:
+        """A :class:`CaseRef` of this layout with string paths."""
+        clean = {k: [os.fspath(p) for p in v] if isinstance(v, (list, tuple)) else os.fspath(v)
+                 for k, v in paths.items() if v is not None}
+        return CaseRef(case_id=case_id, layout=self.name, dataset=Path(root).resolve().name, root=os.fspath(root),
+                       kind=kind or self.kind, paths=clean, attributes={k: v for k, v in attributes.items()
+                                                                        if v is not None})
+
+
+def unique_case_ids(refs: Iterable[CaseRef], path: str | Path) -> list[CaseRef]:
+    """``refs`` unchanged, or a DataError naming the ids that occur twice."""
+    refs = list(refs)
+    seen: dict[str, int] = {}
+    for ref in refs:
+        seen[ref.case_id] = seen.get(ref.case_id, 0) + 1
+    duplicates = sorted(k for k, n in seen.items() if n > 1)
+    if duplicates:
+        raise DataError(f"case ids occur more than once: {', '.join(duplicates[:10])}", path)
+    return refs

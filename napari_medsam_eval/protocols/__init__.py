@@ -1,0 +1,129 @@
+"""Prompt protocols: named, seeded recipes that make prompts from ground truth.
+
+Every protocol is a small dataclass whose fields are its options (defaults =
+the reference implementation's values, ``seed`` always among them) and whose
+docstring cites its source. Build one by name and ask it for prompts::
+
+    from napari_medsam_eval.protocols import build_protocol
+    protocol = build_protocol("medsam2", key_slice="middle", margin=0)
+    prompts = protocol.prompts(case)                       # a Case
+    prompts = protocol.prompts(label_zyx, kind="volume")   # or a label map
+    protocol.describe()  # {"name": "medsam2", "options": {...}} for a run's record
+
+``prompts(source, kind=None, target_labels=None) -> list[Prompt]``; the
+targets default to every nonzero label, ascending. A target with nothing to
+prompt gives an empty Prompt with ``info["empty"] = True`` (score NaN).
+
+=====================  =======================================================
+name                   prompts
+=====================  =======================================================
+``medsam2``            one tight box per target on the key slice (middle of the
+                       z-extent) / key frame (first present); 2D: tight box
+``litemedsam-3dbox``   the CVPR24 3D box per target, on its middle slice, with
+                       ``info["box_3d"]``
+``mazurowski``         Mazurowski et al. 2023 modes 1-5 per 2D mask (one Prompt
+                       per mode), bit-exact with their code
+``iterative-points``   Mazurowski et al. Alg. 1: first point here, the rest
+                       from :meth:`IterativePointsProtocol.iterate` with a model
+``box-jitter``         the medsam2 box shifted/scaled at random (seeded)
+=====================  =======================================================
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import PromptProtocol, Target, resolve_source
+from .geometry import (
+    clip_box,
+    connected_parts,
+    distance_transform,
+    expand_box,
+    interior_candidates,
+    interior_point,
+    tight_box,
+    tight_box_3d,
+)
+from .iterative import IterationStep, IterativePointsProtocol, IterativeRun, first_point, iterate, next_point
+from .jitter import BoxJitterProtocol, jitter_box
+from .litemedsam import LiteMedSAM3DBoxProtocol
+from .mazurowski import (
+    MazurowskiPromptSet,
+    MazurowskiProtocol,
+    mazurowski_label_map,
+    mazurowski_prompt_set,
+    slice_plan,
+)
+from .medsam2 import MedSAM2Protocol, key_frame_index, key_slice_index
+
+#: every protocol class by its registry name
+PROTOCOLS: dict[str, type[PromptProtocol]] = {
+    cls.name: cls
+    for cls in (
+        MedSAM2Protocol,
+        LiteMedSAM3DBoxProtocol,
+        MazurowskiProtocol,
+        IterativePointsProtocol,
+        BoxJitterProtocol,
+    )
+}
+
+
+def protocol_options(name: str) -> dict[str, Any]:
+    """The options of protocol ``name`` with their defaults."""
+    return _lookup(name)().options()
+
+
+def build_protocol(name: str, **options: Any) -> PromptProtocol:
+    """The protocol registered as ``name``, with ``options`` overriding its defaults.
+
+    Raises ValueError for an unknown name and TypeError naming the unknown
+    options (and the valid ones) for a misspelt option.
+    """
+    cls = _lookup(name)
+    valid = cls().options()
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise TypeError(f"protocol {name!r} has no option(s) {unknown}; its options are {sorted(valid)}")
+    return cls(**options)
+
+
+def _lookup(name: str) -> type[PromptProtocol]:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise ValueError(f"unknown prompt protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+
+
+__all__ = [
+    "PROTOCOLS",
+    "BoxJitterProtocol",
+    "IterationStep",
+    "IterativePointsProtocol",
+    "IterativeRun",
+    "LiteMedSAM3DBoxProtocol",
+    "MazurowskiPromptSet",
+    "MazurowskiProtocol",
+    "MedSAM2Protocol",
+    "PromptProtocol",
+    "Target",
+    "build_protocol",
+    "clip_box",
+    "connected_parts",
+    "distance_transform",
+    "expand_box",
+    "first_point",
+    "interior_candidates",
+    "interior_point",
+    "iterate",
+    "jitter_box",
+    "key_frame_index",
+    "key_slice_index",
+    "mazurowski_label_map",
+    "mazurowski_prompt_set",
+    "next_point",
+    "protocol_options",
+    "resolve_source",
+    "slice_plan",
+    "tight_box",
+    "tight_box_3d",
+]

@@ -1,0 +1,355 @@
+"""Interactive segmentation and failure analysis without Qt: what the napari widgets drive.
+
+A :class:`Session` holds one model backend and one prepared image (a volume
+``Z, Y, X``, a video ``T, Y, X[, C]`` or a 2D image) and answers the three
+questions of an interactive run, each with the same core functions a
+benchmark uses::
+
+    from napari_medsam_eval.session import Session
+    session = Session(build_backend("litemedsam", device="cpu"))
+    session.set_image(case.image, kind=case.kind, modality=case.modality, image_id=case.case_id)
+    prompt = session.prompt_from_ground_truth(case.label, target_label=1, protocol="medsam2")
+    slice_mask = session.segment_slice(prompt).mask           # one slice, (H, W)
+    result = session.propagate(prompt)                        # whole volume/video, PropagationResult
+    result = yield from session.iter_propagate(prompt)        # the same, yielding (done, total)
+
+Intensities are prepared once per image with
+:func:`napari_medsam_eval.intensity.prepare_intensity` (uint8 passes through
+unchanged). Slices are cached by the backend under ``(image_id, index)``, the
+key :func:`napari_medsam_eval.propagation.propagate_volume` uses for
+``case_id=image_id``, so after the first encode a slice is answered by the
+decoder alone, whether it is segmented on its own or during a propagation.
+
+:meth:`Session.iter_propagate` turns the core's plain progress callback into
+a generator that yields ``(done, total)`` and returns the
+:class:`PropagationResult`: the run itself goes on in a helper thread, so a
+GUI worker can yield progress while it waits, and stopping the generator (or
+setting its cancel event) cancels the run at the next slice.
+"""
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generator, Hashable
+
+import numpy as np
+
+from .case import infer_kind
+from .intensity import prepare_intensity
+from .models.base import ProgressCallback, SegmentationBackend, SegmentResult
+from .prompt import Prompt
+from .propagation import DEFAULT_MARGIN, Cancelled, propagate_video, propagate_volume
+
+
+class NoModelError(RuntimeError):
+    """A session was asked to segment before a backend was set."""
+
+
+class NoImageError(RuntimeError):
+    """A session was asked to segment before an image was set."""
+
+
+@dataclass
+class PropagationResult:
+    """A propagation's outcome: the bool mask (partial when ``cancelled``) and its facts."""
+
+    mask: np.ndarray
+    prompt: Prompt
+    cancelled: bool = False
+    done: int = 0
+    total: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class Session:
+    """One backend and one prepared image; segments slices and propagates prompts.
+
+    Thread use: a GUI runs the long calls (:meth:`set_image`,
+    :meth:`segment_slice`, :meth:`propagate`/:meth:`iter_propagate`) in one
+    worker at a time and calls :meth:`cancel` from any thread.
+    """
+
+    backend: SegmentationBackend | None = None
+    margin: int = DEFAULT_MARGIN
+    image_id: str = "image"
+    kind: str | None = None
+    volume: np.ndarray | None = field(default=None, repr=False)
+    _raw: Any = field(default=None, repr=False)
+    _raw_key: tuple | None = field(default=None, repr=False)
+    _base_id: str = field(default="image", repr=False)
+    _generation: int = field(default=0, repr=False)
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    # -- model and image ----------------------------------------------------
+
+    @staticmethod
+    def build_backend(name: str, checkpoint: str | None = None, device: str | None = None, **options: Any) -> SegmentationBackend:
+        """:func:`napari_medsam_eval.models.build_backend` with the options a user gives in a GUI
+        (an empty checkpoint means the model's default)."""
+        from .models import build_backend
+
+        if checkpoint:
+            options["checkpoint"] = str(checkpoint)
+        if device and device != "auto":
+            options["device"] = device
+        return build_backend(name, **options)
+
+    def set_backend(self, backend: SegmentationBackend | None) -> None:
+        self.backend = backend
+
+    def set_image(
+        self,
+        image: np.ndarray,
+        *,
+        kind: str | None = None,
+        rgb: bool = False,
+        modality: str | None = None,
+        window: str | tuple[float, float] | None = None,
+        image_id: str | None = None,
+    ) -> np.ndarray:
+        """Prepare ``image`` for the model (uint8 by the challenge rule) and keep it.
+
+        Setting the same array again (same object, kind, modality, window and
+        ``image_id``) does nothing, so a GUI can call this before every job.
+        Every newly prepared image gets a distinct :attr:`image_id` (``image_id``,
+        then ``image_id@2``, ...): it keys the backend's slice cache.
+        Returns the prepared array.
+        """
+        kind = infer_kind(np.shape(image), rgb, kind)
+        key = (kind, rgb, modality, window if not isinstance(window, list) else tuple(window))
+        base = str(image_id) if image_id is not None else self._base_id
+        if self._raw is image and self._raw_key == key and self.volume is not None and base == self._base_id:
+            return self.volume
+        array = np.asarray(image)
+        if array.dtype == bool:
+            array = array.astype(np.uint8) * 255
+        prepared = prepare_intensity(array, modality, window)
+        self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
+        self._base_id = base
+        self._generation += 1
+        # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
+        # answer a new image from an old one's cache entry
+        self.image_id = base if self._generation == 1 else f"{base}@{self._generation}"
+        return prepared
+
+    @property
+    def n_slices(self) -> int:
+        self._need_image()
+        return 1 if self.kind == "image" else int(self.volume.shape[0])
+
+    def slice_image(self, index: int | None) -> np.ndarray:
+        """The prepared 2D slice/frame ``index`` (the image itself for a 2D image)."""
+        self._need_image()
+        if self.kind == "image":
+            return self.volume
+        if index is None:
+            raise ValueError(f"a {self.kind} needs a slice index")
+        index = int(index)
+        if not 0 <= index < self.volume.shape[0]:
+            raise ValueError(f"slice index {index} is outside the {self.kind} (0..{self.volume.shape[0] - 1})")
+        return self.volume[index]
+
+    def cache_key(self, index: int | None) -> Hashable:
+        """The backend cache key of a slice: the one propagation uses for it."""
+        return (self.image_id, 0 if index is None else int(index))
+
+    # -- prompts --------------------------------------------------------------
+
+    def prompts_from_ground_truth(
+        self,
+        label_map: np.ndarray,
+        target_label: int,
+        protocol: str = "medsam2",
+        *,
+        slice_index: int | None = None,
+        kind: str | None = None,
+        **options: Any,
+    ) -> list[Prompt]:
+        """Prompts for ``target_label`` made by the named protocol from ``label_map``.
+
+        With ``slice_index`` the protocol is applied to that slice alone (as a
+        2D image) and the prompts are tied to it; otherwise to the whole
+        label map (its key slice/frame). ``mazurowski`` and ``iterative-points``
+        on a volume or video default to ``slices="key"`` (one slice, not every one). ``kind`` defaults to the
+        session image's kind (the label map is then checked against it).
+        """
+        from .protocols import build_protocol
+
+        label_map = np.asarray(label_map)
+        if kind is None and self.volume is not None:
+            kind = self.kind
+            spatial = self.volume.shape[:2] if kind == "image" else self.volume.shape[:3]
+            if label_map.shape != tuple(spatial):
+                raise ValueError(f"ground truth shape {label_map.shape} does not match the image's {tuple(spatial)}")
+        elif kind is None:
+            kind = infer_kind(label_map.shape)
+        if protocol in ("mazurowski", "iterative-points") and kind != "image" and slice_index is None:
+            options.setdefault("slices", "key")
+        proto = build_protocol(protocol, **options)
+        if slice_index is not None and kind != "image":
+            index = int(slice_index)
+            if not 0 <= index < label_map.shape[0]:
+                raise ValueError(f"slice index {index} is outside the ground truth (0..{label_map.shape[0] - 1})")
+            prompts = proto.prompts(label_map[index], kind="image", target_labels=[int(target_label)])
+            return [dataclasses.replace(p, slice_index=index) for p in prompts]
+        return proto.prompts(label_map, kind=kind, target_labels=[int(target_label)])
+
+    def prompt_from_ground_truth(self, label_map: np.ndarray, target_label: int, protocol: str = "medsam2",
+                                 *, slice_index: int | None = None, kind: str | None = None, **options: Any) -> Prompt:
+        """The first non-empty prompt of :meth:`prompts_from_ground_truth`; ValueError when there is none."""
+        prompts = self.prompts_from_ground_truth(label_map, target_label, protocol, slice_index=slice_index,
+                                                 kind=kind, **options)
+        for prompt in prompts:
+            if not prompt.is_empty and not prompt.info.get("empty"):
+                return prompt
+        where = f" on slice {slice_index}" if slice_index is not None else ""
+        raise ValueError(f"label {target_label} is absent from the ground truth{where}: nothing to prompt")
+
+    # -- segmentation -------------------------------------------------------
+
+    def segment_slice(self, prompt: Prompt, slice_index: int | None = None) -> SegmentResult:
+        """Segment one slice (``slice_index``, default ``prompt.slice_index``) from ``prompt``."""
+        index = prompt.slice_index if slice_index is None else slice_index
+        image = self.slice_image(index)
+        backend = self._need_backend()
+        with self._lock:
+            return backend.segment(image, prompt, cache_key=self.cache_key(index))
+
+    def cancel(self) -> None:
+        """Ask the running propagation to stop after its current slice (sets its cancel event)."""
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def propagate(
+        self,
+        prompt: Prompt,
+        *,
+        progress: ProgressCallback | None = None,
+        cancel: threading.Event | None = None,
+        margin: int | None = None,
+        **options: Any,
+    ) -> PropagationResult:
+        """Segment the whole volume (both ways) or video (forward) from ``prompt``.
+
+        Volumes go through :func:`~napari_medsam_eval.propagation.propagate_volume`,
+        videos through :func:`~napari_medsam_eval.propagation.propagate_video`
+        (``options`` such as ``z_limits`` or ``stop_when_empty`` are passed on),
+        with ``case_id=image_id``; a 2D image is segmented once. Setting
+        ``cancel`` (a :class:`threading.Event`, by default a new one that
+        :meth:`cancel` sets) or ``progress`` returning False stops the run after
+        its current slice: the result then holds the partial mask and
+        ``cancelled``.
+        """
+        self._need_image()
+        backend = self._need_backend()
+        token = cancel if cancel is not None else threading.Event()
+        self._cancel = token
+        state = {"done": 0, "total": 0}
+
+        def callback(done: int, total: int) -> bool:
+            state["done"], state["total"] = done, total
+            if progress is not None and progress(done, total) is False:
+                return False
+            return not token.is_set()
+
+        margin = self.margin if margin is None else int(margin)
+        with self._lock:  # one model call at a time, even when a cancelled run is ending its slice
+            return self._run_propagation(backend, prompt, token, callback, state, margin, options)
+
+    def _run_propagation(self, backend: SegmentationBackend, prompt: Prompt, token: threading.Event,
+                         callback: ProgressCallback, state: dict[str, int], margin: int,
+                         options: dict[str, Any]) -> PropagationResult:
+        start = time.perf_counter()
+        try:
+            if token.is_set():
+                raise Cancelled(np.zeros(self.volume.shape[:3] if self.kind != "image" else self.volume.shape[:2],
+                                         dtype=bool), 0, 0)
+            if self.kind == "image":
+                mask = np.asarray(self.segment_slice(prompt, None).mask, dtype=bool)
+                if callback(1, 1) is False:
+                    raise Cancelled(mask, 1, 1)
+            elif self.kind == "video":
+                mask = propagate_video(backend, self.volume, prompt, margin=margin, progress=callback,
+                                       case_id=self.image_id, **options)
+            else:
+                mask = propagate_volume(backend, self.volume, prompt, margin=margin, progress=callback,
+                                        case_id=self.image_id, **options)
+        except Cancelled as exc:
+            return PropagationResult(np.asarray(exc.partial, dtype=bool), prompt, True, exc.done, exc.total,
+                                     time.perf_counter() - start)
+        return PropagationResult(mask, prompt, False, state["done"], state["total"], time.perf_counter() - start)
+
+    def iter_propagate(
+        self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
+    ) -> Generator[tuple[int, int], None, PropagationResult]:
+        """:meth:`propagate` as a generator: yields ``(done, total)`` after every
+        slice and returns the :class:`PropagationResult` (``StopIteration.value``,
+        or ``result = yield from session.iter_propagate(...)``).
+
+        The run goes on in a helper thread while the generator waits for its
+        progress, so whoever iterates can hand each step on (a napari
+        ``thread_worker`` yields it to the GUI). Setting ``cancel`` (or
+        :meth:`cancel`) ends it after the current slice with a cancelled
+        result; closing the generator early cancels the run too (its helper
+        thread ends after the current slice; the session's lock holds the next
+        model call until then).
+        """
+        events: queue.Queue = queue.Queue()
+        token = cancel if cancel is not None else threading.Event()
+        self._cancel = token
+
+        def progress(done: int, total: int) -> None:
+            events.put(("progress", (done, total)))
+
+        def run() -> None:
+            try:
+                events.put(("result", self.propagate(prompt, progress=progress, cancel=token, **kwargs)))
+            except BaseException as exc:  # handed to the consumer, raised there
+                events.put(("error", exc))
+
+        thread = threading.Thread(target=run, name="medsam-eval-propagation", daemon=True)
+        thread.start()
+        finished = False
+        try:
+            while True:
+                what, value = events.get()
+                if what == "progress":
+                    yield value
+                elif what == "result":
+                    finished = True
+                    return value
+                else:
+                    finished = True
+                    raise value
+        finally:
+            if not finished:  # closed early: stop the run; the session lock keeps the next one waiting
+                token.set()
+            else:
+                thread.join()
+
+    # -- checks ---------------------------------------------------------------
+
+    def _need_backend(self) -> SegmentationBackend:
+        if self.backend is None:
+            raise NoModelError("no model loaded: load one first")
+        return self.backend
+
+    def _need_image(self) -> None:
+        if self.volume is None:
+            raise NoImageError("no image set: choose an image first")
+
+
+__all__ = [
+    "NoImageError",
+    "NoModelError",
+    "PropagationResult",
+    "Session",
+]

@@ -1,0 +1,61 @@
+"""The 2D prompt-mode study of Mazurowski et al. 2023, as a runner (no Qt, no napari).
+
+Source: M. A. Mazurowski et al., "Segment Anything Model for Medical Image
+Analysis: an Experimental Study" (arXiv:2304.10517), code
+github.com/mazurowski-lab/segment-anything-medical-evaluation (commit 2775b73),
+``prompt_gen_and_exec_v2_allmode.py`` (modes) and ``prompt_gen_and_exec_v1.py``
+(iterative points). What is reproduced:
+
+* intensity: each image divided by its maximum, times 255, uint8, RGB;
+* masks: their reading rule (:func:`~napari_medsam_eval.protocols.mazurowski_label_map`);
+* prompts: :class:`~napari_medsam_eval.protocols.MazurowskiProtocol` (bit-exact
+  with their code; seed 1 reset per mask by default);
+* score: IoU of candidate 0 per (image, class, mode); oracle: best candidate
+  by IoU; several boxes are segmented one by one and merged by union;
+* table: per task (dataset x class) the mean over images with a non-empty
+  mask (empty masks are not prompted: NaN, ignored), like their Fig. 2.
+
+LiteMedSAM (the default model) returns one mask per prompt and no
+candidates, so its oracle equals its score (``config["single_mask_model"]``).
+
+>>> results = run_prompt_mode_study("kvasir_seg_2d", "litemedsam", limit=5)
+>>> results.summary            # task, n_images, n_empty, mode 1..5, mode k (oracle)
+>>> write_study(results, "out/")  # rows.csv, mode_table.csv/.md/.png, images.csv, study.json
+"""
+from __future__ import annotations
+
+from .data import (
+    FOREGROUND,
+    StudyClass,
+    StudySample,
+    find_2d_samples,
+    label_map_classes,
+    prepare_image,
+    study_samples,
+    volume_slice_samples,
+)
+from .report import markdown_table, plot_iterative, plot_mode_table, study_markdown, write_study
+from .runner import SELECT_RULES, StudyResults, iou, run_prompt_mode_study, score_result, summarize, task_name
+
+__all__ = [
+    "FOREGROUND",
+    "SELECT_RULES",
+    "StudyClass",
+    "StudyResults",
+    "StudySample",
+    "find_2d_samples",
+    "iou",
+    "label_map_classes",
+    "markdown_table",
+    "plot_iterative",
+    "plot_mode_table",
+    "prepare_image",
+    "run_prompt_mode_study",
+    "score_result",
+    "study_markdown",
+    "study_samples",
+    "summarize",
+    "task_name",
+    "volume_slice_samples",
+    "write_study",
+]

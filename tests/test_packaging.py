@@ -1,0 +1,82 @@
+"""The package's shape: top-level layout, a wheel that carries what it needs, a core free of Qt/napari."""
+from __future__ import annotations
+
+import os
+import pkgutil
+import subprocess
+import sys
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import napari_medsam_eval
+
+REPO = Path(__file__).resolve().parents[1]
+GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "superqt")
+#: the napari layer: the only modules allowed to import Qt/napari
+NAPARI_LAYER = ("napari_medsam_eval._widgets", "napari_medsam_eval._reader", "napari_medsam_eval._writer",
+                "napari_medsam_eval._sample_data")
+
+
+def core_modules() -> list[str]:
+    names = [m.name for m in pkgutil.walk_packages(napari_medsam_eval.__path__, "napari_medsam_eval.")]
+    return sorted(n for n in names if not n.startswith(NAPARI_LAYER) and not n.endswith("__main__"))
+
+
+def test_package_sits_at_the_top_level():
+    assert Path(napari_medsam_eval.__file__).resolve().parent == REPO / "napari_medsam_eval"
+    assert not (REPO / "src").exists()
+
+
+def test_core_modules_import_no_gui_toolkit():
+    """Each core module, imported alone in a fresh interpreter, loads no Qt, napari, magicgui or superqt."""
+    modules = core_modules()
+    assert len(modules) > 40 and "napari_medsam_eval.session" in modules
+    script = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
+              f"print(sorted(m for m in sys.modules if m.split('.')[0] in {GUI_MODULES!r})[:3])")
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        runs = list(pool.map(lambda name: subprocess.run([sys.executable, "-c", script, name], capture_output=True,
+                                                         text=True, cwd=REPO), modules))
+    failures = {name: (run.stdout.strip() or run.stderr.strip()[-300:]) for name, run in zip(modules, runs)
+                if run.returncode != 0 or run.stdout.strip() != "[]"}
+    assert failures == {}
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
+                    str(REPO)], check=True, capture_output=True, cwd=out)
+    (path,) = out.glob("napari_medsam_eval-*.whl")
+    return path
+
+
+def test_wheel_carries_manifest_configs_and_sample_generator(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for required in ("napari_medsam_eval/napari.yaml", "napari_medsam_eval/models/configs/sam2.1_hiera_t512.yaml",
+                     "napari_medsam_eval/_sample_data.py", "napari_medsam_eval/phantoms.py"):
+        assert required in names
+    assert not any(n.startswith(("tests/", "src/", "sample_data/")) for n in names)
+
+
+def test_sample_data_opens_from_an_installed_wheel(wheel, tmp_path):
+    """Unpacked away from the checkout, the plugin's manifest validates and both samples build."""
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    script = (
+        "import napari_medsam_eval, npe2\n"
+        "from pathlib import Path\n"
+        "root = Path(napari_medsam_eval.__file__).parent\n"
+        "npe2.PluginManifest.from_file(root / 'napari.yaml')\n"
+        "from napari_medsam_eval._sample_data import phantom_ct, phantom_video\n"
+        "ct, video = phantom_ct(), phantom_video()\n"
+        "print(root, ct[0][0].shape, ct[1][2], video[0][0].shape)\n"
+    )
+    env = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    root, rest = out.stdout.split(" ", 1)
+    assert Path(root) == site / "napari_medsam_eval"
+    assert "(40, 96, 96)" in rest and "labels" in rest and "(24, 128, 128, 3)" in rest
