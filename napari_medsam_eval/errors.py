@@ -7,6 +7,7 @@ the reason a case failed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 
 class MedsamEvalError(Exception):
@@ -24,6 +25,21 @@ class DataError(MedsamEvalError):
         self.path = None if path is None else Path(path)
         self.problem = problem
         super().__init__(f"{self.path}: {problem}" if self.path is not None else problem)
+
+
+class Cancelled(MedsamEvalError):
+    """A progress callback asked a long job to stop; ``partial`` holds the result so far.
+
+    Raised by propagation (:mod:`napari_medsam_eval.propagation`) and by the
+    backends that propagate natively; ``partial`` has the shape and dtype of a
+    complete result, ``done`` of ``total`` slices were segmented.
+    """
+
+    def __init__(self, partial: Any, done: int, total: int) -> None:
+        self.partial = partial
+        self.done = done
+        self.total = total
+        super().__init__(f"propagation cancelled after {done} of {total} slices")
 
 
 class UnknownFormatError(DataError):

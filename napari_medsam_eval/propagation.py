@@ -31,8 +31,9 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from .errors import MedsamEvalError
-from .models.base import ProgressCallback, SegmentationBackend
+from .errors import Cancelled
+from .models.base import SegmentationBackend
+from .progress import SliceProgress
 from .prompt import Prompt
 from .protocols.geometry import tight_box
 from .protocols.medsam2 import MedSAM2Protocol
@@ -47,20 +48,10 @@ DEFAULT_MARGIN = 2
 Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive
 
 
-class Cancelled(MedsamEvalError):
-    """The progress callback asked to stop; ``partial`` holds the result so far."""
-
-    def __init__(self, partial: np.ndarray, done: int, total: int) -> None:
-        self.partial = partial
-        self.done = done
-        self.total = total
-        super().__init__(f"propagation cancelled after {done} of {total} slices")
-
-
 class _Progress:
     """Counts slices, calls the callback, raises Cancelled when it returns False."""
 
-    def __init__(self, callback: ProgressCallback | None, total: int, result: np.ndarray) -> None:
+    def __init__(self, callback: SliceProgress | None, total: int, result: np.ndarray) -> None:
         self.callback = callback
         self.total = total
         self.done = 0
@@ -177,7 +168,7 @@ def propagate_volume(
     z_limits: tuple[int, int] | None = None,
     stop_when_empty: bool = True,
     min_iou: float | None = None,
-    progress: ProgressCallback | None = None,
+    progress: SliceProgress | None = None,
     case_id: Hashable = None,
     use_native: bool = True,
 ) -> np.ndarray:
@@ -243,7 +234,7 @@ def propagate_video(
     stop_when_empty: bool = True,
     min_iou: float | None = None,
     end_frame: int | None = None,
-    progress: ProgressCallback | None = None,
+    progress: SliceProgress | None = None,
     case_id: Hashable = None,
     use_native: bool = True,
 ) -> np.ndarray:
@@ -302,7 +293,7 @@ def propagate_official_litemedsam(
     volume: np.ndarray,
     boxes_3d: Sequence[Box3D] | np.ndarray,
     *,
-    progress: ProgressCallback | None = None,
+    progress: SliceProgress | None = None,
     case_id: Hashable = None,
 ) -> np.ndarray:
     """The 3D inference of LiteMedSAM's ``CVPR24_LiteMedSAM_infer.py``, reproduced.

@@ -29,7 +29,6 @@ setting its cancel event) cancels the run at the next slice.
 from __future__ import annotations
 
 import dataclasses
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -38,10 +37,12 @@ from typing import Any, Generator, Hashable
 import numpy as np
 
 from .case import infer_kind
+from .errors import Cancelled
 from .intensity import prepare_intensity
-from .models.base import ProgressCallback, SegmentationBackend, SegmentResult
+from .models.base import SegmentationBackend, SegmentResult
+from .progress import SliceProgress, iterate_progress
 from .prompt import Prompt
-from .propagation import DEFAULT_MARGIN, Cancelled, propagate_video, propagate_volume
+from .propagation import DEFAULT_MARGIN, propagate_video, propagate_volume
 
 
 class NoModelError(RuntimeError):
@@ -232,7 +233,7 @@ class Session:
         self,
         prompt: Prompt,
         *,
-        progress: ProgressCallback | None = None,
+        progress: SliceProgress | None = None,
         cancel: threading.Event | None = None,
         margin: int | None = None,
         **options: Any,
@@ -265,7 +266,7 @@ class Session:
             return self._run_propagation(backend, prompt, token, callback, state, margin, options)
 
     def _run_propagation(self, backend: SegmentationBackend, prompt: Prompt, token: threading.Event,
-                         callback: ProgressCallback, state: dict[str, int], margin: int,
+                         callback: SliceProgress, state: dict[str, int], margin: int,
                          options: dict[str, Any]) -> PropagationResult:
         start = time.perf_counter()
         try:
@@ -302,38 +303,11 @@ class Session:
         thread ends after the current slice; the session's lock holds the next
         model call until then).
         """
-        events: queue.Queue = queue.Queue()
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
-
-        def progress(done: int, total: int) -> None:
-            events.put(("progress", (done, total)))
-
-        def run() -> None:
-            try:
-                events.put(("result", self.propagate(prompt, progress=progress, cancel=token, **kwargs)))
-            except BaseException as exc:  # handed to the consumer, raised there
-                events.put(("error", exc))
-
-        thread = threading.Thread(target=run, name="medsam-eval-propagation", daemon=True)
-        thread.start()
-        finished = False
-        try:
-            while True:
-                what, value = events.get()
-                if what == "progress":
-                    yield value
-                elif what == "result":
-                    finished = True
-                    return value
-                else:
-                    finished = True
-                    raise value
-        finally:
-            if not finished:  # closed early: stop the run; the session lock keeps the next one waiting
-                token.set()
-            else:
-                thread.join()
+        return (yield from iterate_progress(
+            lambda progress: self.propagate(prompt, progress=progress, cancel=token, **kwargs),
+            token, name="medsam-eval-propagation"))
 
     # -- checks ---------------------------------------------------------------
 

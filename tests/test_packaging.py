@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import pkgutil
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -47,8 +48,13 @@ def test_core_modules_import_no_gui_toolkit():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = out / "source"  # built from a copy: setuptools leaves build/ in the tree it builds
+    shutil.copytree(REPO / "napari_medsam_eval", source / "napari_medsam_eval",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
-                    str(REPO)], check=True, capture_output=True, cwd=out)
+                    str(source)], check=True, capture_output=True, cwd=out)
     (path,) = out.glob("napari_medsam_eval-*.whl")
     return path
 

@@ -17,7 +17,6 @@ The results view (table, per-task summary, box plot) is
 from __future__ import annotations
 
 import os
-import queue
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ from psygnal import Signal
 from ..benchmark import ROWS_FILE, ResultStore, read_manifest, run_benchmark
 from ..datasets import available_layouts, resolve_layout
 from ..models import BACKENDS, DEFAULT_BACKEND
+from ..progress import iterate_progress
 from ..protocols import PROTOCOLS
 from . import _run_case
 from ._results_table import ResultsView
@@ -97,33 +97,8 @@ def benchmark_job(request: RunRequest, cancel: threading.Event) -> Generator[Pro
     """
     done, total = _done_before(request)
     yield Progress(done, total, [])
-    events: queue.Queue[Progress | None] = queue.Queue()
-    outcome: dict[str, Any] = {}
-
-    def progress(done: int, total: int, rows: list[dict[str, Any]]) -> bool:
-        events.put(Progress(done, total, rows))
-        return not cancel.is_set()
-
-    def target() -> None:
-        try:
-            outcome["table"] = run_benchmark(**request.kwargs(), progress=progress)
-        except BaseException as error:  # noqa: BLE001 - re-raised in the worker below
-            outcome["error"] = error
-        finally:
-            events.put(None)
-
-    thread = threading.Thread(target=target, name="medsam-eval-benchmark", daemon=True)
-    thread.start()
-    try:
-        while (step := events.get()) is not None:
-            yield step
-    finally:
-        if thread.is_alive():  # closed early: let the runner finish its running case and stop
-            cancel.set()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["table"]
+    return (yield from iterate_progress(lambda progress: run_benchmark(**request.kwargs(), progress=progress),
+                                        cancel, convert=Progress, name="medsam-eval-benchmark"))
 
 
 def _path(widget: FileEdit) -> Path | None:

@@ -13,7 +13,7 @@ Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment
 from __future__ import annotations
 
 from .manifest import MANIFEST_FILE, read_manifest
-from .runner import LOG_FILE, ProgressCallback, run_benchmark
+from .runner import LOG_FILE, CaseProgress, run_benchmark
 from .schema import COLUMNS, comparable, to_dataframe
 from .segment_case import CaseEvaluator, CaseSettings
 from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, write_tables
@@ -26,7 +26,7 @@ __all__ = [
     "LOG_FILE",
     "MANIFEST_FILE",
     "PARQUET_FILE",
-    "ProgressCallback",
+    "CaseProgress",
     "ROWS_FILE",
     "ResultStore",
     "comparable",

@@ -22,20 +22,19 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
 from ..datasets import resolve_layout
 from ..errors import DataError
+from ..progress import CaseProgress
 from .manifest import check_resumable, dataset_fingerprint, environment, now, read_manifest, write_manifest
 from .schema import STATUS_FAILED
 from .segment_case import OFFICIAL_3D_PROTOCOL, CaseSettings
 from .store import ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
 
-#: called after every case with (cases done, cases in the run, that case's rows); False stops the run
-ProgressCallback = Callable[[int, int, list[dict[str, Any]]], "bool | None"]
 
 LOG_FILE = "run.log"
 logger = logging.getLogger("napari_medsam_eval.benchmark")
@@ -92,7 +91,7 @@ def run_benchmark(
     save_predictions: bool = False,
     seed: int = 0,
     layout: str | None = None,
-    progress: ProgressCallback | None = None,
+    progress: CaseProgress | None = None,
     progress_bar: bool = False,
 ) -> pd.DataFrame:
     """Evaluate ``model`` with prompts of ``protocol`` on every case of ``dataset``.
@@ -143,7 +142,7 @@ def run_benchmark(
 
 def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, model: str,
          model_options: dict[str, Any], protocol: Any, backend: Any, *, workers: int, resume: bool,
-         limit: int | None, save_predictions: bool, seed: int, progress: ProgressCallback | None,
+         limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
          progress_bar: bool) -> pd.DataFrame:
     from tqdm import tqdm
 
@@ -220,7 +219,7 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     return table
 
 
-def _ask_progress(progress: ProgressCallback, done: int, total: int, rows: list[dict[str, Any]]) -> bool | None:
+def _ask_progress(progress: CaseProgress, done: int, total: int, rows: list[dict[str, Any]]) -> bool | None:
     """The callback's answer; an exception in it counts as "stop" (and is logged)."""
     try:
         return progress(done, total, rows)

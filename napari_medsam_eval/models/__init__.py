@@ -9,7 +9,7 @@ from importlib import import_module
 from typing import Any
 
 from ._native_libs import load_triton_isolated
-from .base import ProgressCallback, SegmentationBackend, SegmentResult
+from .base import SliceProgress, SegmentationBackend, SegmentResult
 
 #: name -> "module:builder"; the module is imported only when that backend is built
 BACKENDS: dict[str, str] = {
@@ -44,7 +44,7 @@ def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBa
 __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
-    "ProgressCallback",
+    "SliceProgress",
     "SegmentResult",
     "SegmentationBackend",
     "available_backends",

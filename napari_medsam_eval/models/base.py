@@ -12,14 +12,12 @@ import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Hashable
+from typing import Hashable
 
 import numpy as np
 
+from ..progress import SliceProgress
 from ..prompt import Prompt
-
-#: called with (done, total); returning False (or raising) cancels the work
-ProgressCallback = Callable[[int, int], "bool | None"]
 
 
 @dataclass
@@ -66,7 +64,7 @@ class SegmentationBackend(ABC):
         prompt: Prompt,
         *,
         reverse: bool = True,
-        progress: ProgressCallback | None = None,
+        progress: SliceProgress | None = None,
     ) -> np.ndarray:
         """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``."""
         raise NotImplementedError(f"{self.name} has no native propagation; use napari_medsam_eval.propagation")

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator
 import numpy as np
 
 from ..prompt import Prompt
-from .base import ProgressCallback, SegmentationBackend, SegmentResult
+from .base import SliceProgress, SegmentationBackend, SegmentResult
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -214,7 +214,7 @@ class SAM2Backend(SegmentationBackend):
         prompt: Prompt,
         *,
         reverse: bool = True,
-        progress: ProgressCallback | None = None,
+        progress: SliceProgress | None = None,
     ) -> np.ndarray:
         """Segment every frame from a prompt on ``prompt.slice_index``.
 
@@ -244,7 +244,7 @@ class SAM2Backend(SegmentationBackend):
         visited: dict[str, list[int]] = {"forward": [], "reverse": []}
         done = 0
         started = time.perf_counter()
-        from ..propagation import Cancelled
+        from ..errors import Cancelled
 
         images, height, width = prepare_frames(array, self.image_size)
         with self._inference():

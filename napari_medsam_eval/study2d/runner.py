@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
-from ..models.base import ProgressCallback, SegmentationBackend, SegmentResult
+from ..models.base import SliceProgress, SegmentationBackend, SegmentResult
 from ..prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
@@ -134,7 +134,7 @@ def run_prompt_mode_study(
     oracle: bool = True,
     iterative_points: int = 0,
     limit: int | None = None,
-    progress: ProgressCallback | None = None,
+    progress: SliceProgress | None = None,
     *,
     seed: int = 1,
     seeding: str = "per-mask",

@@ -1,0 +1,81 @@
+"""Progress and cancellation: the two callback types, and the one bridge from a callback to a generator.
+
+The core reports progress through plain callbacks (micro-sam's way): a
+long function calls ``progress(...)`` as it goes, and a callback that returns
+``False`` asks it to stop. Two shapes exist, with two names:
+
+* :data:`SliceProgress` ``(done, total)`` - slices/frames of one propagation
+  (:mod:`napari_medsam_eval.propagation`, the model backends, the session);
+* :data:`CaseProgress` ``(done, total, rows)`` - cases of a benchmark run, with
+  the rows of the case just finished (:func:`napari_medsam_eval.benchmark.run_benchmark`).
+
+A GUI worker (napari's ``thread_worker``) wants a generator instead: it
+yields progress to the GUI thread and can be aborted. :func:`iterate_progress`
+is that bridge, used by :meth:`napari_medsam_eval.session.Session.iter_propagate`
+and the Benchmark widget alike: the job runs in a helper thread, each callback
+call becomes one yielded value, and the job's return value (or exception)
+comes out of the generator.
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any, Callable, Generator, TypeVar
+
+#: ``(slices done, slices in the run)``; returning False (or raising) cancels the work
+SliceProgress = Callable[[int, int], "bool | None"]
+#: ``(cases done, cases in the run, that case's rows)``; returning False stops the run after that case
+CaseProgress = Callable[[int, int, list[dict[str, Any]]], "bool | None"]
+
+T = TypeVar("T")
+_DONE = object()
+
+
+def iterate_progress(
+    job: Callable[[Callable[..., bool]], T],
+    cancel: threading.Event,
+    *,
+    convert: Callable[..., Any] = lambda *args: args,
+    name: str = "medsam-eval-job",
+) -> Generator[Any, None, T]:
+    """Run ``job(callback)`` in a helper thread, yielding ``convert(*args)`` for every ``callback(*args)``.
+
+    The callback answers ``False`` (stop) once ``cancel`` is set, so the job
+    stops at its next progress report. Returns what ``job`` returned
+    (``result = yield from iterate_progress(...)``) and re-raises what it
+    raised. Closing the generator early (a GUI aborting its worker) sets
+    ``cancel`` and returns at once; the job ends at its next report (whoever
+    starts the next job must hold a lock the job holds, as the session does).
+    """
+    events: queue.Queue = queue.Queue()
+    outcome: dict[str, Any] = {}
+
+    def callback(*args: Any) -> bool:
+        events.put(args)
+        return not cancel.is_set()
+
+    def target() -> None:
+        try:
+            outcome["result"] = job(callback)
+        except BaseException as error:  # noqa: BLE001 - handed to the consumer, raised there
+            outcome["error"] = error
+        finally:
+            events.put(_DONE)
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    finished = False
+    try:
+        while (args := events.get()) is not _DONE:
+            yield convert(*args)
+        finished = True
+    finally:
+        if not finished:  # closed early: ask the job to stop; do not wait for its running step
+            cancel.set()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+__all__ = ["CaseProgress", "SliceProgress", "iterate_progress"]
