@@ -32,6 +32,8 @@ from typing import Literal
 
 import numpy as np
 
+from .case import KINDS
+
 #: named CT windows, (level, width) in HU (radiopaedia.org/articles/windowing-ct)
 CT_WINDOWS: dict[str, tuple[float, float]] = {
     "soft_tissue": (40.0, 400.0),
@@ -122,4 +124,27 @@ def prepare_intensity(
     return np.clip(out, 0, 255).astype(np.uint8)
 
 
-__all__ = ["CT_WINDOWS", "DEFAULT_CT_WINDOW", "PERCENTILES", "is_ct", "prepare_intensity", "resolve_window"]
+def prepare_image(
+    image: np.ndarray,
+    kind: str,
+    modality: str | None = None,
+    window: str | tuple[float, float] | None = None,
+) -> np.ndarray:
+    """The array a model sees, for an image of any kind: the one preparation the CLI,
+    the benchmark and the interactive session share.
+
+    A bool image becomes 0/255 uint8; everything else goes through
+    :func:`prepare_intensity` (uint8, as videos and 2D photographs come, passes
+    through unchanged). ``kind`` is checked but does not change the rule: a
+    raw 16-bit or float 2D slice is prepared like a volume.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    array = np.asarray(image)
+    if array.dtype == bool:
+        return array.astype(np.uint8) * 255
+    return prepare_intensity(array, modality, window)
+
+
+__all__ = ["CT_WINDOWS", "DEFAULT_CT_WINDOW", "PERCENTILES", "is_ct", "prepare_image", "prepare_intensity",
+           "resolve_window"]

@@ -14,7 +14,7 @@ benchmark uses::
     result = yield from session.iter_propagate(prompt)        # the same, yielding (done, total)
 
 Intensities are prepared once per image with
-:func:`napari_medsam_eval.intensity.prepare_intensity` (uint8 passes through
+:func:`napari_medsam_eval.intensity.prepare_image` (uint8 passes through
 unchanged). Slices are cached by the backend under ``(image_id, index)``, the
 key :func:`napari_medsam_eval.propagation.propagate_volume` uses for
 ``case_id=image_id``, so after the first encode a slice is answered by the
@@ -30,19 +30,17 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
 from dataclasses import dataclass, field
 from typing import Any, Generator, Hashable
 
 import numpy as np
 
 from .case import infer_kind
-from .errors import Cancelled
-from .intensity import prepare_intensity
+from .intensity import prepare_image
 from .models.base import SegmentationBackend, SegmentResult
 from .progress import SliceProgress, iterate_progress
 from .prompt import Prompt
-from .propagation import DEFAULT_MARGIN, propagate_video, propagate_volume
+from .propagation import DEFAULT_MARGIN, PropagationResult, segment_by_kind
 
 
 class NoModelError(RuntimeError):
@@ -51,18 +49,6 @@ class NoModelError(RuntimeError):
 
 class NoImageError(RuntimeError):
     """A session was asked to segment before an image was set."""
-
-
-@dataclass
-class PropagationResult:
-    """A propagation's outcome: the bool mask (partial when ``cancelled``) and its facts."""
-
-    mask: np.ndarray
-    prompt: Prompt
-    cancelled: bool = False
-    done: int = 0
-    total: int = 0
-    seconds: float = 0.0
 
 
 @dataclass
@@ -126,10 +112,7 @@ class Session:
         base = str(image_id) if image_id is not None else self._base_id
         if self._raw is image and self._raw_key == key and self.volume is not None and base == self._base_id:
             return self.volume
-        array = np.asarray(image)
-        if array.dtype == bool:
-            array = array.astype(np.uint8) * 255
-        prepared = prepare_intensity(array, modality, window)
+        prepared = prepare_image(image, kind, modality, window)
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
         self._generation += 1
@@ -240,10 +223,9 @@ class Session:
     ) -> PropagationResult:
         """Segment the whole volume (both ways) or video (forward) from ``prompt``.
 
-        Volumes go through :func:`~napari_medsam_eval.propagation.propagate_volume`,
-        videos through :func:`~napari_medsam_eval.propagation.propagate_video`
-        (``options`` such as ``z_limits`` or ``stop_when_empty`` are passed on),
-        with ``case_id=image_id``; a 2D image is segmented once. Setting
+        :func:`~napari_medsam_eval.propagation.segment_by_kind` with
+        ``case_id=image_id`` (``options`` such as ``z_limits`` or
+        ``stop_when_empty`` are passed on); a 2D image is segmented once. Setting
         ``cancel`` (a :class:`threading.Event`, by default a new one that
         :meth:`cancel` sets) or ``progress`` returning False stops the run after
         its current slice: the result then holds the partial mask and
@@ -253,40 +235,19 @@ class Session:
         backend = self._need_backend()
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
-        state = {"done": 0, "total": 0}
 
         def callback(done: int, total: int) -> bool:
-            state["done"], state["total"] = done, total
             if progress is not None and progress(done, total) is False:
                 return False
             return not token.is_set()
 
         margin = self.margin if margin is None else int(margin)
         with self._lock:  # one model call at a time, even when a cancelled run is ending its slice
-            return self._run_propagation(backend, prompt, token, callback, state, margin, options)
-
-    def _run_propagation(self, backend: SegmentationBackend, prompt: Prompt, token: threading.Event,
-                         callback: SliceProgress, state: dict[str, int], margin: int,
-                         options: dict[str, Any]) -> PropagationResult:
-        start = time.perf_counter()
-        try:
             if token.is_set():
-                raise Cancelled(np.zeros(self.volume.shape[:3] if self.kind != "image" else self.volume.shape[:2],
-                                         dtype=bool), 0, 0)
-            if self.kind == "image":
-                mask = np.asarray(self.segment_slice(prompt, None).mask, dtype=bool)
-                if callback(1, 1) is False:
-                    raise Cancelled(mask, 1, 1)
-            elif self.kind == "video":
-                mask = propagate_video(backend, self.volume, prompt, margin=margin, progress=callback,
-                                       case_id=self.image_id, **options)
-            else:
-                mask = propagate_volume(backend, self.volume, prompt, margin=margin, progress=callback,
-                                        case_id=self.image_id, **options)
-        except Cancelled as exc:
-            return PropagationResult(np.asarray(exc.partial, dtype=bool), prompt, True, exc.done, exc.total,
-                                     time.perf_counter() - start)
-        return PropagationResult(mask, prompt, False, state["done"], state["total"], time.perf_counter() - start)
+                empty = np.zeros(self.volume.shape[:2] if self.kind == "image" else self.volume.shape[:3], dtype=bool)
+                return PropagationResult(empty, prompt, cancelled=True)
+            return segment_by_kind(backend, self.volume, self.kind, prompt, margin=margin, progress=callback,
+                                   case_id=self.image_id, **options)
 
     def iter_propagate(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
@@ -324,6 +285,5 @@ class Session:
 __all__ = [
     "NoImageError",
     "NoModelError",
-    "PropagationResult",
     "Session",
 ]

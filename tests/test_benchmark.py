@@ -96,18 +96,37 @@ def test_two_workers_give_the_one_worker_table(shared_data: Path, tmp_path: Path
 
 
 def test_cancel_from_the_progress_callback_then_resume(hippo3: Path, tmp_path: Path) -> None:
-    calls: list[tuple[int, int, str]] = []
+    calls: list[tuple[int, int, list[str]]] = []
 
     def progress(done: int, total: int, rows: list[dict]) -> bool:
-        calls.append((done, total, rows[0]["case_id"]))
+        calls.append((done, total, [row["case_id"] for row in rows]))
         return done < 1
 
     out = tmp_path / "run"
     partial = run_benchmark(hippo3, out, "oracle", progress=progress)
-    assert calls == [(1, 3, "hippocampus_001")] and partial["case_id"].unique().tolist() == ["hippocampus_001"]
+    # first the totals, before any case runs; then each case with its rows
+    assert calls == [(0, 3, []), (1, 3, ["hippocampus_001"] * 2)]
+    assert partial["case_id"].unique().tolist() == ["hippocampus_001"]
     assert json.loads((out / "manifest.json").read_text())["status"] == "cancelled"
-    full = run_benchmark(hippo3, out, "oracle", resume=True)
+    calls.clear()
+    full = run_benchmark(hippo3, out, "oracle", resume=True, progress=lambda *args: calls.append(args[:2]))
+    assert calls == [(1, 3), (2, 3), (3, 3)]  # the resumed run starts from the case already done
     assert full["case_id"].nunique() == 3 and len(full) == 6
+
+
+def test_stop_at_the_first_progress_call_runs_no_case(hippo3: Path, tmp_path: Path) -> None:
+    calls: list[tuple[int, int, int]] = []
+
+    def progress(done: int, total: int, rows: list[dict]) -> bool:
+        calls.append((done, total, len(rows)))
+        return False
+
+    out = tmp_path / "run"
+    table = run_benchmark(hippo3, out, "box", limit=2, progress=progress)
+    assert calls == [(0, 2, 0)] and len(table) == 0 and load_table(out).empty
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["status"] == "cancelled" and manifest["counts"]["cases_done"] == 0
+    assert run_benchmark(hippo3, out, "box", limit=2, resume=True)["case_id"].nunique() == 2
 
 
 def test_camus_videos_and_an_absent_named_label(tmp_path: Path) -> None:

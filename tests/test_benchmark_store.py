@@ -150,8 +150,9 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, share
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: list[str] = []
     resumed = run_benchmark(dataset, run_dir, model, model_options=options, limit=10, resume=True,
-                            progress=lambda done, total, rows: seen.append(rows[0]["case_id"]))
+                            progress=lambda done, total, rows: seen.extend(row["case_id"] for row in rows))
     assert not set(seen) & done_before, "finished cases must not be redone"
+    assert len(seen) == 2 * (10 - len(done_before))
     reference = run_benchmark(dataset, tmp_path / "reference", model, model_options={"delay": 0.0}, limit=10)
     pd.testing.assert_frame_equal(comparable(resumed), comparable(reference))
     assert len(resumed) == 20 and not resumed.duplicated(["case_id", "target_label"]).any()

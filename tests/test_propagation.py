@@ -6,6 +6,8 @@ each slice is encoded once.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from pathlib import Path
 
@@ -15,15 +17,15 @@ import pytest
 from napari_medsam_eval.models.base import SegmentationBackend
 from napari_medsam_eval.models.baselines import OracleBackend
 from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.errors import Cancelled
 from napari_medsam_eval.propagation import (
-    Cancelled,
-    expand_box,
     middle_slice_prompt,
     propagate_official_litemedsam,
     propagate_video,
     propagate_volume,
-    tight_box,
+    segment_by_kind,
 )
+from napari_medsam_eval.protocols.geometry import expand_box, tight_box
 
 
 def dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -66,6 +68,10 @@ def test_tight_and_expanded_boxes():
     assert tight_box(mask) == (3, 2, 8, 4)
     assert expand_box((3, 2, 8, 4), 3, (10, 12)) == (0, 0, 11, 7)
     assert expand_box((3, 2, 8, 4), 0, (10, 12)) == (3, 2, 8, 4)
+    # one function for both rules: rounded (protocols) or fractional (propagation's margins)
+    assert expand_box((3, 2, 8, 4), 1.5, (10, 12)) == (2, 1, 10, 6)  # rounded half up, clipped
+    assert expand_box((3, 2, 8, 4), 1.5, (10, 12), round_to_pixels=False) == (1.5, 0.5, 9.5, 5.5)
+    assert expand_box((3, 2, 8, 4), 3, (10, 12), round_to_pixels=False) == (0, 0, 11, 7)
 
 
 def test_propagates_both_ways_with_previous_slice_boxes_and_stops_when_empty():
@@ -330,3 +336,25 @@ def test_video_propagation_on_a_colonoscopy_clip(shared_data: Path, litemedsam):
     scores = [dice(p, g) for p, g in zip(pred, gts)]
     print("\nCVC seq01 per-frame DSC:", np.round(scores, 3))
     assert scores[0] > 0.7 and np.median(scores) > 0.6
+
+
+def test_segment_by_kind_dispatches_every_kind_and_reports_what_happened():
+    """The one core entry the CLI, the benchmark and the session share: image -> one call,
+    volume -> propagation (or the prompted slice alone), cancel -> a partial result."""
+    gt = np.zeros((9, 20, 20), np.uint8)
+    gt[2:7, 5:12, 6:14] = 1
+    oracle = OracleBackend()
+    oracle.set_ground_truth(gt)
+    prompt = Prompt(target_label=1, slice_index=4, boxes=[tight_box(gt[4] == 1)])
+    image = np.zeros(gt.shape, np.uint8)
+    full = segment_by_kind(oracle, image, "volume", prompt, case_id="c")
+    assert not full.cancelled and full.total == 9 and dice(full.mask, gt) == 1.0
+    one = segment_by_kind(oracle, image, "volume", prompt, how="slice", case_id="c")
+    assert one.mask.sum() == (gt[4] == 1).sum() and one.mask[4].any() and not one.mask[5].any()
+    stopped = segment_by_kind(oracle, image, "volume", prompt, case_id="c", progress=lambda done, total: done < 2)
+    assert stopped.cancelled and stopped.done == 2 and stopped.mask.sum() == 2 * (gt[4] == 1).sum()
+    oracle.set_ground_truth(gt[4])
+    flat = segment_by_kind(oracle, image[4], "image", dataclasses.replace(prompt, slice_index=None))
+    assert flat.mask.shape == (20, 20) and dice(flat.mask, gt[4]) == 1.0
+    with pytest.raises(ValueError, match="kind must be one of"):
+        segment_by_kind(oracle, image, "stack", prompt)

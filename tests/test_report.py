@@ -6,8 +6,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from test_report_data import MANIFEST, rows_a, write_run
+from test_report_data import MANIFEST, jsonl_bytes, rows_a, write_run
 
+from napari_medsam_eval.benchmark import run_benchmark
+from napari_medsam_eval.benchmark.manifest import MANIFEST_FILE
+from napari_medsam_eval.benchmark.store import BLOCK_KEY, CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore
 from napari_medsam_eval.errors import DataError
 from napari_medsam_eval.report import (failed_cases, load_results, load_run, overall_summary, summarize_tasks,
                                        worst_cases, write_report)
@@ -83,15 +86,20 @@ def test_loader_prefers_parquet_then_csv(tmp_path):
 def test_loader_jsonl_with_truncated_last_line(tmp_path):
     rows = rows_a()
     run = write_run(tmp_path / "running", [], formats=(), manifest=None)
-    lines = [json.dumps(row) for row in rows]
-    (run / "results.jsonl").write_text("\n".join(lines) + "\n" + lines[0][:25])  # killed mid-write
+    complete = jsonl_bytes(rows)
+    (run / ROWS_FILE).write_bytes(complete + jsonl_bytes([dict(rows[0], case_id="next")])[:25])  # killed mid-write
     table = load_results(run)
     assert len(table) == len(rows)
     assert table.loc[table["case_id"] == "liver_99", "status"].item() == "failed"
     assert summarize_tasks(table).set_index("task").loc["liver", "dice_median"] == pytest.approx(0.75)
     # a bad line that is not the last one is an error naming the line
-    (run / "results.jsonl").write_text(lines[0] + "\n{oops\n" + lines[1] + "\n")
+    lines = complete.splitlines(keepends=True)
+    (run / ROWS_FILE).write_bytes(lines[0] + b"{oops\n" + lines[1])
     with pytest.raises(DataError, match="line 2"):
+        load_results(run)
+    # so is a line without the runner's block key: not a row of this tool's results.jsonl
+    (run / ROWS_FILE).write_text("\n".join(json.dumps(row) for row in rows[:3]) + "\n")
+    with pytest.raises(DataError, match="line 1 is damaged"):
         load_results(run)
 
 
@@ -147,15 +155,59 @@ def test_report_without_manifest_or_scores(tmp_path):
 
 def test_loader_runner_blocks_and_nullable_labels(tmp_path):
     """The runner's JSONL writes each case as a block tagged ``_case_rows``; a block cut short is dropped."""
-    rows = [dict(r, _case_rows=2) for r in rows_a()[:6]]  # three cases of two rows each
+    rows = [dict(r, case_id=f"case_{i // 2}", target_label=1 + i % 2) for i, r in enumerate(rows_a()[:6])]
     run = write_run(tmp_path / "blocks", [], formats=(), manifest=None)
-    lines = [json.dumps(row) for row in rows]
-    (run / "results.jsonl").write_text("\n".join(lines[:5]) + "\n")  # the last case has 1 of its 2 rows
+    lines = jsonl_bytes(rows).splitlines(keepends=True)  # three cases of two rows each
+    assert all(json.loads(line)[BLOCK_KEY] == 2 for line in lines)
+    (run / ROWS_FILE).write_bytes(b"".join(lines[:5]))  # the last case has 1 of its 2 rows
     table = load_results(run)
-    assert len(table) == 4 and "_case_rows" not in table.columns
+    assert len(table) == 4 and BLOCK_KEY not in table.columns
+    assert table["case_id"].tolist() == ["case_0", "case_0", "case_1", "case_1"]
+    # a case cut short before the next one starts is damage, not a kill: an error naming the line
+    (run / ROWS_FILE).write_bytes(lines[0] + b"".join(lines[2:]))
+    with pytest.raises(DataError, match="line 2: case 'case_0' is incomplete"):
+        load_results(run)
     # parquet with a nullable integer label column (None for a case that failed before its labels were known)
     frame = pd.DataFrame(rows_a()[:3])
     frame["target_label"] = pd.array([1, 2, None], dtype="Int64")
-    frame.to_parquet(run / "results.parquet", index=False)
+    frame.to_parquet(run / PARQUET_FILE, index=False)
     table = load_results(run)
     assert table["target_label"].tolist()[:2] == ["1", "2"] and table["target_label"].isna().iloc[2]
+
+
+@pytest.fixture(scope="module")
+def box_run(tmp_path_factory, shared_data):
+    """A real run: the box baseline on three hippocampus cases (two targets each)."""
+    out = tmp_path_factory.mktemp("box") / "run"
+    run_benchmark(shared_data / "hippocampus_mri", out, "box", limit=3)
+    return out
+
+
+def _keys(rows) -> list[tuple[str, str]]:
+    return [(str(r["case_id"]), str(int(r["target_label"]))) for r in rows]
+
+
+@pytest.mark.parametrize("cut", ["mid_line", "line_boundary_mid_case", "no_newline", "mid_second_case"])
+def test_report_reads_a_damaged_jsonl_as_the_store_does(box_run, tmp_path, cut):
+    """A killed run's ``results.jsonl``: the report keeps exactly the store's complete cases, file untouched."""
+    data = (box_run / ROWS_FILE).read_bytes()
+    ends = [i + 1 for i, byte in enumerate(data) if byte == ord("\n")]
+    assert len(ends) == 6  # 3 cases x 2 targets
+    cut_at, cases_kept = {"mid_line": (ends[4] + 30, 2), "line_boundary_mid_case": (ends[4], 2),
+                          "no_newline": (ends[5] - 1, 2), "mid_second_case": (ends[2] + 5, 1)}[cut]
+    run = tmp_path / "killed"
+    run.mkdir()
+    (run / ROWS_FILE).write_bytes(data[:cut_at])
+    (run / MANIFEST_FILE).write_bytes((box_run / MANIFEST_FILE).read_bytes())
+    results = load_run(run)
+    assert results.source == run / ROWS_FILE and results.manifest["config"]["model"] == "box"
+    store_rows = ResultStore(run).recover(truncate=False)
+    assert _keys(results.table.to_dict("records")) == _keys(store_rows)
+    assert results.table["case_id"].nunique() == cases_kept and len(results.table) == 2 * cases_kept
+    np.testing.assert_allclose(results.table["dice"], [r["dice"] for r in store_rows])
+    assert (run / ROWS_FILE).read_bytes() == data[:cut_at], "reading must not repair the file"
+    # the finished run's tables hold the same rows as its results.jsonl
+    full = load_run(box_run)
+    assert full.source == box_run / PARQUET_FILE and (box_run / CSV_FILE).is_file()
+    by_jsonl = load_run(box_run / ROWS_FILE).table
+    assert _keys(by_jsonl.to_dict("records")) == _keys(full.table.to_dict("records"))

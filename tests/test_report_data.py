@@ -13,10 +13,14 @@ scores: 0.9. NSD is DSC + 0.01 everywhere.
 from __future__ import annotations
 
 import json
+from itertools import groupby
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from napari_medsam_eval.benchmark.manifest import MANIFEST_FILE
+from napari_medsam_eval.benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE, encode_case
 
 SCORES = {
     "liver": [0.9, 0.8, 0.7, 0.6],
@@ -63,18 +67,22 @@ def rows_a() -> list[dict]:
     return rows
 
 
+def jsonl_bytes(rows: list[dict]) -> bytes:
+    """``rows`` as the runner's ``results.jsonl``: each run of rows of one case written as one block."""
+    return b"".join(encode_case(list(block)) for _case, block in groupby(rows, key=lambda row: row["case_id"]))
+
+
 def write_run(run_dir: Path, rows: list[dict], formats=("parquet", "csv"), manifest: dict | None = MANIFEST) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     table = pd.DataFrame(rows)
     if "parquet" in formats:
-        table.to_parquet(run_dir / "results.parquet", index=False)
+        table.to_parquet(run_dir / PARQUET_FILE, index=False)
     if "csv" in formats:
-        table.to_csv(run_dir / "results.csv", index=False)
+        table.to_csv(run_dir / CSV_FILE, index=False)
     if "jsonl" in formats:
-        lines = [json.dumps(row, allow_nan=True) for row in rows]
-        (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+        (run_dir / ROWS_FILE).write_bytes(jsonl_bytes(rows))
     if manifest is not None:
-        (run_dir / "manifest.json").write_text(json.dumps(manifest))
+        (run_dir / MANIFEST_FILE).write_text(json.dumps(manifest))
     (run_dir / "run.log").write_text("synthetic\n")
     return run_dir
 

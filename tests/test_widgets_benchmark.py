@@ -8,6 +8,8 @@ core runner wrote.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from qtpy.QtCore import Qt
@@ -202,3 +204,42 @@ def test_opens_from_the_manifest(make_napari_viewer):
     assert isinstance(widget, BenchmarkWidget)
     assert widget.layout_choice.value == "auto-detect" and widget.limit.value == 0 and widget.workers.value == 1
     assert widget.results.table.rowCount() == 0 and not widget.busy
+
+
+def _drain(job) -> tuple[list, object]:
+    """Every step a generator job yields, and what it returns."""
+    steps = []
+    while True:
+        try:
+            steps.append(next(job))
+        except StopIteration as stop:
+            return steps, stop.value
+
+
+def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
+    """The runner's first report gives (done, total) before any case; a row of the run opens in the viewer."""
+    dataset, out = shared_data / "hippocampus_mri", tmp_path / "run"
+    request = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=2)
+    steps, table = _drain(benchmark_module.benchmark_job(request, threading.Event()))
+    assert [(s.done, s.total, len(s.rows)) for s in steps] == [(0, 2, 0), (1, 2, 2), (2, 2, 2)]
+    assert len(table) == 4
+    resumed = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=3,
+                                          resume=True)
+    steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))
+    assert [(s.done, s.total, len(s.rows)) for s in steps] == [(2, 3, 0), (3, 3, 2)]
+    assert table["case_id"].nunique() == 3
+
+    viewer = make_napari_viewer()
+    widget = _widget(viewer, dataset, out, model="box", limit=3)
+    assert widget.results.table.rowCount() == 6 and widget.rows_dir == out  # the folder's rows, shown
+    row = next(r for r in table.to_dict("records") if r["target_label"] == 2)
+    opener = widget.open_row(row)
+    _wait(qtbot, opener, timeout=60_000)
+    assert errors == [] and {"image", "ground_truth", "prediction", "prompt_boxes"} <= set(widget.opened)
+    layers = widget.opened
+    ref = next(r for r in get_layout("msd").list_cases(dataset) if r.case_id == row["case_id"])
+    np.testing.assert_array_equal(layers["ground_truth"].data, get_layout("msd").load(ref).label)
+    np.testing.assert_array_equal(layers["prediction"].data, read_label(out / row["prediction_path"]).array)
+    assert layers["prediction"].metadata["target_label"] == 2
+    assert current_index(viewer, layers["image"]) == row["prompt_slice"]
+    assert widget.status.value.startswith(f"opened {row['case_id']}")

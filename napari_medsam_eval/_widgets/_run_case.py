@@ -1,86 +1,26 @@
 """One row of a benchmark run, opened in the viewer: image, ground truth, prediction, prompt.
 
-:func:`load_run_case` reads everything (no napari: it runs in a worker
-thread); :func:`show_run_case` adds the layers on the GUI thread. The case is
-found through the run's ``manifest.json`` (dataset path and layout), the
-prediction is the file the runner saved (``prediction_path``, run with
-``save_predictions``), the prompt is the row's recorded ``prompt`` JSON.
+Reading the row's case, saved prediction and prompt is core work,
+:func:`napari_medsam_eval.benchmark.run_case.load_run_case` (no napari: it
+runs in a worker thread); :func:`show_run_case` adds the layers on the GUI
+thread.
 
 Layers get the roles the Compare widget looks for (``ground_truth``,
 ``prediction`` with ``target_label``), so it picks them up by itself.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 from napari.layers import Layer
 
 from .._reader import case_to_layer_data
-from ..benchmark.manifest import read_manifest
-from ..case import Case
-from ..datasets import get_layout
-from ..errors import DataError
-from ..io import read_label
-from ..prompt import Prompt, prompts_from_json
+from ..benchmark.run_case import RunCase, load_run_case
+from ..prompt import Prompt
 from . import _layers
 
 #: metadata key marking the layers a benchmark row opened (replaced by the next row opened)
 OPENED_KEY = "benchmark_row"
-
-
-@dataclass
-class RunCase:
-    """What a row needs in the viewer; ``note`` says what could not be loaded (e.g. no prediction)."""
-
-    row: dict[str, Any]
-    case: Case
-    prediction: np.ndarray | None
-    prompt: Prompt | None
-    note: str = ""
-
-
-def _find_ref(layout_name: str, dataset: Path, case_id: str) -> Any:
-    layout = get_layout(layout_name)
-    for ref in layout.list_cases(dataset):
-        if ref.case_id == case_id:
-            return layout, ref
-    raise DataError(f"case {case_id!r} is no longer in the dataset (layout {layout_name})", dataset)
-
-
-def _prompt(row: dict[str, Any]) -> Prompt | None:
-    text = row.get("prompt") or "[]"
-    try:
-        prompts = prompts_from_json(text) if isinstance(text, str) else []
-    except (ValueError, TypeError):
-        return None
-    return prompts[0] if prompts else None
-
-
-def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
-    """Read the case of ``row`` (a row of the run in ``run_dir``), its saved prediction and its prompt."""
-    run_dir = Path(run_dir)
-    manifest = read_manifest(run_dir)
-    if manifest is None:
-        raise DataError("no manifest.json: not a benchmark run folder", run_dir)
-    config = manifest.get("config", {})
-    layout, ref = _find_ref(config["layout"], Path(config["dataset_path"]), str(row["case_id"]))
-    case = layout.load(ref)
-    prediction, note = None, ""
-    relative = str(row.get("prediction_path") or "")
-    if not relative:
-        note = "no prediction saved for this row (run with 'save predictions')"
-    else:
-        try:
-            prediction = read_label(run_dir / relative, reference=case).array
-        except (DataError, OSError) as error:
-            note = f"prediction not readable: {error}"
-        else:
-            if prediction.shape != case.spatial_shape:
-                prediction, note = None, f"prediction shape {prediction.shape} != case {case.spatial_shape}"
-    return RunCase(row=dict(row), case=case, prediction=prediction, prompt=_prompt(row), note=note)
 
 
 def _remove_opened(viewer: Any) -> None:

@@ -29,7 +29,7 @@ from napari.utils.notifications import show_error, show_info, show_warning
 from psygnal import Signal
 
 from ..benchmark import ROWS_FILE, ResultStore, read_manifest, run_benchmark
-from ..datasets import available_layouts, resolve_layout
+from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..progress import iterate_progress
 from ..protocols import PROTOCOLS
@@ -77,26 +77,15 @@ class Progress:
     rows: list[dict[str, Any]]
 
 
-def _done_before(request: RunRequest) -> tuple[int, int]:
-    """(cases already in the run folder, cases in the run) before the runner starts."""
-    refs = resolve_layout(request.dataset, request.layout).list_cases(request.dataset)
-    refs = refs[:request.limit] if request.limit else refs
-    done = set()
-    if request.resume:
-        done = {row["case_id"] for row in ResultStore(request.out_dir).recover(truncate=False)}
-    return sum(ref.case_id in done for ref in refs), len(refs)
-
-
 def benchmark_job(request: RunRequest, cancel: threading.Event) -> Generator[Progress, None, pd.DataFrame]:
     """Generator for a napari GeneratorWorker: yields :class:`Progress`, returns the run's table.
 
     ``run_benchmark`` runs in a helper thread; its progress callback queues
     each case's rows for this generator to yield and answers False (stop)
     once ``cancel`` is set. Closing the generator (napari's own abort) sets
-    ``cancel`` too.
+    ``cancel`` too. The runner's first report, before any case runs, gives
+    the cases already done (a resumed run) and the cases of the run.
     """
-    done, total = _done_before(request)
-    yield Progress(done, total, [])
     return (yield from iterate_progress(lambda progress: run_benchmark(**request.kwargs(), progress=progress),
                                         cancel, convert=Progress, name="medsam-eval-benchmark"))
 

@@ -18,7 +18,8 @@ from napari.qt.threading import create_worker
 from napari.utils import progress as napari_progress
 from napari.utils.notifications import show_error, show_info
 
-from ..session import PropagationResult, Session
+from ..propagation import PropagationResult
+from ..session import Session
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..prompt import Prompt
 from ..protocols import PROTOCOLS

@@ -7,16 +7,18 @@
 
 Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
 (one case -> rows), :mod:`.scoring` (metric columns), :mod:`.timing`, :mod:`.schema`
-(the columns), :mod:`.store` (atomic rows and resume), :mod:`.workers` (process pool),
-:mod:`.manifest`.
+(the columns), :mod:`.store` (the run folder's files, atomic rows, resume, and the one reader
+of ``results.jsonl``), :mod:`.workers` (process pool), :mod:`.manifest`, :mod:`.run_case` (a
+row's case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
 
 from .manifest import MANIFEST_FILE, read_manifest
+from .run_case import RunCase, load_run_case
 from .runner import LOG_FILE, CaseProgress, run_benchmark
 from .schema import COLUMNS, comparable, to_dataframe
 from .segment_case import CaseEvaluator, CaseSettings
-from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, write_tables
+from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, read_rows, write_tables
 
 __all__ = [
     "COLUMNS",
@@ -29,9 +31,12 @@ __all__ = [
     "CaseProgress",
     "ROWS_FILE",
     "ResultStore",
+    "RunCase",
     "comparable",
+    "load_run_case",
     "load_table",
     "read_manifest",
+    "read_rows",
     "run_benchmark",
     "to_dataframe",
     "write_tables",

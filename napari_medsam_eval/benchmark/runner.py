@@ -12,10 +12,13 @@ The run folder holds::
 The model is built once in this process (which checks the checkpoint before
 any case runs and gives the manifest its description); with ``workers > 1``
 every worker builds its own and this process only writes rows, so there is a
-single writer. ``progress(done, total, case_rows)`` is called after every
-case with the rows just written; returning False stops the run after the
-cases already running (their rows are kept, the manifest says
-``cancelled``), and ``resume=True`` later finishes it.
+single writer. ``progress(done, total, case_rows)`` is called once before
+any case runs, with the cases the folder already holds (a resumed run), the
+cases of the run and no rows, so a caller knows both up front; then after
+every case with the rows just written. Returning False stops the run after
+the cases already running (none, when the first call says so; their rows
+are kept, the manifest says ``cancelled``), and ``resume=True`` later
+finishes it.
 """
 from __future__ import annotations
 
@@ -29,10 +32,11 @@ import pandas as pd
 from ..datasets import resolve_layout
 from ..errors import DataError
 from ..progress import CaseProgress
-from .manifest import check_resumable, dataset_fingerprint, environment, now, read_manifest, write_manifest
+from .manifest import (MANIFEST_FILE, check_resumable, dataset_fingerprint, environment, now, read_manifest,
+                       write_manifest)
 from .schema import STATUS_FAILED
 from .segment_case import OFFICIAL_3D_PROTOCOL, CaseSettings
-from .store import ResultStore, RunLock, write_tables
+from .store import ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
 
 
@@ -102,8 +106,10 @@ def run_benchmark(
     ``limit`` takes the first K cases in the layout's order; ``resume``
     continues a run folder (same dataset, model, options, protocol and seed),
     skipping the cases it already holds; ``seed`` seeds the protocol (the
-    same seed gives the same table, timings aside). ``progress_bar`` shows a
-    tqdm bar on stderr.
+    same seed gives the same table, timings aside). ``progress(done, total,
+    rows)`` is called once before the first case (``rows`` empty, ``done`` the
+    cases a resumed folder holds) and after every case; False stops the run.
+    ``progress_bar`` shows a tqdm bar on stderr.
     """
     from ..protocols import build_protocol
 
@@ -159,7 +165,7 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     if previous is not None:
         check_resumable(previous, manifest, out_dir)
     elif resume and store.path.exists():
-        raise DataError("cannot resume: results.jsonl without manifest.json is not a run folder of this tool",
+        raise DataError(f"cannot resume: {ROWS_FILE} without {MANIFEST_FILE} is not a run folder of this tool",
                         out_dir)
     done_ids = {row["case_id"] for row in store.recover()}
     todo = [ref for ref in refs if ref.case_id not in done_ids]
@@ -193,6 +199,9 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     clock = time.perf_counter()
     bar = tqdm(total=total, initial=done, disable=not progress_bar, unit="case", dynamic_ncols=True)
     try:
+        if progress is not None and _ask_progress(progress, done, total, []) is False:
+            executor.request_stop()  # asked to stop before the first case: none starts
+            status = "cancelled"
         for _ref, rows in executor:
             store.append_case(rows)
             done += 1

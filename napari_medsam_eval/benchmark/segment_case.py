@@ -34,7 +34,8 @@ from ..io import write_mask
 from ..models.base import SegmentationBackend
 from ..prompt import Prompt, prompts_to_json
 from ..protocols import PromptProtocol
-from ..propagation import propagate_official_litemedsam, propagate_video, propagate_volume
+from ..intensity import prepare_image
+from ..propagation import segment_by_kind
 from .schema import NAN, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
@@ -72,15 +73,6 @@ def prediction_suffix(case: Case) -> str:
         return ".png"
     source = str(case.metadata.get("image_path", ""))
     return ".npz" if source.lower().endswith(".npz") else ".nii.gz"
-
-
-def prepare_image(case: Case) -> np.ndarray:
-    """The array the backend sees: volumes intensity-prepared to uint8, others as they are."""
-    if case.kind != "volume":
-        return case.image
-    from ..intensity import prepare_intensity
-
-    return prepare_intensity(case.image, case.modality)
 
 
 def base_row(ref: CaseRef, kind: str, settings: CaseSettings) -> dict[str, Any]:
@@ -139,7 +131,7 @@ class CaseEvaluator:
         rows = {v: target_row(base, v, names) for v in targets}
         try:
             prompts = self._prompts(case, targets)
-            image = prepare_image(case)
+            image = prepare_image(case.image, case.kind, case.modality)
         except Exception as error:  # noqa: BLE001
             return [fail_row(row, error) for row in rows.values()]
         predictions: dict[int, np.ndarray] = {}
@@ -188,21 +180,9 @@ class CaseEvaluator:
         return row
 
     def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> np.ndarray:
-        backend, cid = self.backend, case.case_id
-        if case.kind == "image":
-            return np.asarray(backend.segment(image, prompt, cache_key=(cid, 0)).mask, dtype=bool)
-        if case.kind == "video":
-            return propagate_video(backend, image, prompt, case_id=cid)
-        if self.protocol.name == OFFICIAL_3D_PROTOCOL and "box_3d" in prompt.info:
-            box = prompt.info["box_3d"]
-            if box[2] < box[5]:
-                return propagate_official_litemedsam(backend, image, [box], case_id=cid) == 1
-            # the official script asserts z_min < z_max; a one-slice target is segmented on its slice
-            pred = np.zeros(image.shape[:3], dtype=bool)
-            z = int(prompt.slice_index)
-            pred[z] = backend.segment(image[z], prompt, cache_key=(cid, z)).mask
-            return pred
-        return propagate_volume(backend, image, prompt, case_id=cid)
+        official = self.protocol.name == OFFICIAL_3D_PROTOCOL and case.kind == "volume" and "box_3d" in prompt.info
+        return segment_by_kind(self.backend, image, case.kind, prompt, how="official" if official else "propagate",
+                               case_id=case.case_id).mask
 
     def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

@@ -16,6 +16,12 @@ killer) and must resume without losing, duplicating or half-keeping a row.
 * Damage anywhere but the tail is not something a kill can produce; it is
   reported as a :class:`DataError` rather than silently repaired.
 
+This module owns the run folder's file names (:data:`ROWS_FILE`,
+:data:`CSV_FILE`, :data:`PARQUET_FILE`, :data:`LOCK_FILE`; the manifest's is
+:data:`.manifest.MANIFEST_FILE`), the block key :data:`BLOCK_KEY` and the one
+reader of a ``results.jsonl``, :func:`read_rows`, that the runner's resume,
+the report and the widgets all read through.
+
 JSON numbers follow Python's :mod:`json`: ``NaN`` and ``Infinity`` are written
 as those tokens. ``results.csv``/``results.parquet`` are derived files, written
 via a temporary file and ``os.replace`` by :func:`write_tables`.
@@ -33,9 +39,12 @@ import pandas as pd
 from ..errors import DataError
 from .schema import to_dataframe
 
+#: the rows as the run appends them (the file a run resumes from)
 ROWS_FILE = "results.jsonl"
+#: the same rows, sorted, written when a run ends
 CSV_FILE = "results.csv"
 PARQUET_FILE = "results.parquet"
+#: in every line of ``results.jsonl``: the number of rows of the line's case (written as one block)
 BLOCK_KEY = "_case_rows"
 LOCK_FILE = ".run.lock"
 
@@ -86,6 +95,21 @@ class ResultStore:
 
     def done_case_ids(self) -> set[str]:
         return {row["case_id"] for row in self.recover(truncate=False)}
+
+
+def read_rows(path: str | Path) -> list[dict[str, Any]]:
+    """Rows of every complete case of a ``results.jsonl`` (any name), without changing the file.
+
+    The complete-case prefix (see the module notes): an incomplete last case
+    or a cut-off last line is left out; damage before the tail, a line
+    without :data:`BLOCK_KEY` included, is a :class:`DataError` naming the line.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise DataError(f"cannot read the results rows ({error.strerror or error})", path) from None
+    return _complete_prefix(data, path)[0]
 
 
 def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int]:

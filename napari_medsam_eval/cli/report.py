@@ -4,12 +4,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..benchmark.manifest import MANIFEST_FILE
+from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE
 from ..errors import MedsamEvalError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="summarise a benchmark run: tables, figures, report.md/.html")
-    parser.add_argument("run_dir", type=Path, help="run directory (results.parquet/.csv/.jsonl, manifest.json)")
+    parser.add_argument("run_dir", type=Path,
+                        help=f"run directory ({PARQUET_FILE}, {CSV_FILE} or {ROWS_FILE}; {MANIFEST_FILE})")
     parser.add_argument("--worst", type=int, default=5, metavar="K",
                         help="per-slice plots of the K worst cases (default 5)")
     parser.add_argument("--by", nargs="+", metavar="ATTRIBUTE",

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..benchmark import run_benchmark
+from ..benchmark import CSV_FILE, run_benchmark
 from ..datasets import available_layouts
 
 
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(f"results: {args.out / 'results.csv'}")
+    print(f"results: {args.out / CSV_FILE}")
     print(_summary(table))
     if not args.no_report:
         _write_report(args.out)

@@ -15,10 +15,11 @@ import numpy as np
 
 from ..case import Case
 from ..errors import MedsamEvalError
-from ..intensity import prepare_intensity
+from ..intensity import prepare_image
 from ..io import read_case, write_mask
 from ..models import available_backends, build_backend
 from ..prompt import Prompt
+from ..propagation import segment_by_kind
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -65,17 +66,9 @@ def _window(text: str | None):
 
 def segment_case(case: Case, prompt: Prompt, backend, *, propagate: bool = True, window=None, progress=None) -> np.ndarray:
     """Binary prediction of ``case`` (spatial shape) from ``prompt``: one slice, or propagated."""
-    from ..propagation import propagate_video, propagate_volume
-
-    image = case.image if case.kind != "volume" else prepare_intensity(case.image, case.modality, _window(window))
-    if case.kind == "image":
-        return np.asarray(backend.segment(image, prompt, cache_key=(case.case_id, 0)).mask, dtype=bool)
-    if not propagate:
-        mask = np.zeros(case.spatial_shape, dtype=bool)
-        mask[prompt.slice_index] = backend.segment(image[prompt.slice_index], prompt, cache_key=(case.case_id, prompt.slice_index)).mask
-        return mask
-    walk = propagate_volume if case.kind == "volume" else propagate_video
-    return walk(backend, image, prompt, case_id=case.case_id, progress=progress)
+    image = prepare_image(case.image, case.kind, case.modality, _window(window))
+    how = "propagate" if propagate else "slice"
+    return segment_by_kind(backend, image, case.kind, prompt, how=how, progress=progress, case_id=case.case_id).mask
 
 
 def run(args: argparse.Namespace) -> int:

@@ -70,10 +70,22 @@ def clip_box(box: tuple[float, float, float, float], shape_hw: tuple[int, int]) 
     return x0, y0, x1, y1
 
 
-def expand_box(box: BoxInt, margin: int, shape_hw: tuple[int, int]) -> BoxInt:
-    """Widen an inclusive box by ``margin`` pixels on every side, clipped to the image."""
+def expand_box(box: tuple[float, float, float, float], margin: float, shape_hw: tuple[int, int], *,
+               round_to_pixels: bool = True) -> tuple:
+    """Widen an inclusive box by ``margin`` pixels on every side, clipped to the image ``(H, W)``.
+
+    ``round_to_pixels`` (the protocols' rule): the result is rounded half up to
+    integer pixels by :func:`clip_box`. Without it (propagation, whose margin may
+    be fractional) the widened coordinates are only clipped to ``[0, W-1] x
+    [0, H-1]``, keeping their fractions, so a box of integers widened by an
+    integer margin is the same either way.
+    """
     x0, y0, x1, y1 = box
-    return clip_box((x0 - margin, y0 - margin, x1 + margin, y1 + margin), shape_hw)
+    widened = (x0 - margin, y0 - margin, x1 + margin, y1 + margin)
+    if round_to_pixels:
+        return clip_box(widened, shape_hw)
+    height, width = shape_hw
+    return max(0, widened[0]), max(0, widened[1]), min(width - 1, widened[2]), min(height - 1, widened[3])
 
 
 def tight_box_3d(mask: np.ndarray) -> tuple[int, int, int, int, int, int] | None:

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import pandas as pd
 
 from ..aggregate import format_median_iqr
+from ..benchmark.manifest import MANIFEST_FILE
 from . import markup as mk
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
@@ -55,7 +56,7 @@ def manifest_facts(manifest: dict, table: pd.DataFrame) -> list[str]:
         _flatten(manifest[key], key, flat)
     facts = [f"{key}: {value}" for key, value in flat[:MAX_FACTS]]
     if len(flat) > MAX_FACTS:
-        facts.append(f"... and {len(flat) - MAX_FACTS} more entries in manifest.json")
+        facts.append(f"... and {len(flat) - MAX_FACTS} more entries in {MANIFEST_FILE}")
     for column in ("model", "protocol", "dataset"):
         if not any(key == column or key.startswith(column + ".") for key, _ in flat):
             values = sorted({str(v) for v in table[column].dropna()})

@@ -2,19 +2,21 @@
 
 The runner writes one row per case x target, first to ``results.jsonl`` (one
 JSON object a line, appended while it runs) and, when it finishes, to
-``results.parquet`` and ``results.csv``. :func:`load_results` reads the best
-of these that exists, in that order: parquet, else CSV, else JSONL. A JSONL
-file whose last line is cut short (a run killed mid-write) loses that line,
-and the rows of a last case written only in part (fewer rows than their
-``_case_rows`` says) are left out too; a bad line anywhere else is an error.
-A JSONL newer than the parquet/CSV (a run still going, or resumed) is
-reported in :attr:`RunResults.notes`.
+``results.parquet`` and ``results.csv`` (the file names, and how the JSONL is
+read, belong to :mod:`napari_medsam_eval.benchmark.store`). :func:`load_results`
+reads the best of these that exists, in that order: parquet, else CSV, else
+JSONL. The JSONL is read by :func:`~napari_medsam_eval.benchmark.store.read_rows`,
+the runner's own reader: the rows of every complete case, so a last line cut
+short or a last case written only in part (a run killed mid-write) is left
+out; a damaged line anywhere else is an error. A JSONL newer than the
+parquet/CSV (a run still going, or resumed) is reported in :attr:`RunResults.notes`.
 
 Columns are normalised so that the statistics need not care which file they
-came from: every column of :data:`COLUMNS` exists (missing ones are filled
-with NaN/None), ``status`` is lower case ("ok" or "failed"), the metric and
-time columns are floats, and ``target_label`` is text (``"1"``, not ``1.0``),
-so that two runs join on it whatever their format.
+came from: every column of :data:`~napari_medsam_eval.benchmark.schema.COLUMNS`
+exists (missing ones are filled with NaN/None), ``status`` is lower case
+("ok" or "failed"), the metric, count and time columns are floats, and
+``target_label`` is text (``"1"``, not ``1.0``), so that two runs join on it
+whatever their format.
 """
 from __future__ import annotations
 
@@ -27,24 +29,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..benchmark.manifest import read_manifest
+from ..benchmark.schema import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
+from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE, read_rows
 from ..errors import DataError
 
 #: results files, in the order they are preferred
-RESULT_FILES = ("results.parquet", "results.csv", "results.jsonl")
-MANIFEST_FILE = "manifest.json"
-#: in ``results.jsonl``, the number of rows of the row's case (written as one block)
-CASE_ROWS_KEY = "_case_rows"
-
-#: the runner's row schema
-COLUMNS = (
-    "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
-    "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
-    "slice_dice", "prompt", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
-    "prediction_path",
-)
-FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices",
-                 "prompt_slice", "time_encoder_s", "time_decoder_s", "time_total_s", "seed")
-TEXT_COLUMNS = ("case_id", "dataset", "task", "label_name", "kind", "model", "protocol", "error")
+RESULT_FILES = (PARQUET_FILE, CSV_FILE, ROWS_FILE)
+#: columns the report reads as floats (counts too, so that NaN can stand for "unknown")
+_AS_FLOAT = FLOAT_COLUMNS + tuple(c for c in INT_COLUMNS if c != "target_label")
+#: columns the report reads as text (None when missing)
+_AS_TEXT = ("case_id", "dataset", "task", "label_name", "kind", "model", "protocol", "error")
 
 
 @dataclass
@@ -84,14 +79,14 @@ def _label_text(value: Any) -> str | None:
 
 
 def normalize_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns of :data:`COLUMNS` with consistent types (see the module notes)."""
+    """The columns of the runner's schema with consistent types (see the module notes)."""
     table = table.copy()
     for column in COLUMNS:
         if column not in table.columns:
-            table[column] = np.nan if column in FLOAT_COLUMNS else None
-    for column in FLOAT_COLUMNS:
+            table[column] = np.nan if column in _AS_FLOAT else None
+    for column in _AS_FLOAT:
         table[column] = pd.to_numeric(table[column].astype(object), errors="coerce").astype(float)
-    for column in TEXT_COLUMNS:
+    for column in _AS_TEXT:
         table[column] = table[column].map(lambda v: None if is_missing(v) else str(v)).astype(object)
     table["target_label"] = table["target_label"].map(_label_text).astype(object)
     status = table["status"].map(lambda v: "failed" if is_missing(v) else str(v))
@@ -100,35 +95,8 @@ def normalize_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
-    """Rows of a JSONL file; a truncated last line is dropped, a bad line elsewhere is a :class:`DataError`."""
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    rows = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            if all(not rest.strip() for rest in lines[number:]):
-                break  # the run was stopped while writing this line
-            raise DataError(f"line {number} is not valid JSON ({error.msg})", path) from None
-        if not isinstance(row, dict):
-            raise DataError(f"line {number} is not a JSON object", path)
-        rows.append(row)
-    return pd.DataFrame(_complete_cases(rows)).drop(columns=[CASE_ROWS_KEY], errors="ignore")
-
-
-def _complete_cases(rows: list[dict]) -> list[dict]:
-    """Rows without a last case cut short: the runner writes ``_case_rows`` (rows of its case) in each row."""
-    start = 0
-    while start < len(rows):
-        count = rows[start].get(CASE_ROWS_KEY)
-        if not isinstance(count, int) or count < 1:
-            return rows  # not the runner's block format: keep every row
-        if start + count > len(rows):
-            return rows[:start]  # the run was stopped in the middle of writing this case
-        start += count
-    return rows
+    """The rows of every complete case of a ``results.jsonl`` (the store's rule, see the module notes)."""
+    return pd.DataFrame(read_rows(path))
 
 
 def _read_table(path: Path) -> pd.DataFrame:
@@ -161,15 +129,11 @@ def find_results_file(run_dir: str | Path) -> Path:
     raise DataError(f"no results table in the run directory (expected one of {', '.join(RESULT_FILES)})", run_dir)
 
 
-def read_manifest(run_dir: str | Path) -> dict:
-    """``manifest.json`` of a run directory, or ``{}`` when there is none."""
-    path = Path(run_dir) / MANIFEST_FILE
-    if not path.is_file():
+def _manifest(run_dir: Path) -> dict:
+    """The run's manifest (:func:`~napari_medsam_eval.benchmark.manifest.read_manifest`), ``{}`` without one."""
+    manifest = read_manifest(run_dir)
+    if manifest is None:
         return {}
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise DataError(f"manifest is not valid JSON ({error})", path) from None
     return manifest if isinstance(manifest, dict) else {"manifest": manifest}
 
 
@@ -190,10 +154,10 @@ def load_run(run: str | Path | RunResults | pd.DataFrame) -> RunResults:
     if table.empty:
         raise DataError("the results table has no rows", source)
     notes = []
-    jsonl = run_dir / "results.jsonl"
-    if source.name != "results.jsonl" and jsonl.is_file() and jsonl.stat().st_mtime > source.stat().st_mtime:
+    jsonl = run_dir / ROWS_FILE
+    if source.name != ROWS_FILE and jsonl.is_file() and jsonl.stat().st_mtime > source.stat().st_mtime:
         notes.append(f"{jsonl.name} is newer than {source.name}: the run may still be going or was resumed")
-    return RunResults(path=run_dir, table=normalize_table(table), manifest=read_manifest(run_dir),
+    return RunResults(path=run_dir, table=normalize_table(table), manifest=_manifest(run_dir),
                       source=source, notes=notes)
 
 

@@ -1,42 +1,37 @@
-"""Slice-to-slice propagation around a per-slice backend (3D volumes and videos).
-
-Three protocols, none of which imports Qt or napari:
+"""Slice-to-slice propagation of one target around a per-slice backend (volumes and videos).
 
 * :func:`propagate_volume` - the MedSAM2-style evaluation of a per-slice model:
   segment the prompted slice, then walk up and down, prompting each next
   slice with the tight box of the previous slice's prediction (widened by
   ``margin`` pixels, clipped to the image); a direction stops at the first
   empty prediction or at ``z_limits``. The two directions are merged.
-* :func:`propagate_official_litemedsam` - an exact reproduction of the 3D
-  branch of LiteMedSAM's ``CVPR24_LiteMedSAM_infer.py`` (3D boxes, boxes at
-  256 scale, no early stop, later boxes overwrite earlier ones).
 * :func:`propagate_video` - forward only from the prompted frame.
 
 A backend with its own memory (``propagates_natively``, e.g. SAM2/MedSAM2)
 is handed the whole stack through :meth:`SegmentationBackend.propagate`
 instead, unless ``use_native=False``.
 
-Progress goes through a plain callback ``progress(done, total)``; it is
-called after every slice. Returning ``False`` cancels: the function raises
-:class:`Cancelled`, whose ``partial`` attribute holds what was segmented so
-far (same shape and dtype as a complete result). ``total`` is the number of
-slices the run could visit at most; a run that stops early at an empty
-prediction reports ``(total, total)`` at the end, so a progress bar always
-completes.
+Progress goes through a :data:`~napari_medsam_eval.progress.SliceProgress`
+callback ``progress(done, total)``, called after every slice. Returning
+``False`` cancels: the function raises :class:`~napari_medsam_eval.errors.Cancelled`,
+whose ``partial`` attribute holds what was segmented so far (same shape and
+dtype as a complete result). ``total`` is the number of slices the run could
+visit at most; a run that stops early reports ``(total, total)`` at the end,
+so a progress bar always completes.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Hashable, Sequence
+from typing import Hashable
 
 import numpy as np
 
-from .errors import Cancelled
-from .models.base import SegmentationBackend
-from .progress import SliceProgress
-from .prompt import Prompt
-from .protocols.geometry import tight_box
-from .protocols.medsam2 import MedSAM2Protocol
+from ..errors import Cancelled
+from ..models.base import SegmentationBackend
+from ..progress import SliceProgress
+from ..prompt import Prompt
+from ..protocols.geometry import expand_box, tight_box
+from ..protocols.medsam2 import MedSAM2Protocol
 
 #: pixels (original resolution) a propagated box is widened by on every side.
 #: Measured with LiteMedSAM (median DSC): DeepLesion CT 512x512, margins 0/1/2/3/5
@@ -44,8 +39,6 @@ from .protocols.medsam2 import MedSAM2Protocol
 #: cases, anterior) 0/1/2/3 -> 0.28/0.34/0.36/0.20. At 0 px the prediction
 #: shrinks slice after slice; on a small image 3 px lets it grow instead.
 DEFAULT_MARGIN = 2
-
-Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive
 
 
 class _Progress:
@@ -71,13 +64,6 @@ class _Progress:
         if self.callback is not None and self.done < self.total:
             self.done = self.total
             self.callback(self.total, self.total)
-
-
-def expand_box(box: tuple[float, float, float, float], margin: float, shape: tuple[int, int]) -> tuple[float, ...]:
-    """Widen an inclusive box by ``margin`` pixels on every side, clipped to an (H, W) image."""
-    h, w = shape
-    x0, y0, x1, y1 = box
-    return max(0, x0 - margin), max(0, y0 - margin), min(w - 1, x1 + margin), min(h - 1, y1 + margin)
 
 
 def _check_stack(stack: np.ndarray, what: str) -> np.ndarray:
@@ -140,7 +126,7 @@ def _walk(
         slice_prompt = Prompt(
             target_label=target_label,
             slice_index=z,
-            boxes=[expand_box(box, margin, shape)],
+            boxes=[expand_box(box, margin, shape, round_to_pixels=False)],
             protocol="propagation",
         )
         mask = np.asarray(backend.segment(stack[z], slice_prompt, cache_key=(case_id, z)).mask, dtype=bool)
@@ -286,104 +272,3 @@ def middle_slice_prompt(label_map: np.ndarray, target_label: int) -> Prompt:
     if not mask.any():
         raise ValueError(f"label {target_label} is absent from the label map")
     return MedSAM2Protocol().prompt_for_mask(mask, "volume", target_label)
-
-
-def propagate_official_litemedsam(
-    backend: SegmentationBackend,
-    volume: np.ndarray,
-    boxes_3d: Sequence[Box3D] | np.ndarray,
-    *,
-    progress: SliceProgress | None = None,
-    case_id: Hashable = None,
-) -> np.ndarray:
-    """The 3D inference of LiteMedSAM's ``CVPR24_LiteMedSAM_infer.py``, reproduced.
-
-    ``boxes_3d`` holds ``(x_min, y_min, z_min, x_max, y_max, z_max)`` per target
-    (the npz ``boxes`` key); box ``i`` writes label ``i + 1``. For each box:
-
-    * the middle slice ``int((z_max - z_min) / 2 + z_min)`` is segmented with
-      the xy box scaled to 256 (``int()`` truncation);
-    * up from the middle to ``z_max`` inclusive, then down from ``middle - 1``
-      to ``z_min`` inclusive; each further slice's box is the tight box, at
-      256 scale, of the previous slice's mask (label-valued uint8, resized with
-      ``INTER_AREA``, padded), widened by 3 px and clipped to 0..256, passed to
-      the model *without* rescaling; an empty previous mask falls back to the
-      original box;
-    * no early stop; later boxes overwrite earlier ones.
-
-    Needs the LiteMedSAM backend (boxes at 256 scale are model-specific).
-    Embeddings are cached per ``(case_id, z)``, which changes no result. Returns
-    a uint8 label map (uint16 beyond 255 boxes).
-    """
-    from .models.litemedsam import LiteMedSAMBackend, get_bbox256, pad_image, resize_box_to_256, resize_longest_side
-
-    if not isinstance(backend, LiteMedSAMBackend):
-        raise TypeError(f"the official LiteMedSAM protocol needs the litemedsam backend, got {backend.name!r}")
-    volume = _check_stack(volume, "volume")
-    boxes = np.asarray(boxes_3d)
-    if boxes.size == 0:
-        raise ValueError("no 3D boxes given")
-    boxes = boxes.reshape(-1, 6)
-    n = volume.shape[0]
-    plans = []
-    total = 0
-    for i, box3d in enumerate(boxes):
-        x_min, y_min, z_min, x_max, y_max, z_max = box3d
-        z_min, z_max = int(z_min), int(z_max)
-        if not z_min < z_max:
-            raise ValueError(
-                f"3D box {i}: z_min must be smaller than z_max (the official script asserts it), got {box3d}"
-            )
-        z_middle = int((z_max - z_min) / 2 + z_min)
-        z_stop_up = min(z_max + 1, n)
-        z_stop_down = max(-1, z_min - 1)
-        up = range(z_middle, z_stop_up)
-        down = range(z_middle - 1, z_stop_down, -1)
-        plans.append((np.array([x_min, y_min, x_max, y_max]), z_middle, up, down))
-        total += len(up) + len(down)
-
-    dtype = np.uint8 if len(boxes) <= 255 else np.uint16
-    segs = np.zeros(volume.shape[:3], dtype=dtype)
-    tracker = _Progress(progress, total, segs)
-    for idx, (mid_box, z_middle, up, down) in enumerate(plans, start=1):
-        value = min(idx, 255)  # the official uint8 temp mask
-        temp = np.zeros(volume.shape[:3], dtype=np.uint8)
-
-        def box_for(z: int, previous: int | None) -> np.ndarray:
-            size = volume.shape[1:3]
-            if previous is None:
-                return resize_box_to_256(mid_box, original_size=size)
-            pre_seg256 = resize_longest_side(temp[previous])
-            if np.max(pre_seg256) > 0:
-                return get_bbox256(pad_image(pre_seg256))
-            return resize_box_to_256(mid_box, original_size=size)
-
-        try:
-            for z in up:
-                box_256 = box_for(z, None if z == z_middle else z - 1)
-                mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
-                temp[z, mask] = value
-                tracker.step()
-            for z in down:
-                box_256 = box_for(z, z + 1)
-                mask = backend.segment_box256(volume[z], box_256, cache_key=(case_id, z)).mask
-                temp[z, mask] = value
-                tracker.step()
-        except Cancelled as stop:
-            segs[temp > 0] = idx  # the partial result includes the box in progress
-            raise Cancelled(segs, stop.done, stop.total) from None
-        segs[temp > 0] = idx
-    tracker.finish()
-    return segs
-
-
-__all__ = [
-    "Cancelled",
-    "DEFAULT_MARGIN",
-    "expand_box",
-    "middle_slice_prompt",
-    "propagate_official_litemedsam",
-    "propagate_video",
-    "propagate_volume",
-    "tight_box",
-]

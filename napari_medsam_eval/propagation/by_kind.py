@@ -1,0 +1,122 @@
+"""The one way to segment an image by its kind: what the CLI, the benchmark and the session call.
+
+:func:`segment_by_kind` takes an intensity-prepared image (see
+:func:`napari_medsam_eval.intensity.prepare_image`), its kind and a prompt,
+and returns a :class:`PropagationResult`: the bool mask of the image's
+spatial shape and what happened (cancelled or not, slices done, seconds).
+
+* ``image``: one ``segment`` call.
+* ``volume``: :func:`~.walk.propagate_volume` both ways from the prompted
+  slice; ``how="slice"`` segments the prompted slice only; ``how="official"``
+  runs the official LiteMedSAM 3D-box loop (:func:`~.official.propagate_official_litemedsam`)
+  on the prompt's ``info["box_3d"]`` (a one-slice box, which the official
+  script refuses, is segmented on its slice).
+* ``video``: :func:`~.walk.propagate_video` forward from the prompted frame
+  (``how="slice"``: that frame only).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Hashable, Literal
+
+import numpy as np
+
+from ..case import KINDS
+from ..errors import Cancelled
+from ..models.base import SegmentationBackend
+from ..progress import SliceProgress
+from ..prompt import Prompt
+from .official import propagate_official_litemedsam
+from .walk import DEFAULT_MARGIN, propagate_video, propagate_volume
+
+#: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,
+#: or the official LiteMedSAM 3D-box loop
+HOW = ("propagate", "slice", "official")
+
+
+@dataclass
+class PropagationResult:
+    """A segmentation's outcome: the bool mask (partial when ``cancelled``) and its facts."""
+
+    mask: np.ndarray
+    prompt: Prompt
+    cancelled: bool = False
+    done: int = 0
+    total: int = 0
+    seconds: float = 0.0
+
+
+def segment_by_kind(
+    backend: SegmentationBackend,
+    image: np.ndarray,
+    kind: str,
+    prompt: Prompt,
+    *,
+    how: Literal["propagate", "slice", "official"] = "propagate",
+    margin: float = DEFAULT_MARGIN,
+    progress: SliceProgress | None = None,
+    case_id: Hashable = None,
+    **options: Any,
+) -> PropagationResult:
+    """Segment ``image`` (prepared; ``kind`` one of volume / video / image) from ``prompt``.
+
+    ``options`` go to the propagation (``z_limits``, ``stop_when_empty``,
+    ``min_iou``, ``end_frame``, ``use_native``). Slices are cached in the
+    backend under ``(case_id, index)``. ``progress`` returning False cancels:
+    the result then holds the partial mask and ``cancelled=True``.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if how not in HOW:
+        raise ValueError(f"how must be one of {HOW}, got {how!r}")
+    state = {"done": 0, "total": 0}
+
+    def report(done: int, total: int) -> bool | None:
+        state["done"], state["total"] = done, total
+        return None if progress is None else progress(done, total)
+
+    start = time.perf_counter()
+    try:
+        mask = _dispatch(backend, np.asarray(image), kind, prompt, how, margin, report, case_id, options)
+    except Cancelled as stop:
+        return PropagationResult(np.asarray(stop.partial, dtype=bool), prompt, True, stop.done, stop.total,
+                                 time.perf_counter() - start)
+    return PropagationResult(mask, prompt, False, state["done"], state["total"], time.perf_counter() - start)
+
+
+def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt: Prompt, how: str,
+              margin: float, progress: SliceProgress, case_id: Hashable, options: dict[str, Any]) -> np.ndarray:
+    if kind == "image":
+        mask = np.asarray(backend.segment(image, prompt, cache_key=(case_id, 0)).mask, dtype=bool)
+        if progress(1, 1) is False:
+            raise Cancelled(mask, 1, 1)
+        return mask
+    if how == "slice" or (how == "official" and _one_slice_box(prompt)):
+        return _segment_one_slice(backend, image, prompt, progress, case_id)
+    if how == "official":
+        if kind != "volume" or "box_3d" not in prompt.info:
+            raise ValueError("the official LiteMedSAM loop needs a volume and a prompt with info['box_3d']")
+        return propagate_official_litemedsam(backend, image, [prompt.info["box_3d"]], progress=progress,
+                                             case_id=case_id) == 1
+    walk = propagate_volume if kind == "volume" else propagate_video
+    return walk(backend, image, prompt, margin=margin, progress=progress, case_id=case_id, **options)
+
+
+def _one_slice_box(prompt: Prompt) -> bool:
+    box = prompt.info.get("box_3d")
+    return box is not None and not box[2] < box[5]  # the official script asserts z_min < z_max
+
+
+def _segment_one_slice(backend: SegmentationBackend, image: np.ndarray, prompt: Prompt, progress: SliceProgress,
+                       case_id: Hashable) -> np.ndarray:
+    if prompt.slice_index is None:
+        raise ValueError("the prompt needs a slice_index to segment one slice of a stack")
+    z = int(prompt.slice_index)
+    if not 0 <= z < image.shape[0]:
+        raise ValueError(f"prompt slice_index {z} is outside the stack (0..{image.shape[0] - 1})")
+    mask = np.zeros(image.shape[:3], dtype=bool)
+    mask[z] = np.asarray(backend.segment(image[z], prompt, cache_key=(case_id, z)).mask, dtype=bool)
+    if progress(1, 1) is False:
+        raise Cancelled(mask, 1, 1)
+    return mask
