@@ -7,7 +7,9 @@ long function calls ``progress(...)`` as it goes, and a callback that returns
 * :data:`SliceProgress` ``(done, total)`` - slices/frames of one propagation
   (:mod:`napari_medsam_eval.propagation`, the model backends, the session);
 * :data:`CaseProgress` ``(done, total, rows)`` - cases of a benchmark run, with
-  the rows of the case just finished (:func:`napari_medsam_eval.benchmark.run_benchmark`).
+  the rows of the case just finished (:func:`napari_medsam_eval.benchmark.run_benchmark`
+  calls it once before the first case with ``rows`` empty and ``done`` the
+  cases a resumed folder already holds).
 
 A GUI worker (napari's ``thread_worker``) wants a generator instead: it
 yields progress to the GUI thread and can be aborted. :func:`iterate_progress`
