@@ -32,7 +32,10 @@ exactly one empty  0.0    0.0    0.0    inf
 ``surface_distance`` itself gives NaN for NSD and DSC when both are empty; for
 one empty mask it gives NSD 0 and HD95 inf, as here. Per-slice Dice is NaN on
 slices where both masks are empty (nothing to score there), see
-:func:`compute_per_slice_dice`.
+:func:`compute_per_slice_dice`. :func:`compute_iou` names its both-empty value
+``empty`` (default :data:`BOTH_EMPTY_IOU`, 1.0): the 2D prompt-mode study
+passes ``empty=NOT_SCORED`` (NaN), since it never prompts an absent structure
+and leaves such rows out of its means, as Mazurowski et al.'s ``np.nanmean``.
 """
 from __future__ import annotations
 
@@ -53,6 +56,10 @@ SpacingLike = Union[Spacing, Sequence[float]]
 LITEMEDSAM_NSD_TOLERANCE_MM = 2.0
 #: LiteMedSAM computes NSD only where DSC exceeds this (NSD is 0 otherwise)
 LITEMEDSAM_NSD_DICE_THRESHOLD = 0.2
+#: IoU of two empty masks by default: an absent structure left absent is perfect
+BOTH_EMPTY_IOU = 1.0
+#: a score that is not a score (both masks empty, where the caller scores nothing)
+NOT_SCORED = float("nan")
 
 
 # --------------------------------------------------------------- validation
@@ -90,12 +97,16 @@ def compute_dice(pred: np.ndarray, gt: np.ndarray) -> float:
     return float(2.0 * np.count_nonzero(p & g) / total)
 
 
-def compute_iou(pred: np.ndarray, gt: np.ndarray) -> float:
-    """Intersection over union (Jaccard index); 1.0 when both are empty."""
+def compute_iou(pred: np.ndarray, gt: np.ndarray, empty: float = BOTH_EMPTY_IOU) -> float:
+    """Intersection over union (Jaccard index) ``|A∩B| / |A∪B|``; ``empty`` when both are empty.
+
+    ``empty`` defaults to 1.0 (:data:`BOTH_EMPTY_IOU`, the table of the module
+    docstring); pass :data:`NOT_SCORED` (NaN) where an empty pair is no score.
+    """
     p, g = _as_pair(pred, gt)
     union = np.count_nonzero(p | g)
     if union == 0:
-        return 1.0
+        return float(empty)
     return float(np.count_nonzero(p & g) / union)
 
 

@@ -1,5 +1,10 @@
 """Metrics: hand-computed cases, empty-mask rules, errors, and agreement with
-DeepMind's ``surface_distance`` on real volumes."""
+DeepMind's ``surface_distance`` on real volumes.
+
+Only the agreement tests need ``surface_distance`` (a test extra): they take
+the ``sd`` fixture, which skips them alone when it is missing; every
+hand-computed test runs without it.
+"""
 from __future__ import annotations
 
 import math
@@ -13,6 +18,7 @@ from scipy import ndimage
 from napari_medsam_eval.case import Spacing
 from napari_medsam_eval.metrics import (
     LITEMEDSAM_NSD_DICE_THRESHOLD,
+    NOT_SCORED,
     compute_dice,
     compute_hd95,
     compute_iou,
@@ -22,7 +28,12 @@ from napari_medsam_eval.metrics import (
     compute_surface_distances,
 )
 
-sd = pytest.importorskip("surface_distance")
+
+
+@pytest.fixture(scope="module")
+def sd():
+    """DeepMind's ``surface_distance``, the reference of the agreement tests (skipped without it)."""
+    return pytest.importorskip("surface_distance")
 
 
 def _square(shape, rows, cols):
@@ -75,10 +86,13 @@ def test_empty_mask_rules(shape):
     full[(slice(1, 4),) * len(shape)] = True
     spacing = (1.0,) * len(shape)
     assert compute_dice(empty, empty) == 1.0 and compute_iou(empty, empty) == 1.0
+    assert np.isnan(compute_iou(empty, empty, empty=NOT_SCORED))  # the prompt study's rule, by name
+    assert compute_iou(full, full, empty=NOT_SCORED) == 1.0
     assert compute_surface_dice(empty, empty, spacing, 2.0) == 1.0
     assert compute_hd95(empty, empty, spacing) == 0.0
     for pred, gt in [(empty, full), (full, empty)]:
         assert compute_dice(pred, gt) == 0.0 and compute_iou(pred, gt) == 0.0
+        assert compute_iou(pred, gt, empty=NOT_SCORED) == 0.0
         assert compute_surface_dice(pred, gt, spacing, 2.0) == 0.0
         assert compute_hd95(pred, gt, spacing) == math.inf
 
@@ -160,7 +174,7 @@ def test_shifted_cube_honours_anisotropic_spacing():
     assert compute_surface_dice(gt, gt, spacing, 0.0) == 1.0 and compute_hd95(gt, gt, spacing) == 0.0
 
 
-def test_area_tables_match_surface_distance():
+def test_area_tables_match_surface_distance(sd):
     from surface_distance import lookup_tables
 
     from napari_medsam_eval.metrics import _surfel_area_table
@@ -209,14 +223,14 @@ def test_label_metrics_litemedsam_nsd_rule():
 
 
 # ------------------------------------- agreement with surface_distance
-def _reference(pred, gt, spacing, tolerances):
+def _reference(sd, pred, gt, spacing, tolerances):
     dists = sd.compute_surface_distances(gt.astype(bool), pred.astype(bool), tuple(spacing))
     nsd = [sd.compute_surface_dice_at_tolerance(dists, t) for t in tolerances]
     return nsd, sd.compute_robust_hausdorff(dists, 95), dists
 
 
-def _assert_agrees(pred, gt, spacing, tolerances=(1.0, 2.0)):
-    ref_nsd, ref_hd95, ref = _reference(pred, gt, spacing, tolerances)
+def _assert_agrees(sd, pred, gt, spacing, tolerances=(1.0, 2.0)):
+    ref_nsd, ref_hd95, ref = _reference(sd, pred, gt, spacing, tolerances)
     ours = compute_surface_distances(pred, gt, spacing)
     for tol, expected in zip(tolerances, ref_nsd):
         assert abs(ours.surface_dice(tol) - expected) < 1e-6
@@ -235,7 +249,7 @@ def _hippocampus(shared_data: Path, name: str) -> tuple[np.ndarray, tuple[float,
     return sitk.GetArrayFromImage(image).astype(np.uint8), image.GetSpacing()[::-1]
 
 
-def test_agrees_with_surface_distance_on_hippocampus(shared_data):
+def test_agrees_with_surface_distance_on_hippocampus(sd, shared_data):
     labels, spacing = _hippocampus(shared_data, "hippocampus_001")
     other, _ = _hippocampus(shared_data, "hippocampus_004")
     gt = labels == 1
@@ -243,13 +257,13 @@ def test_agrees_with_surface_distance_on_hippocampus(shared_data):
     another_case = np.zeros_like(gt)
     another_case[crop] = (other == 1)[crop]
     for pred in [np.roll(ndimage.binary_dilation(gt), 1, axis=1), ndimage.binary_erosion(gt), another_case]:
-        _assert_agrees(pred, gt, spacing)
+        _assert_agrees(sd, pred, gt, spacing)
     # 2D: one slice, with the in-plane spacing made anisotropic
     z = int(np.argmax(gt.sum(axis=(1, 2))))
-    _assert_agrees(np.roll(gt[z], 2, axis=1), gt[z], (0.8, 1.7))
+    _assert_agrees(sd, np.roll(gt[z], 2, axis=1), gt[z], (0.8, 1.7))
 
 
-def test_agrees_with_surface_distance_on_deeplesion_ct(shared_data):
+def test_agrees_with_surface_distance_on_deeplesion_ct(sd, shared_data):
     paths = sorted((shared_data / "deeplesion_ct_npz").glob("*.npz"))
     assert paths
     for path in paths[:3]:
@@ -257,5 +271,5 @@ def test_agrees_with_surface_distance_on_deeplesion_ct(shared_data):
             gt = npz["gts"] == 1
             spacing = tuple(float(v) for v in npz["spacing"][::-1])  # stored x, y, z
         assert spacing[0] == 5.0 and spacing[1] < 1.0
-        _assert_agrees(np.roll(ndimage.binary_erosion(gt, iterations=2), 3, axis=2), gt, spacing)
-        _assert_agrees(ndimage.binary_dilation(gt, iterations=2), gt, spacing, tolerances=(1.0, 2.0, 5.0))
+        _assert_agrees(sd, np.roll(ndimage.binary_erosion(gt, iterations=2), 3, axis=2), gt, spacing)
+        _assert_agrees(sd, ndimage.binary_dilation(gt, iterations=2), gt, spacing, tolerances=(1.0, 2.0, 5.0))

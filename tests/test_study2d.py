@@ -10,20 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from napari_medsam_eval.datasets.study2d import StudySample, find_2d_samples, label_map_classes, volume_slice_samples
+from napari_medsam_eval.metrics import NOT_SCORED, compute_iou
 from napari_medsam_eval.models.base import SegmentationBackend, SegmentResult
 from napari_medsam_eval.prompt import Prompt
-from napari_medsam_eval.study2d import (
-    StudySample,
-    find_2d_samples,
-    iou,
-    label_map_classes,
-    prepare_image,
-    run_prompt_mode_study,
-    score_result,
-    study_markdown,
-    volume_slice_samples,
-    write_study,
-)
+from napari_medsam_eval.report.study2d import study_markdown, write_study
+from napari_medsam_eval.study2d import mazurowski_image, run_prompt_mode_study, score_result
 
 H = W = 40
 
@@ -133,8 +125,8 @@ def test_score_result_without_candidates_and_iou_edge_cases():
     gt = box_mask(0, 0, 3, 3)
     value, best, chosen, n = score_result(SegmentResult(mask=box_mask(0, 0, 1, 3)), gt)
     assert value == best == 0.5 and n == 1 and chosen.sum() == 8
-    assert np.isnan(iou(np.zeros((2, 2)), np.zeros((2, 2))))
-    assert iou(np.ones((2, 2)), np.zeros((2, 2))) == 0.0
+    assert np.isnan(compute_iou(np.zeros((2, 2)), np.zeros((2, 2)), empty=NOT_SCORED))
+    assert compute_iou(np.ones((2, 2)), np.zeros((2, 2)), empty=NOT_SCORED) == 0.0
 
 
 def test_empty_masks_are_not_prompted_and_ignored_in_means():
@@ -222,15 +214,15 @@ def test_bad_arguments():
 # --- intensity and readers --------------------------------------------------------------------
 
 
-def test_prepare_image_is_their_rule():
+def test_mazurowski_image_is_their_rule():
     rgb = np.random.default_rng(1).integers(0, 255, size=(5, 6, 3)).astype(np.uint8)
     rgb[0, 0, 0] = 254
     rgb = np.minimum(rgb, 254).astype(np.uint8)
-    np.testing.assert_array_equal(prepare_image(rgb), np.uint8(rgb / np.max(rgb) * 255))
+    np.testing.assert_array_equal(mazurowski_image(rgb), np.uint8(rgb / np.max(rgb) * 255))
     gray = np.arange(12, dtype=np.int16).reshape(3, 4) - 4  # negative values: shifted by the minimum
-    out = prepare_image(gray)
+    out = mazurowski_image(gray)
     assert out.shape == (3, 4, 3) and out.dtype == np.uint8 and out[0, 0, 0] == 0 and out[-1, -1, 2] == 255
-    assert prepare_image(np.zeros((2, 2))).max() == 0
+    assert mazurowski_image(np.zeros((2, 2))).max() == 0
 
 
 def test_not_a_study_folder_is_a_data_error(tmp_path):

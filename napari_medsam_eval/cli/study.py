@@ -66,7 +66,9 @@ def build_study_backend(model: str | None, checkpoint: Path | None, device: str 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..study2d import run_prompt_mode_study, study_markdown, study_samples, write_study
+    from ..datasets.study2d import study_samples
+    from ..report.study2d import study_markdown, write_study
+    from ..study2d import run_prompt_mode_study
 
     if args.limit is not None and args.limit < 1:
         raise MedsamEvalError("--limit must be >= 1")

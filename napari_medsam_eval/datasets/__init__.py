@@ -17,6 +17,9 @@ name           folder                                                       kind
 =============  ===========================================================  =======
 
 A task is ``"<dataset folder name>/<label name>"``; see :mod:`.base`.
+
+:mod:`.study2d` gives the 2D prompt-mode study its samples (one 2D image with
+its class masks, from 2D folders or volume slices), found with these layouts.
 """
 from __future__ import annotations
 
@@ -29,6 +32,8 @@ from .folder2d import ImageMaskFolderLayout
 from .msd import MSDLayout
 from .npz import MedSAMNpzLayout, npz_label_names, npz_target_token
 from .sammed2d import SAMMed2DLayout
+from .study2d import (StudyClass, StudySample, find_2d_samples, label_map_classes, study_samples,
+                      study_task_name, volume_slice_samples)
 from .sunseg import SunSegLayout
 
 #: every layout by name, in the order detection reports them
@@ -94,14 +99,21 @@ __all__ = [
     "MSDLayout",
     "MedSAMNpzLayout",
     "SAMMed2DLayout",
+    "StudyClass",
+    "StudySample",
     "SunSegLayout",
     "available_layouts",
     "clean_label_name",
     "detect_layout",
+    "find_2d_samples",
     "get_layout",
+    "label_map_classes",
     "label_name",
     "npz_label_names",
     "npz_target_token",
     "resolve_layout",
+    "study_samples",
+    "study_task_name",
     "task_name",
+    "volume_slice_samples",
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .dicom import read_dicom_case
 from .formats import detect_format, natural_sort_key
-from .image2d import read_image2d, read_image_with_masks, read_mask2d
+from .image2d import read_image2d, read_image_rgb, read_image_with_masks, read_mask2d, read_mask_gray
 from .npz_io import guess_modality, read_medsam_npz
 from .reader import LabelFile, pair_image_label, read_case, read_image, read_label
 from .sitk_io import read_sitk_case
@@ -34,9 +34,11 @@ __all__ = [
     "read_frame_folder",
     "read_image",
     "read_image2d",
+    "read_image_rgb",
     "read_image_with_masks",
     "read_label",
     "read_mask2d",
+    "read_mask_gray",
     "read_mask_folder",
     "read_medsam_npz",
     "read_nifti_sequence",

@@ -20,6 +20,11 @@ Masks (:func:`mask_to_labels`, also used for video frame masks)
     When rules 2 or 4 apply, ``label_names`` is ``{1: 'foreground'}`` (or the
     name given), ``label_source_values`` records ``{1: 255}`` and
     ``mask_encoding`` says which rule was used.
+
+Reading as another code base does (the 2D prompt-mode study, which must see
+the pixels Mazurowski et al.'s scripts saw): :func:`read_mask_gray` is their
+``cv2.imread(path, 0)`` (no rule above applied: raw grey values or palette
+indices) and :func:`read_image_rgb` their PIL ``convert("RGB")``.
 """
 from __future__ import annotations
 
@@ -125,6 +130,36 @@ def read_mask2d(path: str | Path, *, shape: Sequence[int] | None = None,
         info["label_source_values"] = sources
         info["label_names"] = {1: FOREGROUND}
     return labels, info
+
+
+def read_mask_gray(path: str | Path) -> np.ndarray:
+    """A mask file as their ``cv2.imread(path, 0)`` sees it: grey values, palette indices kept.
+
+    Grey, palette, 16-bit and 1-bit images keep their stored values (``bool``
+    becomes 0/1 ``uint8``); colour is made grey by PIL's ``convert("L")``. None
+    of the mask rules of the module docstring is applied.
+    """
+    try:
+        with Image.open(path) as img:
+            if img.mode in ("P", "I", "I;16", "I;16B", "I;16L", "L", "1"):
+                values = np.asarray(img)
+            else:
+                values = np.asarray(img.convert("L"))
+    except (OSError, ValueError) as error:
+        raise DataError(f"cannot read mask: {error}", path) from None
+    return values.astype(np.uint8) if values.dtype == bool else values
+
+
+def read_image_rgb(path: str | Path) -> np.ndarray:
+    """An image file as their PIL ``Image.open(path).convert("RGB")``; 16-bit/float values are kept as stored."""
+    try:
+        with Image.open(path) as img:
+            values = np.asarray(img)
+            if values.dtype == np.uint8 or img.mode in ("P", "1", "CMYK", "YCbCr", "LA", "RGBA", "RGB", "L"):
+                return np.asarray(img.convert("RGB"))
+            return values
+    except (OSError, ValueError) as error:
+        raise DataError(f"cannot read image: {error}", path) from None
 
 
 def object_names(mask_paths: Sequence[str | Path], image_path: str | Path) -> list[str]:

@@ -9,6 +9,8 @@
 - :mod:`.figures`: box plots per task, per-slice DSC, paired differences (Agg)
 - :mod:`.document`: :func:`write_report` (``report.md``/``report.html``);
   :mod:`.compare_report`: :func:`write_comparison` (``compare.md``)
+- :mod:`.study2d`: the 2D prompt-mode study's table (:func:`study_table`, its
+  Fig. 2), Markdown, figures and :func:`write_study`
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from .compare_report import format_comparison, write_comparison
 from .document import format_task_summary, write_report
 from .results import RunResults, load_results, load_run
 from .stats import failed_cases, overall_summary, summarize_tasks, worst_cases
+from .study2d import study_markdown, study_table, write_study
 
 __all__ = [
     "RunResults",
@@ -29,9 +32,12 @@ __all__ = [
     "load_run",
     "overall_summary",
     "paired_scores",
+    "study_markdown",
+    "study_table",
     "summarize_tasks",
     "wilcoxon_test",
     "worst_cases",
     "write_comparison",
     "write_report",
+    "write_study",
 ]

@@ -6,14 +6,23 @@ github.com/mazurowski-lab/segment-anything-medical-evaluation (commit 2775b73),
 ``prompt_gen_and_exec_v2_allmode.py`` (modes) and ``prompt_gen_and_exec_v1.py``
 (iterative points). What is reproduced:
 
-* intensity: each image divided by its maximum, times 255, uint8, RGB;
-* masks: their reading rule (:func:`~napari_medsam_eval.protocols.mazurowski_label_map`);
+* intensity: each image divided by its maximum, times 255, uint8, RGB
+  (:func:`~.runner.mazurowski_image`);
+* masks: their reading rule (:func:`~napari_medsam_eval.protocols.mazurowski_label_map`)
+  on the pixels OpenCV reads (:mod:`napari_medsam_eval.datasets.study2d`);
 * prompts: :class:`~napari_medsam_eval.protocols.MazurowskiProtocol` (bit-exact
   with their code; seed 1 reset per mask by default);
 * score: IoU of candidate 0 per (image, class, mode); oracle: best candidate
   by IoU; several boxes are segmented one by one and merged by union;
 * table: per task (dataset x class) the mean over images with a non-empty
-  mask (empty masks are not prompted: NaN, ignored), like their Fig. 2.
+  mask (empty masks are not prompted: NaN, ignored), like their Fig. 2
+  (:func:`napari_medsam_eval.report.study2d.study_table`).
+
+Where things live: samples in :mod:`napari_medsam_eval.datasets.study2d`, IoU
+in :func:`napari_medsam_eval.metrics.compute_iou` (``empty=NOT_SCORED``),
+tables, figures and files in :mod:`napari_medsam_eval.report.study2d`; this
+package is the runner (:mod:`.runner`). The names below are re-exported for
+the CLI and the widgets.
 
 LiteMedSAM (the default model) returns one mask per prompt and no
 candidates, so its oracle equals its score (``config["single_mask_model"]``).
@@ -24,38 +33,18 @@ candidates, so its oracle equals its score (``config["single_mask_model"]``).
 """
 from __future__ import annotations
 
-from .data import (
-    FOREGROUND,
-    StudyClass,
-    StudySample,
-    find_2d_samples,
-    label_map_classes,
-    prepare_image,
-    study_samples,
-    volume_slice_samples,
-)
-from .report import markdown_table, plot_iterative, plot_mode_table, study_markdown, write_study
-from .runner import SELECT_RULES, StudyResults, iou, run_prompt_mode_study, score_result, summarize, task_name
+from ..datasets.study2d import StudySample, study_samples
+from ..report.study2d import study_markdown, write_study
+from .runner import SELECT_RULES, StudyResults, mazurowski_image, run_prompt_mode_study, score_result
 
 __all__ = [
-    "FOREGROUND",
     "SELECT_RULES",
-    "StudyClass",
     "StudyResults",
     "StudySample",
-    "find_2d_samples",
-    "iou",
-    "label_map_classes",
-    "markdown_table",
-    "plot_iterative",
-    "plot_mode_table",
-    "prepare_image",
+    "mazurowski_image",
     "run_prompt_mode_study",
     "score_result",
     "study_markdown",
     "study_samples",
-    "summarize",
-    "task_name",
-    "volume_slice_samples",
     "write_study",
 ]

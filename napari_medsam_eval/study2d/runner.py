@@ -1,4 +1,10 @@
-"""The runner: every image encoded once, then modes 1-5 (and iterative points) scored by IoU."""
+"""The runner: every image encoded once, then modes 1-5 (and iterative points) scored by IoU.
+
+Samples come from :mod:`napari_medsam_eval.datasets.study2d`, IoU from
+:func:`napari_medsam_eval.metrics.compute_iou` (an empty pair is
+:data:`~napari_medsam_eval.metrics.NOT_SCORED`, NaN), the Fig. 2 table from
+:func:`napari_medsam_eval.report.study2d.study_table`.
+"""
 from __future__ import annotations
 
 import time
@@ -8,12 +14,14 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..datasets.study2d import StudyClass, StudySample, study_samples, study_task_name
 from ..errors import DataError
+from ..metrics import NOT_SCORED, compute_iou
 from ..models.base import SliceProgress, SegmentationBackend, SegmentResult
 from ..prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
-from .data import FOREGROUND, StudyClass, prepare_image, study_samples
+from ..report.study2d import study_table
 
 #: which candidate is the non-oracle prediction
 SELECT_RULES = ("first", "score", "mask")
@@ -26,16 +34,34 @@ IMAGE_COLUMNS = ["dataset", "image", "height", "width", "n_classes", "n_prompts"
                  "decode_seconds", "seconds", "source"]
 
 
-def iou(prediction: np.ndarray, gt: np.ndarray) -> float:
-    """|P & G| / |P | G| of two binary masks; NaN when both are empty."""
-    p, g = np.asarray(prediction) != 0, np.asarray(gt) != 0
-    union = np.count_nonzero(p | g)
-    return float(np.count_nonzero(p & g) / union) if union else float("nan")
+def mazurowski_image(image: np.ndarray) -> np.ndarray:
+    """Their intensity rule: RGB, each image divided by its maximum, times 255, as uint8.
 
-
-def task_name(dataset: str, cls: str) -> str:
-    """A summary row's name: the dataset alone for a binary dataset, else ``dataset: class``."""
-    return dataset if cls == FOREGROUND else f"{dataset}: {cls}"
+    ``np.uint8(image / image.max() * 255)`` (truncation, that operation order),
+    as ``prompt_gen_and_exec_v2_allmode.py`` l.178-184 after PIL's
+    ``convert("RGB")``. Grey images are repeated on 3 channels, an alpha
+    channel is dropped. Beyond their code (uint8 PNG/JPG only): non-finite
+    values become 0, and data with negative values (CT, MRI slices) are first
+    shifted by their minimum. An all-zero image stays zero.
+    """
+    a = np.asarray(image)
+    if a.ndim == 3 and a.shape[-1] == 1:
+        a = a[..., 0]
+    elif a.ndim == 3 and a.shape[-1] == 4:
+        a = a[..., :3]
+    if a.ndim == 2:
+        a = np.stack([a] * 3, axis=-1)
+    if a.ndim != 3 or a.shape[-1] != 3:
+        raise DataError(f"a study image must be (H, W) or (H, W, 3), got shape {np.asarray(image).shape}")
+    a = a.astype(np.float64)
+    a[~np.isfinite(a)] = 0.0
+    low = a.min()
+    if low < 0:
+        a = a - low
+    top = a.max()
+    if top <= 0:
+        return np.zeros(a.shape, np.uint8)
+    return np.uint8(a / top * 255)
 
 
 def score_result(result: SegmentResult, gt: np.ndarray, select: str = "first") -> tuple[float, float, np.ndarray, int]:
@@ -45,21 +71,23 @@ def score_result(result: SegmentResult, gt: np.ndarray, select: str = "first") -
     l.331), ``"score"`` the candidate the model rates highest (the paper's
     words), ``"mask"`` the backend's own ``mask``; the oracle is the best
     candidate by IoU (never below the chosen one). A single-mask model
-    (LiteMedSAM) has no candidates: both scores are those of its mask.
+    (LiteMedSAM) has no candidates: both scores are those of its mask. IoU is
+    :func:`~napari_medsam_eval.metrics.compute_iou` with ``empty=NOT_SCORED``:
+    NaN when prediction and ground truth are both empty.
     """
     cands = result.candidates
     if cands is None or len(cands) == 0:
-        value = iou(result.mask, gt)
+        value = compute_iou(result.mask, gt, empty=NOT_SCORED)
         return value, value, np.asarray(result.mask) != 0, 1
     cands = np.asarray(cands) != 0
-    ious = [iou(c, gt) for c in cands]
+    ious = [compute_iou(c, gt, empty=NOT_SCORED) for c in cands]
     if select == "mask":
         chosen = np.asarray(result.mask) != 0
     elif select == "score" and result.candidate_scores is not None:
         chosen = cands[int(np.argmax(np.asarray(result.candidate_scores)))]
     else:
         chosen = cands[0]
-    value = iou(chosen, gt)
+    value = compute_iou(chosen, gt, empty=NOT_SCORED)
     return value, float(max([value, *ious])), chosen, len(cands)
 
 
@@ -71,7 +99,7 @@ class StudyResults:
     an empty class mask, ``empty`` True). ``iterative``: one row per (image,
     class, number of points) when iterative points were run (else empty).
     ``images``: one row per image with its timings. ``summary``: the Fig. 2
-    table (:func:`summarize`). ``config``: the run's settings and the
+    table (:func:`~napari_medsam_eval.report.study2d.study_table`). ``config``: the run's settings and the
     backend's :meth:`describe`; ``timings``: totals in seconds; ``skipped``:
     images left out and why.
     """
@@ -89,42 +117,6 @@ class StudyResults:
         cols = [f"mode {m}" + (" (oracle)" if oracle else "") for m in self.config.get("modes", MODES)]
         table = self.summary.set_index("task")
         return table[[c for c in cols if c in table.columns]]
-
-
-def summarize(rows: pd.DataFrame, iterative: pd.DataFrame | None = None, oracle: bool = True) -> pd.DataFrame:
-    """Fig. 2 of Mazurowski et al.: one row per task (dataset x class), mean IoU per mode.
-
-    Means are over the images whose class mask is non-empty (NaN ignored, as
-    their ``np.nanmean``). Columns: ``task, dataset, class, n_images`` (scored),
-    ``n_empty``, ``mode 1`` .. ``mode 5``, then ``mode k (oracle)`` when
-    ``oracle``, then ``points k`` (and ``points k (oracle)``) for iterative runs.
-    """
-    keys = ["dataset", "class"]
-    if rows.empty:
-        return pd.DataFrame(columns=["task", *keys, "n_images", "n_empty"])
-    order = list(dict.fromkeys(zip(rows["dataset"], rows["class"])))
-    first_mode = rows["mode"].iloc[0]
-    per_image = rows[rows["mode"] == first_mode]
-    counts = per_image.groupby(keys)["empty"].agg(n_images=lambda e: int((~e.astype(bool)).sum()),
-                                                  n_empty=lambda e: int(e.astype(bool).sum()))
-    parts = [counts]
-    means = rows.pivot_table(index=keys, columns="mode", values="iou", aggfunc="mean", dropna=False)
-    parts.append(means.rename(columns=lambda m: f"mode {m}"))
-    if oracle:
-        o = rows.pivot_table(index=keys, columns="mode", values="iou_oracle", aggfunc="mean", dropna=False)
-        parts.append(o.rename(columns=lambda m: f"mode {m} (oracle)"))
-    if iterative is not None and not iterative.empty:
-        it = iterative.pivot_table(index=keys, columns="n_points", values="iou", aggfunc="mean", dropna=False)
-        parts.append(it.rename(columns=lambda k: f"points {k}"))
-        if oracle:
-            ito = iterative.pivot_table(index=keys, columns="n_points", values="iou_oracle", aggfunc="mean",
-                                        dropna=False)
-            parts.append(ito.rename(columns=lambda k: f"points {k} (oracle)"))
-    table = pd.concat(parts, axis=1).reindex(pd.MultiIndex.from_tuples(order, names=keys)).reset_index()
-    table[["n_images", "n_empty"]] = table[["n_images", "n_empty"]].fillna(0).astype(int)
-    table.insert(0, "task", [task_name(d, c) for d, c in zip(table["dataset"], table["class"])])
-    table.columns.name = None
-    return table
 
 
 def run_prompt_mode_study(
@@ -148,11 +140,11 @@ def run_prompt_mode_study(
     ``dataset``: a 2D folder (``images/`` + ``masks/``, plain or SAM-Med2D
     layout), a volume folder (MSD; its middle slices, or all labelled ones
     with ``volume_slices="all"``), a list of those, or :class:`StudySample`
-    objects (see :mod:`.data`); ``limit`` takes the first images per folder.
+    objects (see :mod:`napari_medsam_eval.datasets.study2d`); ``limit`` takes the first images per folder.
     ``backend``: a built backend or a name for
     :func:`~napari_medsam_eval.models.build_backend`.
 
-    Per image: intensity rule (:func:`~.data.prepare_image`), one encoder pass
+    Per image: intensity rule (:func:`mazurowski_image`), one encoder pass
     (every prompt is sent with ``cache_key=("prompt-study", dataset, image)``),
     then per class and mode the Mazurowski prompt (bit-exact with their code;
     ``seed``/``seeding``/``dt_backend`` as :class:`MazurowskiProtocol`) and the
@@ -193,7 +185,7 @@ def run_prompt_mode_study(
         t0 = time.perf_counter()
         try:
             raw, classes = sample.load()
-            image = prepare_image(raw)
+            image = mazurowski_image(raw)
         except DataError as error:
             skipped.append({"dataset": sample.dataset, "image": sample.image_id, "reason": str(error)})
             classes = None
@@ -239,7 +231,7 @@ def run_prompt_mode_study(
     for attr in ("encoder_calls", "cache_hits"):
         if hasattr(backend, attr):
             timings[attr] = getattr(backend, attr)
-    return StudyResults(rows_df, it_df, images_df, summarize(rows_df, it_df, oracle), config, timings, skipped)
+    return StudyResults(rows_df, it_df, images_df, study_table(rows_df, it_df, oracle), config, timings, skipped)
 
 
 def _segment(backend, image, prompt: Prompt, key, timing) -> SegmentResult:
@@ -250,9 +242,9 @@ def _segment(backend, image, prompt: Prompt, key, timing) -> SegmentResult:
     return result
 
 
-def _base_row(sample, cls: StudyClass) -> dict:
+def _base_row(sample: StudySample, cls: StudyClass) -> dict:
     return {"dataset": sample.dataset, "image": sample.image_id, "class": cls.name,
-            "task": task_name(sample.dataset, cls.name), "label": cls.label}
+            "task": study_task_name(sample.dataset, cls.name), "label": cls.label}
 
 
 def _score_modes(backend, protocol, image, cls: StudyClass, sample, key, select, timing) -> list[dict]:
@@ -319,7 +311,7 @@ def _fill_absent_classes(rows, it_rows, images, seen: dict[str, dict[str, int]],
             if (info["dataset"], info["image"], name) in have:
                 continue
             base = {"dataset": info["dataset"], "image": info["image"], "class": name,
-                    "task": task_name(info["dataset"], name), "label": label}
+                    "task": study_task_name(info["dataset"], name), "label": label}
             for mode in modes:
                 rows.append({**base, "mode": mode, "iou": np.nan, "iou_oracle": np.nan, "n_parts": 0,
                              "mask_pixels": 0, "pred_pixels": 0, "empty": True, "n_candidates": 0,

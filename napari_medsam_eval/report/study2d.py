@@ -1,15 +1,34 @@
-"""Writing a study: CSV tables, a Markdown mode table and Fig. 2-style bar chart (matplotlib Agg, no display)."""
+"""Tables and figures of the 2D prompt-mode study: the Fig. 2 table, Markdown, bar charts, files.
+
+:func:`study_table` is Mazurowski et al.'s Fig. 2 (one row per task, mean IoU
+per prompt mode), built from the runner's per-image rows;
+:func:`study_markdown`, :func:`plot_mode_table` and :func:`plot_iterative`
+present it; :func:`write_study` writes all of it to a folder. Figures are drawn
+on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no pyplot, no
+display, no global backend change.
+
+The means are pandas' (``pivot_table(aggfunc="mean")``, NaN skipped), not
+:func:`napari_medsam_eval.aggregate.summarize`'s: that one averages the sorted
+values, which moves some means by one unit in the last place, and this table
+keeps the numbers the study has always written.
+"""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from .runner import StudyResults
+from ..datasets.study2d import study_task_name
+from ..protocols.mazurowski import MODES
+from .markup import cell_text, table, to_markdown
 
+if TYPE_CHECKING:
+    from ..study2d.runner import StudyResults
+
+#: what :func:`write_study` writes, by key
 FILES = {
     "rows": "rows.csv",
     "iterative": "iterative.csv",
@@ -20,29 +39,56 @@ FILES = {
     "iterative_figure": "iterative_points.png",
     "config": "study.json",
 }
+_KEYS = ["dataset", "class"]
+_COLORS = ["#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974"]
 
 
-def _cell(value, digits: int = 4) -> str:
-    if isinstance(value, (float, np.floating)):
-        return "n/a" if math.isnan(value) else f"{value:.{digits}f}"
-    return str(value)
+def _means(rows: pd.DataFrame, by: str, value: str, name: str) -> pd.DataFrame:
+    """Mean of ``value`` per (dataset, class) x ``by``, NaN skipped; columns ``name.format(by value)``."""
+    means = rows.pivot_table(index=_KEYS, columns=by, values=value, aggfunc="mean", dropna=False)
+    return means.rename(columns=name.format)
 
 
-def markdown_table(table: pd.DataFrame, digits: int = 4) -> str:
+def study_table(rows: pd.DataFrame, iterative: pd.DataFrame | None = None, oracle: bool = True) -> pd.DataFrame:
+    """Fig. 2 of Mazurowski et al.: one row per task (dataset x class), mean IoU per mode.
+
+    Means are over the images whose class mask is non-empty (NaN ignored, as
+    their ``np.nanmean``). Columns: ``task, dataset, class, n_images`` (scored),
+    ``n_empty``, ``mode 1`` .. ``mode 5``, then ``mode k (oracle)`` when
+    ``oracle``, then ``points k`` (and ``points k (oracle)``) for iterative runs.
+    Tasks are in order of first appearance in ``rows``.
+    """
+    if rows.empty:
+        return pd.DataFrame(columns=["task", *_KEYS, "n_images", "n_empty"])
+    order = list(dict.fromkeys(zip(rows["dataset"], rows["class"])))
+    per_image = rows[rows["mode"] == rows["mode"].iloc[0]]
+    parts = [per_image.groupby(_KEYS)["empty"].agg(n_images=lambda e: int((~e.astype(bool)).sum()),
+                                                   n_empty=lambda e: int(e.astype(bool).sum())),
+             _means(rows, "mode", "iou", "mode {}")]
+    if oracle:
+        parts.append(_means(rows, "mode", "iou_oracle", "mode {} (oracle)"))
+    if iterative is not None and not iterative.empty:
+        parts.append(_means(iterative, "n_points", "iou", "points {}"))
+        if oracle:
+            parts.append(_means(iterative, "n_points", "iou_oracle", "points {} (oracle)"))
+    summary = pd.concat(parts, axis=1).reindex(pd.MultiIndex.from_tuples(order, names=_KEYS)).reset_index()
+    summary[["n_images", "n_empty"]] = summary[["n_images", "n_empty"]].fillna(0).astype(int)
+    summary.insert(0, "task", [study_task_name(d, c) for d, c in zip(summary["dataset"], summary["class"])])
+    summary.columns.name = None
+    return summary
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:
     """A DataFrame as a GitHub Markdown table (floats with ``digits`` decimals, NaN as n/a)."""
-    header = "| " + " | ".join(map(str, table.columns)) + " |"
-    rule = "|" + "|".join("---:" if pd.api.types.is_numeric_dtype(table[c]) else "---" for c in table.columns) + "|"
-    lines = [header, rule]
-    for _, row in table.iterrows():
-        lines.append("| " + " | ".join(_cell(v, digits) for v in row) + " |")
-    return "\n".join(lines)
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) for c in frame.columns]
+    rows = [[cell_text(v, digits) for v in row] for _, row in frame.iterrows()]
+    return to_markdown([table([str(c) for c in frame.columns], rows, numeric)]).rstrip("\n")
 
 
 def study_markdown(results: StudyResults, digits: int = 4) -> str:
     """The mode table (and the oracle and iterative tables) as Markdown, with the run's facts."""
     cfg, summary = results.config, results.summary
-    modes = cfg.get("modes", [1, 2, 3, 4, 5])
-    ident = ["task", "n_images", "n_empty"]
+    modes = cfg.get("modes", list(MODES))
     backend = cfg.get("backend", {})
     lines = [
         "# Prompt-mode study (Mazurowski et al. 2023, modes 1-5)",
@@ -56,17 +102,29 @@ def study_markdown(results: StudyResults, digits: int = 4) -> str:
         "",
         "## Mean IoU",
         "",
-        markdown_table(summary[ident + [f"mode {m}" for m in modes if f"mode {m}" in summary]], digits),
+        markdown_table(summary[["task", "n_images", "n_empty"] + [f"mode {m}" for m in modes
+                                                                  if f"mode {m}" in summary]], digits),
     ]
     oracle_cols = [f"mode {m} (oracle)" for m in modes if f"mode {m} (oracle)" in summary]
     if oracle_cols:
         note = (" The model gives one mask per prompt, so the oracle equals the score."
                 if cfg.get("single_mask_model") else "")
-        lines += ["", "## Oracle (best candidate by IoU)" , "", note.strip(), "",
+        lines += ["", "## Oracle (best candidate by IoU)", "", note.strip(), "",
                   markdown_table(summary[["task"] + oracle_cols], digits)]
-    point_cols = [c for c in summary.columns if c.startswith("points ") and "oracle" not in c]
+    point_cols = _point_columns(summary)
     if point_cols:
         lines += ["", "## Iterative points (Algorithm 1)", "", markdown_table(summary[["task"] + point_cols], digits)]
+    lines += _facts(results)
+    return "\n".join(lines) + "\n"
+
+
+def _point_columns(summary: pd.DataFrame) -> list[str]:
+    return [c for c in summary.columns if c.startswith("points ") and "oracle" not in c]
+
+
+def _facts(results: StudyResults) -> list[str]:
+    """The timing line and the skipped images, as Markdown lines."""
+    lines: list[str] = []
     t = results.timings
     if t:
         nan = float("nan")
@@ -76,31 +134,37 @@ def study_markdown(results: StudyResults, digits: int = 4) -> str:
     if results.skipped:
         lines += ["", f"Skipped {len(results.skipped)} image(s): " +
                   "; ".join(f"{s['image']} ({s['reason']})" for s in results.skipped[:10])]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def plot_mode_table(results: StudyResults, path: str | Path, title: str | None = None) -> Path:
-    """Grouped bars, one group per task and one bar per mode (mean IoU), oracle as an outline behind.
-
-    Drawn on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no
-    pyplot, no display, no global backend change.
-    """
+def _figure(width: float, height: float):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
+    fig = Figure(figsize=(width, height))
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig, path: str | Path) -> Path:
+    path = Path(path)
+    fig.savefig(path, dpi=150, bbox_inches="tight")
+    return path
+
+
+def plot_mode_table(results: StudyResults, path: str | Path, title: str | None = None) -> Path:
+    """Grouped bars, one group per task and one bar per mode (mean IoU), oracle as an outline behind."""
     summary = results.summary
-    modes = [m for m in results.config.get("modes", [1, 2, 3, 4, 5]) if f"mode {m}" in summary]
+    modes = [m for m in results.config.get("modes", list(MODES)) if f"mode {m}" in summary]
     tasks = list(summary["task"])
     n, k = max(len(tasks), 1), max(len(modes), 1)
-    fig = Figure(figsize=(max(6.0, 1.3 * n + 2.5), 4.5))
-    FigureCanvasAgg(fig)
+    fig = _figure(max(6.0, 1.3 * n + 2.5), 4.5)
     ax = fig.add_subplot()
     width = 0.8 / k
-    colors = ["#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974"]
     x0 = np.arange(len(tasks))
     for j, mode in enumerate(modes):
         x = x0 + (j - (k - 1) / 2) * width
-        color = colors[j % len(colors)]
+        color = _COLORS[j % len(_COLORS)]
         oracle_col = f"mode {mode} (oracle)"
         if oracle_col in summary and not results.config.get("single_mask_model"):
             ax.bar(x, np.nan_to_num(summary[oracle_col].to_numpy(float)), width, fill=False, edgecolor=color,
@@ -118,21 +182,15 @@ def plot_mode_table(results: StudyResults, path: str | Path, title: str | None =
     name = results.config.get("backend", {}).get("name", "")
     ax.set_title(title or f"{name}: IoU per prompt mode (Mazurowski et al. 2023, Fig. 2 layout)")
     ax.legend(ncol=min(k + 1, 6), fontsize="small", loc="upper left", bbox_to_anchor=(0, -0.18 if n > 3 else -0.08))
-    path = Path(path)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    return path
+    return _save(fig, path)
 
 
 def plot_iterative(results: StudyResults, path: str | Path) -> Path:
     """Mean IoU against the number of iterative points, one line per task."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     summary = results.summary
-    cols = [c for c in summary.columns if c.startswith("points ") and "oracle" not in c]
+    cols = _point_columns(summary)
     ks = [int(c.split()[1]) for c in cols]
-    fig = Figure(figsize=(6, 4))
-    FigureCanvasAgg(fig)
+    fig = _figure(6, 4)
     ax = fig.add_subplot()
     for _, row in summary.iterrows():
         ax.plot(ks, row[cols].to_numpy(float), marker="o", label=row["task"])
@@ -142,9 +200,7 @@ def plot_iterative(results: StudyResults, path: str | Path) -> Path:
     ax.set_xticks(ks)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
-    path = Path(path)
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    return path
+    return _save(fig, path)
 
 
 def write_study(results: StudyResults, out_dir: str | Path, *, figure: bool = True) -> dict[str, Path]:
@@ -159,21 +215,18 @@ def write_study(results: StudyResults, out_dir: str | Path, *, figure: bool = Tr
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {key: out / name for key, name in FILES.items()}
+    has_iterative = not results.iterative.empty
+    wanted = [k for k in FILES if (has_iterative or "iterative" not in k) and (figure or "figure" not in k)]
     results.rows.to_csv(paths["rows"], index=False)
     results.images.to_csv(paths["images"], index=False)
     results.summary.to_csv(paths["summary"], index=False)
     paths["markdown"].write_text(study_markdown(results))
     record = {"config": results.config, "timings": results.timings, "skipped": results.skipped}
     paths["config"].write_text(json.dumps(record, indent=2, default=str))
-    has_iterative = not results.iterative.empty
     if has_iterative:
         results.iterative.to_csv(paths["iterative"], index=False)
     if figure:
         plot_mode_table(results, paths["figure"])
         if has_iterative:
             plot_iterative(results, paths["iterative_figure"])
-    written = {k: p for k, p in paths.items() if p.exists() and (has_iterative or "iterative" not in k)}
-    if not figure:
-        written.pop("figure", None)
-        written.pop("iterative_figure", None)
-    return written
+    return {key: paths[key] for key in wanted}
