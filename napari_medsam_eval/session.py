@@ -25,6 +25,18 @@ a generator that yields ``(done, total)`` and returns the
 :class:`PropagationResult`: the run itself goes on in a helper thread, so a
 GUI worker can yield progress while it waits, and stopping the generator (or
 setting its cancel event) cancels the run at the next slice.
+
+A session is also the model a GUI drives (napari-animation's split: the
+model never imports Qt, the widget owns one and connects to its psygnal
+events). It keeps what an interactive run needs to remember - which model
+spec its backend was built from (:meth:`Session.has_backend`), the last
+ground-truth prompt (:meth:`Session.resolve_prompt`), the last propagation's
+result - and emits :attr:`~Session.backend_changed`,
+:attr:`~Session.prompt_changed`, :attr:`~Session.slice_ready` and
+:attr:`~Session.result_ready`. Events are emitted on the thread that makes
+the change: the long calls run in workers and emit nothing; a GUI hands
+their results to :meth:`Session.publish_slice` / :meth:`Session.publish` on
+its own thread, where the handlers may change layers.
 """
 from __future__ import annotations
 
@@ -34,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generator, Hashable
 
 import numpy as np
+from psygnal import Signal
 
 from .case import infer_kind
 from .intensity import prepare_image
@@ -57,16 +70,36 @@ class Session:
 
     Thread use: a GUI runs the long calls (:meth:`set_image`,
     :meth:`segment_slice`, :meth:`propagate`/:meth:`iter_propagate`) in one
-    worker at a time and calls :meth:`cancel` from any thread.
+    worker at a time (an image named with :meth:`use_image` is prepared
+    there, by the first call that needs it) and calls :meth:`cancel` from
+    any thread; it makes the calls that emit events (:meth:`set_backend`,
+    :meth:`prompt_from_ground_truth`, :meth:`publish_slice`, :meth:`publish`)
+    on its own thread.
     """
+
+    #: the backend was set: the new one (or None)
+    backend_changed = Signal(object)
+    #: :meth:`prompt_from_ground_truth` made a prompt (remembered as :attr:`gt_prompt`)
+    prompt_changed = Signal(object)
+    #: a slice was segmented: its prompt and its bool mask ``(H, W)`` (:meth:`publish_slice`)
+    slice_ready = Signal(object, object)
+    #: a propagation ended, cancelled or not: its :class:`PropagationResult` (:meth:`publish`)
+    result_ready = Signal(object)
 
     backend: SegmentationBackend | None = None
     margin: int = DEFAULT_MARGIN
     image_id: str = "image"
     kind: str | None = None
     volume: np.ndarray | None = field(default=None, repr=False)
+    #: what the backend was built from (e.g. a GUI's ``(model, checkpoint, device)``), see :meth:`has_backend`
+    backend_spec: Hashable = None
+    #: the last prompt :meth:`prompt_from_ground_truth` made
+    gt_prompt: Prompt | None = field(default=None, repr=False)
+    #: the last published propagation result (cancelled ones included)
+    last_result: PropagationResult | None = field(default=None, repr=False)
     _raw: Any = field(default=None, repr=False)
     _raw_key: tuple | None = field(default=None, repr=False)
+    _pending: tuple | None = field(default=None, repr=False)  # (image, set_image kwargs) named by use_image
     _base_id: str = field(default="image", repr=False)
     _generation: int = field(default=0, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -86,8 +119,24 @@ class Session:
             options["device"] = device
         return build_backend(name, **options)
 
-    def set_backend(self, backend: SegmentationBackend | None) -> None:
-        self.backend = backend
+    def set_backend(self, backend: SegmentationBackend | None, spec: Hashable = None) -> None:
+        """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
+        self.backend, self.backend_spec = backend, spec
+        self.backend_changed.emit(backend)
+
+    def has_backend(self, spec: Hashable) -> bool:
+        """Whether a backend is set and was built from ``spec``."""
+        return self.backend is not None and self.backend_spec == spec
+
+    @property
+    def model_name(self) -> str | None:
+        """The backend's registry name (None without one)."""
+        return None if self.backend is None else getattr(self.backend, "name", None)
+
+    @property
+    def image_name(self) -> str:
+        """The ``image_id`` the image was set with (:attr:`image_id` without its ``@n`` suffix)."""
+        return self._base_id
 
     def set_image(
         self,
@@ -107,6 +156,7 @@ class Session:
         then ``image_id@2``, ...): it keys the backend's slice cache.
         Returns the prepared array.
         """
+        self._pending = None
         kind = infer_kind(np.shape(image), rgb, kind)
         key = (kind, rgb, modality, window if not isinstance(window, list) else tuple(window))
         base = str(image_id) if image_id is not None else self._base_id
@@ -121,8 +171,20 @@ class Session:
         self.image_id = base if self._generation == 1 else f"{base}@{self._generation}"
         return prepared
 
+    def use_image(self, image: np.ndarray, **kwargs: Any) -> None:
+        """:meth:`set_image` deferred: the next call that needs the image prepares it.
+
+        A GUI names its image on its own thread (cheap) and the preparation
+        happens in the worker that segments or propagates.
+        """
+        self._pending = (image, kwargs)
+
     @property
     def n_slices(self) -> int:
+        if self._pending is not None:  # known without preparing the image
+            image, kwargs = self._pending
+            kind = infer_kind(np.shape(image), kwargs.get("rgb", False), kwargs.get("kind"))
+            return 1 if kind == "image" else int(np.shape(image)[0])
         self._need_image()
         return 1 if self.kind == "image" else int(self.volume.shape[0])
 
@@ -165,7 +227,8 @@ class Session:
         from .protocols import build_protocol
 
         label_map = np.asarray(label_map)
-        if kind is None and self.volume is not None:
+        if kind is None and (self.volume is not None or self._pending is not None):
+            self._need_image()
             kind = self.kind
             spatial = self.volume.shape[:2] if kind == "image" else self.volume.shape[:3]
             if label_map.shape != tuple(spatial):
@@ -185,14 +248,26 @@ class Session:
 
     def prompt_from_ground_truth(self, label_map: np.ndarray, target_label: int, protocol: str = "medsam2",
                                  *, slice_index: int | None = None, kind: str | None = None, **options: Any) -> Prompt:
-        """The first non-empty prompt of :meth:`prompts_from_ground_truth`; ValueError when there is none."""
+        """The first non-empty prompt of :meth:`prompts_from_ground_truth`; ValueError when there is none.
+
+        The prompt is remembered as :attr:`gt_prompt` and :attr:`prompt_changed` emitted.
+        """
         prompts = self.prompts_from_ground_truth(label_map, target_label, protocol, slice_index=slice_index,
                                                  kind=kind, **options)
         for prompt in prompts:
             if not prompt.is_empty and not prompt.info.get("empty"):
+                self.gt_prompt = prompt
+                self.prompt_changed.emit(prompt)
                 return prompt
         where = f" on slice {slice_index}" if slice_index is not None else ""
         raise ValueError(f"label {target_label} is absent from the ground truth{where}: nothing to prompt")
+
+    def resolve_prompt(self, prompt: Prompt) -> Prompt:
+        """:attr:`gt_prompt` itself (with its protocol and details) when ``prompt`` asks the same
+        thing (:func:`same_geometry`, e.g. read back from the layers that show it), else ``prompt``."""
+        if self.gt_prompt is not None and same_geometry(prompt, self.gt_prompt):
+            return self.gt_prompt
+        return prompt
 
     # -- segmentation -------------------------------------------------------
 
@@ -270,6 +345,17 @@ class Session:
             lambda progress: self.propagate(prompt, progress=progress, cancel=token, **kwargs),
             token, name="medsam-eval-propagation"))
 
+    # -- results (on the GUI's thread) -------------------------------------------
+
+    def publish_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
+        """Hand a segmented slice to whoever listens: emits :attr:`slice_ready`."""
+        self.slice_ready.emit(prompt, np.asarray(mask, dtype=bool))
+
+    def publish(self, result: PropagationResult) -> None:
+        """Keep ``result`` as :attr:`last_result` and emit :attr:`result_ready`."""
+        self.last_result = result
+        self.result_ready.emit(result)
+
     # -- checks ---------------------------------------------------------------
 
     def _need_backend(self) -> SegmentationBackend:
@@ -278,12 +364,24 @@ class Session:
         return self.backend
 
     def _need_image(self) -> None:
+        if self._pending is not None:
+            image, kwargs = self._pending
+            self.set_image(image, **kwargs)
         if self.volume is None:
             raise NoImageError("no image set: choose an image first")
+
+
+def same_geometry(a: Prompt, b: Prompt) -> bool:
+    """Whether two prompts ask the same thing (slice, target, boxes, points and their labels)."""
+    return (a.slice_index == b.slice_index and a.target_label == b.target_label
+            and [tuple(x) for x in a.boxes] == [tuple(x) for x in b.boxes]
+            and [tuple(x) for x in a.points] == [tuple(x) for x in b.points]
+            and list(a.point_labels) == list(b.point_labels))
 
 
 __all__ = [
     "NoImageError",
     "NoModelError",
     "Session",
+    "same_geometry",
 ]

@@ -15,6 +15,7 @@ import pytest
 from qtpy.QtCore import Qt
 
 from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
+from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets import benchmark as benchmark_module
 from napari_medsam_eval._widgets._layers import current_index
 from napari_medsam_eval._widgets._results_table import ROW_HEADERS
@@ -33,7 +34,7 @@ DSC = ROW_HEADERS.index("DSC")
 def errors(monkeypatch):
     """Error notifications the widget raises (napari's show_error, captured)."""
     seen: list[str] = []
-    monkeypatch.setattr(benchmark_module, "show_error", seen.append)
+    monkeypatch.setattr(worker_module, "show_error", seen.append)
     return seen
 
 
@@ -114,7 +115,7 @@ def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_d
     rect = view.table.visualItemRect(item)
     qtbot.mouseClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())
     qtbot.mouseDClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())
-    opener = widget._open_worker
+    opener = widget.opener.worker
     assert opener is not None
     _wait(qtbot, opener)
     assert errors == []

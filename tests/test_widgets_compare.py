@@ -102,6 +102,29 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     assert widget.worst_info.value.startswith(f"#1/{len(order)}: slice {order[0]}")
 
 
+def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, qtbot):
+    """A prediction or ground truth added later (another widget's, a benchmark row's) is compared at once;
+    a ground truth that does not fit the compared prediction is left alone."""
+    root = shared_data / "hippocampus_mri"
+    viewer = make_napari_viewer()
+    widget = CompareWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    label = read_label(root / "labelsTr" / f"{HIPPO}.nii.gz").array
+    gt_layer = viewer.add_labels(label, name="ground truth", metadata={"role": "ground_truth"})
+    other = viewer.add_labels(np.zeros((4, 8, 8), np.uint8), name="user mask")  # no role: not picked
+    assert widget.gt_layer.value is gt_layer and widget.pred_layer.value is None
+    pred = np.where(label == 1, 1, 0).astype(np.uint8)
+    pred_layer = viewer.add_labels(pred, name="prediction [label 1]",
+                                   metadata={"role": "prediction", "target_label": 1})
+    assert widget.pred_layer.value is pred_layer and widget.target_label.value == 1
+    qtbot.waitUntil(lambda: widget.comparison is not None, timeout=5000)  # compared by itself
+    assert widget.comparison.dice == 1.0
+    viewer.add_labels(np.zeros((3, 4, 5), np.uint8), name="small gt", metadata={"role": "ground_truth"})
+    assert widget.gt_layer.value is gt_layer and other is not widget.pred_layer.value
+    second = viewer.add_labels(label.copy(), name="second gt", metadata={"role": "ground_truth"})
+    assert widget.gt_layer.value is second  # it fits the prediction: the newest ground truth is compared
+
+
 def test_compare_scaled_volume_and_mismatch(make_napari_viewer, shared_data, monkeypatch):
     """Anisotropic npz (z spacing 5 mm): navigation in world steps; mismatched shapes -> a notification."""
     from napari_medsam_eval._widgets import compare as compare_module

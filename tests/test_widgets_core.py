@@ -85,6 +85,43 @@ def test_prompt_from_ground_truth_on_a_slice(hippo):
         session.prompt_from_ground_truth(hippo.label, 1)
 
 
+def test_session_is_the_model_a_widget_listens_to(hippo):
+    """State the Segment widget used to copy (spec loaded, ground-truth prompt, last result) lives in the
+    session, which emits events; a named image is prepared by the first call that needs it."""
+    import dataclasses
+
+    session = Session()
+    seen: dict[str, list] = {"backend": [], "prompt": [], "slice": [], "result": []}
+    session.backend_changed.connect(seen["backend"].append)
+    session.prompt_changed.connect(seen["prompt"].append)
+    session.slice_ready.connect(lambda prompt, mask: seen["slice"].append((prompt, mask)))
+    session.result_ready.connect(seen["result"].append)
+    backend = Session.build_backend("box")
+    session.set_backend(backend, ("box", None, "cpu"))
+    assert seen["backend"] == [backend] and session.model_name == "box"
+    assert session.has_backend(("box", None, "cpu")) and not session.has_backend(("box", None, "cuda"))
+
+    session.use_image(hippo.image, kind="volume", modality="MR", image_id="hippo")
+    assert session.n_slices == hippo.image.shape[0] and session.volume is None  # named, not prepared yet
+    prompt = session.prompt_from_ground_truth(hippo.label, 2, kind="volume")
+    assert seen["prompt"] == [prompt] and session.gt_prompt is prompt
+    drawn = dataclasses.replace(prompt, protocol="manual", info={})  # the same box, read back from layers
+    assert session.resolve_prompt(drawn) is prompt
+    moved = dataclasses.replace(drawn, boxes=[(0, 0, 3, 3)])
+    assert session.resolve_prompt(moved) is moved
+
+    mask = session.segment_slice(prompt).mask  # prepares the image
+    assert session.volume.dtype == np.uint8 and session.image_name == "hippo" and session.volume.shape == hippo.image.shape
+    assert not seen["slice"]  # the long calls emit nothing (they run in workers) ...
+    session.publish_slice(prompt, mask)  # ... the GUI hands their results over on its own thread
+    ((published, slice_mask),) = seen["slice"]
+    assert published is prompt and slice_mask.dtype == bool and np.array_equal(slice_mask, mask)
+    result = session.propagate(prompt, z_limits=(prompt.slice_index - 1, prompt.slice_index + 1))
+    assert session.last_result is None and not seen["result"]
+    session.publish(result)
+    assert seen["result"] == [result] and session.last_result is result and result.mask[prompt.slice_index].any()
+
+
 def test_compare_masks_on_real_labels(hippo):
     gt = hippo.label == 1
     pred = np.roll(hippo.label == 1, 2, axis=2)  # a shifted prediction
@@ -115,7 +152,7 @@ def test_binary_target():
 
 # ---------------------------------------------------------------- napari layers, no viewer
 def test_box_vertices_round_trip():
-    from napari_medsam_eval._widgets._layers import box_from_vertices, box_vertices
+    from napari_medsam_eval._widgets._prompt_layers import box_from_vertices, box_vertices
 
     for box in [(3, 4, 10, 20), (0, 0, 0, 0), (5, 7, 5, 9)]:
         vertices = box_vertices(box, 6)
@@ -131,8 +168,8 @@ def test_box_vertices_round_trip():
 def test_prompt_layers_round_trip_with_scale(hippo):
     from napari.layers import Image, Shapes
 
-    from napari_medsam_eval._widgets._layers import (make_box_layer, make_point_layer, prompt_from_layers,
-                                                     prompt_slices, show_prompt, toggle_point_label)
+    from napari_medsam_eval._widgets._prompt_layers import (make_box_layer, make_point_layer, prompt_from_layers,
+                                                            prompt_slices, show_prompt, toggle_point_label)
 
     image = Image(hippo.image, scale=(2.0, 0.5, 0.5), translate=(10.0, 0.0, 0.0))
     boxes, points = make_box_layer(image), make_point_layer(image)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval._widgets import CompareWidget, SegmentWidget
-from napari_medsam_eval._widgets import segment as segment_module
-from napari_medsam_eval._widgets._layers import prompt_from_layers
+from napari_medsam_eval._widgets import _worker as worker_module
+from napari_medsam_eval._widgets._prompt_layers import prompt_from_layers
 from napari_medsam_eval.intensity import prepare_intensity
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.metrics import compute_dice
@@ -42,7 +42,7 @@ def backend():
 def errors(monkeypatch):
     """Notifications the widget raises (napari's show_error, captured)."""
     seen: list[str] = []
-    monkeypatch.setattr(segment_module, "show_error", seen.append)
+    monkeypatch.setattr(worker_module, "show_error", seen.append)
     return seen
 
 

@@ -1,4 +1,5 @@
-"""napari dock widgets (thin Qt shells; the work is done in :mod:`napari_medsam_eval.session`).
+"""napari dock widgets: thin Qt shells over Qt-free models (:mod:`napari_medsam_eval.session`,
+whose psygnal events the Segment widget listens to, and :mod:`napari_medsam_eval.benchmark.request`).
 
 - :class:`SegmentWidget`: model, image, prompts (drawn or from ground truth),
   segment a slice, propagate with progress and Cancel.
@@ -8,7 +9,11 @@
   progress, Cancel and Resume; results table, per-task summary, box plot; a
   double-clicked row opens its case, prediction and prompt.
 
-Qt-free layer helpers live in :mod:`._layers`.
+Shared pieces: worker start / busy / errors / progress / Cancel in
+:mod:`._worker`; Qt-free layer helpers in :mod:`._layers` (geometry,
+picking layers by role), :mod:`._prompt_layers` (prompt layers <-> prompts)
+and :mod:`._result_layers` (prediction and overlay layers); theme colours
+and plots in :mod:`._theme`.
 """
 from __future__ import annotations
 

@@ -14,14 +14,13 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
-from matplotlib.figure import Figure
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from ..benchmark.schema import to_dataframe
 from ..report import load_run, summarize_tasks
 from ..report.stats import natural_key
+from ._theme import plot_canvas, style_axes
 
 #: columns of the row table
 ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
@@ -103,10 +102,7 @@ class ResultsView(QWidget):
         self.summary = _table(SUMMARY_HEADERS)
         self.summary.setMaximumHeight(150)
         background, self._text_color = colors
-        self.figure = Figure(figsize=(3.2, 2.2), facecolor=background, tight_layout=True)
-        self.axes = self.figure.add_subplot(111)
-        self.canvas = FigureCanvasQTAgg(self.figure)
-        self.canvas.setMinimumHeight(170)
+        self.figure, self.axes, self.canvas = plot_canvas(background, 170)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for widget in (self.table, self.summary, self.canvas):
@@ -195,10 +191,7 @@ class ResultsView(QWidget):
         """DSC per task: a box and every case as a point (failed rows left out, as in the report)."""
         ax = self.axes
         ax.clear()
-        ax.set_facecolor(self.figure.get_facecolor())
-        for spine in ax.spines.values():
-            spine.set_color(self._text_color)
-        ax.tick_params(colors=self._text_color, labelsize=7)
+        style_axes(ax, self.figure.get_facecolor(), self._text_color)
         ax.set_ylabel("DSC", fontsize=8, color=self._text_color)
         ax.set_ylim(-0.05, 1.05)
         data, names = self._box_data(table)

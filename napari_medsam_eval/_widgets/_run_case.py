@@ -6,7 +6,8 @@ runs in a worker thread); :func:`show_run_case` adds the layers on the GUI
 thread.
 
 Layers get the roles the Compare widget looks for (``ground_truth``,
-``prediction`` with ``target_label``), so it picks them up by itself.
+``prediction`` with ``target_label``), so it picks them up by itself when
+they are added: no widget sets another's controls.
 """
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from napari.layers import Layer
 from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
 from ..prompt import Prompt
-from . import _layers
+from ._layers import go_to_index
+from ._prompt_layers import make_box_layer, make_point_layer, show_prompt
 
 #: metadata key marking the layers a benchmark row opened (replaced by the next row opened)
 OPENED_KEY = "benchmark_row"
@@ -63,39 +65,17 @@ def _show_prompt(viewer: Any, image: Layer, prompt: Prompt) -> dict[str, Layer]:
     layers: dict[str, Layer] = {}
     boxes = points = None
     if prompt.boxes:
-        boxes = layers["prompt_boxes"] = _layers.make_box_layer(image, f"{image.name} prompt box")
+        boxes = layers["prompt_boxes"] = make_box_layer(image, f"{image.name} prompt box")
     if prompt.points:
-        points = layers["prompt_points"] = _layers.make_point_layer(image, f"{image.name} prompt points")
+        points = layers["prompt_points"] = make_point_layer(image, f"{image.name} prompt points")
     for layer in layers.values():
         layer.metadata[OPENED_KEY] = True
-    _layers.show_prompt(prompt, image, boxes or _layers.make_box_layer(image), points or _layers.make_point_layer(image))
+    show_prompt(prompt, image, boxes or make_box_layer(image), points or make_point_layer(image))
     for layer in layers.values():
         viewer.add_layer(layer)
     if prompt.slice_index is not None:
-        _layers.go_to_index(viewer, image, int(prompt.slice_index))
+        go_to_index(viewer, image, int(prompt.slice_index))
     return layers
 
 
-def point_compare_widgets(viewer: Any, layers: dict[str, Layer], target: int | None) -> int:
-    """Point every open Compare widget at the opened ground truth and prediction; returns how many."""
-    from .compare import CompareWidget
-
-    if "prediction" not in layers:
-        return 0
-    try:
-        docked = list(viewer.window.dock_widgets.values())
-    except AttributeError:  # an older napari without the public mapping
-        return 0
-    count = 0
-    for widget in docked:
-        if isinstance(widget, CompareWidget):
-            widget.reset_choices()
-            widget.pred_layer.value = layers["prediction"]
-            widget.gt_layer.value = layers["ground_truth"]
-            if target is not None:
-                widget.target_label.value = int(target)
-            count += 1
-    return count
-
-
-__all__ = ["OPENED_KEY", "RunCase", "load_run_case", "point_compare_widgets", "show_run_case"]
+__all__ = ["OPENED_KEY", "RunCase", "load_run_case", "show_run_case"]

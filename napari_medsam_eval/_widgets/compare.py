@@ -4,6 +4,10 @@ A thin shell around :func:`napari_medsam_eval.comparison.compare_masks`: a
 TP/FP/FN Labels layer with fixed colours, the DSC of the whole mask and of
 the slice on screen (updated as the dims move), a per-slice DSC plot whose
 points take the viewer to their slice, and "Next worst slice".
+
+It picks its pair by itself: a layer with the role ``prediction`` (its
+``target_label`` too) or ``ground_truth`` is compared as soon as it is added
+to the viewer (by the Segment widget, a benchmark row opened, the reader).
 """
 from __future__ import annotations
 
@@ -11,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from magicgui.widgets import ComboBox, Container, Label, PushButton, SpinBox
-from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
-from matplotlib.figure import Figure
 from napari.layers import Labels
 from napari.utils.notifications import show_error
 from qtpy.QtCore import QTimer
 
 from ..comparison import Comparison, binary_target, compare_masks
-from . import _layers
+from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
+from ._result_layers import write_overlay
+from ._theme import plot_canvas, style_axes, theme_colors
 
 if TYPE_CHECKING:
     import napari
@@ -26,17 +30,6 @@ if TYPE_CHECKING:
 
 def _fmt(value: float) -> str:
     return "n/a (both empty)" if np.isnan(value) else f"{value:.4f}"
-
-
-def _theme_colors(viewer: Any) -> tuple[str, str]:
-    """(background, text) colours of the viewer's theme, for the plot."""
-    try:
-        from napari.utils.theme import get_theme
-
-        theme = get_theme(viewer.theme)
-        return theme.canvas.as_hex(), theme.text.as_hex()
-    except Exception:  # a theme without those fields: matplotlib's defaults
-        return "white", "black"
 
 
 class CompareWidget(Container):
@@ -51,7 +44,7 @@ class CompareWidget(Container):
         self._worst_pos = -1
         self._watched: list[Labels] = []
 
-        choices = self._labels_choices
+        self._labels_choices = choices = layer_choices(napari_viewer, Labels, ("overlay",))
         self.pred_layer = ComboBox(label="prediction", nullable=True, choices=choices)
         self.gt_layer = ComboBox(label="ground truth", nullable=True, choices=choices)
         self.target_label = SpinBox(label="target label", min=1, max=65535, value=1)
@@ -63,12 +56,9 @@ class CompareWidget(Container):
         self.extend([self.pred_layer, self.gt_layer, self.target_label, self.compare_button,
                      self.volume_dice, self.slice_dice, self.worst_button, self.worst_info])
 
-        background, text = _theme_colors(napari_viewer)
-        self.figure = Figure(figsize=(3.2, 2.2), facecolor=background, tight_layout=True)
-        self.axes = self.figure.add_subplot(111)
-        self._style(background, text)
-        self.canvas = FigureCanvasQTAgg(self.figure)
-        self.canvas.setMinimumHeight(160)
+        background, self._text_color = theme_colors(napari_viewer)
+        self.figure, self.axes, self.canvas = plot_canvas(background, 160)
+        style_axes(self.axes, background, self._text_color)
         self.canvas.mpl_connect("button_press_event", self._on_plot_click)
         self.native.layout().addWidget(self.canvas)
         self._line: Any = None
@@ -85,53 +75,62 @@ class CompareWidget(Container):
         self.gt_layer.changed.connect(self._on_selection)
         self.target_label.changed.connect(self._schedule)
         events = napari_viewer.layers.events
-        self._connections = [(napari_viewer.dims.events.current_step, self._on_dims)]
-        self._connections += [(event, self._refresh_choices) for event in (events.inserted, events.removed, events.reordered)]
-        for event, callback in self._connections:
-            event.connect(callback)
-        self.native.destroyed.connect(self._disconnect)
+        follow_viewer(self, [(napari_viewer.dims.events.current_step, self._on_dims),
+                             (events.inserted, self._on_inserted), (events.removed, self._refresh_choices),
+                             (events.reordered, self._refresh_choices)], on_close=self._on_close)
         self._refresh_choices()
 
-    def _disconnect(self, *_args: Any) -> None:
-        """Forget the viewer's and layers' events once the Qt widget is gone."""
+    def _on_close(self) -> None:
+        """The Qt widget is gone: forget the timer and the compared layers' events."""
         self._timer = None
-        for event, callback in self._connections:
-            event.disconnect(callback)
-        for layer in self._watched:
-            layer.events.data.disconnect(self._schedule)
-            layer.events.paint.disconnect(self._schedule)
-        self._connections, self._watched = [], []
+        self._watch([])
 
     # -- layer choices ------------------------------------------------------------
 
-    def _labels_choices(self, _widget: Any = None) -> list[tuple[str, Labels]]:
-        return [(layer.name, layer) for layer in self.viewer.layers
-                if isinstance(layer, Labels) and layer.metadata.get("role") != "overlay"]
-
     def _refresh_choices(self, _event: Any = None) -> None:
         self.reset_choices()
-        layers = [layer for _name, layer in self._labels_choices()]
-        if self.pred_layer.value is None:
-            for layer in layers:
-                if layer.metadata.get("role") == "prediction":
-                    self.pred_layer.value = layer
-                    if "target_label" in layer.metadata:
-                        self.target_label.value = int(layer.metadata["target_label"])
-                    break
+        layers = self.viewer.layers
+        if self.pred_layer.value is None and (pred := with_role(layers, "prediction", Labels)) is not None:
+            self._use(pred)
         if self.gt_layer.value is None:
-            for layer in layers:
-                if layer.metadata.get("role") == "ground_truth" and layer is not self.pred_layer.value:
-                    self.gt_layer.value = layer
-                    break
+            truths = [layer for layer in layers if isinstance(layer, Labels)
+                      and layer.metadata.get("role") == "ground_truth" and layer is not self.pred_layer.value]
+            self.gt_layer.value = truths[0] if truths else None
 
-    def _on_selection(self, _value: Any = None) -> None:
+    def _on_inserted(self, event: Any) -> None:
+        """Compare a recognised layer as soon as it is added: a prediction (with its target), or a ground
+        truth that fits the prediction compared."""
+        self._refresh_choices()
+        layer, pred = event.value, self.pred_layer.value
+        role = layer.metadata.get("role") if isinstance(layer, Labels) else None
+        if role == "prediction":
+            self._use(layer)
+        elif role == "ground_truth" and (pred is None or pred.data.shape == layer.data.shape):
+            self.gt_layer.value = layer
+
+    def _use(self, prediction: Labels) -> None:
+        """Compare ``prediction`` (for its ``target_label``, when it names one) with a ground truth of its
+        shape (the last one added) when the chosen one does not fit."""
+        self.pred_layer.value = prediction
+        if "target_label" in prediction.metadata:
+            self.target_label.value = int(prediction.metadata["target_label"])
+        gt = self.gt_layer.value
+        if gt is None or gt.data.shape != prediction.data.shape:
+            fits = with_role(reversed(self.viewer.layers), "ground_truth", Labels, prediction.data.shape)
+            self.gt_layer.value = gt if fits is None else fits
+
+    def _watch(self, layers: list[Labels]) -> None:
+        """Recompute when the data of ``layers`` change (instead of the layers watched so far)."""
         for layer in self._watched:
             layer.events.data.disconnect(self._schedule)
             layer.events.paint.disconnect(self._schedule)
-        self._watched = [layer for layer in (self.pred_layer.value, self.gt_layer.value) if layer is not None]
-        for layer in self._watched:
+        self._watched = layers
+        for layer in layers:
             layer.events.data.connect(self._schedule)
             layer.events.paint.connect(self._schedule)
+
+    def _on_selection(self, _value: Any = None) -> None:
+        self._watch([layer for layer in (self.pred_layer.value, self.gt_layer.value) if layer is not None])
         self._schedule()
 
     def _schedule(self, _event: Any = None) -> None:
@@ -156,7 +155,7 @@ class CompareWidget(Container):
             show_error(f"{pred.name} vs {gt.name}: {exc}")
             return None
         self.comparison = comparison
-        self.overlay_layer = _layers.write_overlay(self.viewer, gt, comparison.overlay, target)
+        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target)
         self._worst = comparison.worst_slices()
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
@@ -167,10 +166,7 @@ class CompareWidget(Container):
 
     def current_index(self) -> int | None:
         gt = self.gt_layer.value
-        if gt is None or gt.ndim < 3:
-            return None
-        position = gt.world_to_data(self.viewer.dims.point)
-        return int(min(max(int(round(float(position[0]))), 0), gt.data.shape[0] - 1))
+        return None if gt is None else current_index(self.viewer, gt)
 
     def _on_dims(self, _event: Any = None) -> None:
         if self.comparison is None:
@@ -187,7 +183,7 @@ class CompareWidget(Container):
     def go_to(self, index: int) -> None:
         layer = self.gt_layer.value
         if layer is not None:
-            _layers.go_to_index(self.viewer, layer, int(index))
+            go_to_index(self.viewer, layer, int(index))
 
     def next_worst(self) -> int | None:
         """Go to the next slice in order of rising DSC (slices with foreground only; wraps)."""
@@ -205,20 +201,10 @@ class CompareWidget(Container):
 
     # -- plot --------------------------------------------------------------------
 
-    def _style(self, background: str, text: str) -> None:
-        ax = self.axes
-        ax.set_facecolor(background)
-        for spine in ax.spines.values():
-            spine.set_color(text)
-        ax.tick_params(colors=text, labelsize=7)
-        ax.xaxis.label.set_color(text)
-        ax.yaxis.label.set_color(text)
-        self._text_color = text
-
     def _plot(self) -> None:
         ax = self.axes
         ax.clear()
-        self._style(ax.get_facecolor(), self._text_color)
+        style_axes(ax, ax.get_facecolor(), self._text_color)
         per_slice = self.comparison.per_slice
         index = np.arange(len(per_slice))
         (self._line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color="#4fc3f7", picker=5)

@@ -2,28 +2,29 @@
 
 Prompts live in ordinary layers (a Shapes layer of boxes, a Points layer of
 positive/negative points, key ``T`` toggles a point's label). The model is
-built, slices are segmented and volumes propagated in napari thread workers;
-layers change only in the workers' returned/yielded callbacks, on the GUI
-thread, and errors become napari notifications.
+built, slices are segmented and volumes propagated in napari thread workers
+(:class:`._worker.WorkerRunner`); their results go to the session on the GUI
+thread, and the layers change in the handlers of the session's events
+(``backend_changed``, ``prompt_changed``, ``slice_ready``, ``result_ready``).
+Errors become napari notifications.
 """
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from magicgui.widgets import ComboBox, Container, FileEdit, Label, PushButton, SpinBox
 from napari.layers import Image, Labels, Points, Shapes
-from napari.qt.threading import create_worker
-from napari.utils import progress as napari_progress
-from napari.utils.notifications import show_error, show_info
+from napari.utils.notifications import show_info
 
-from ..propagation import PropagationResult
-from ..session import Session
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..prompt import Prompt
+from ..propagation import PropagationResult
 from ..protocols import PROTOCOLS
-from . import _layers
+from ..session import Session
+from . import _layers, _prompt_layers
+from ._result_layers import write_prediction
+from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
     import napari
@@ -34,35 +35,6 @@ DEVICE_CHOICES = ["auto", "cpu", "cuda", "mps"]
 PROMPT_SLICE_CHOICES = ["key slice", "current slice"]
 
 
-def _layers_of(viewer: Any, kind: type, exclude_roles: tuple[str, ...] = ()) -> Callable[[Any], list]:
-    def choices(_widget: Any = None) -> list[tuple[str, Any]]:
-        return [(layer.name, layer) for layer in viewer.layers
-                if isinstance(layer, kind) and layer.metadata.get("role") not in exclude_roles]
-    return choices
-
-
-def _set_image_job(session: Session, data: Any, image_kwargs: dict[str, Any]) -> None:
-    session.set_image(data, **image_kwargs)
-
-
-def _build_job(name: str, checkpoint: str | None, device: str) -> Any:
-    return Session.build_backend(name, checkpoint=checkpoint, device=device)
-
-
-def _segment_job(session: Session, data: Any, image_kwargs: dict[str, Any], prompt: Prompt) -> tuple[Prompt, np.ndarray]:
-    _set_image_job(session, data, image_kwargs)
-    return prompt, np.asarray(session.segment_slice(prompt).mask, dtype=bool)
-
-
-def _propagate_job(session: Session, data: Any, image_kwargs: dict[str, Any], prompt: Prompt, margin: int,
-                   cancel: threading.Event):
-    """Generator for a napari GeneratorWorker: yields (done, total), returns a PropagationResult."""
-    _set_image_job(session, data, image_kwargs)
-    yield (0, session.n_slices)
-    result = yield from session.iter_propagate(prompt, margin=margin, cancel=cancel)
-    return result
-
-
 class SegmentWidget(Container):
     """Pick a model and an image, prompt (drawn or from ground truth), segment a slice or propagate."""
 
@@ -70,14 +42,7 @@ class SegmentWidget(Container):
         super().__init__(labels=True)
         self.viewer = napari_viewer
         self.session = Session()
-        self._loaded: tuple | None = None
-        self._worker: Any = None
-        self._pbar: Any = None
-        self._gt_prompt: Prompt | None = None
-        self._cancel_token: threading.Event | None = None
-        #: the last propagation's result (cancelled ones included), for scripts and tests
-        self.last_result: PropagationResult | None = None
-
+        choices = _layers.layer_choices
         # model
         self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND)
         self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None,
@@ -85,12 +50,12 @@ class SegmentWidget(Container):
         self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto")
         self.load_button = PushButton(text="Load model")
         # data
-        self.image_layer = ComboBox(label="image", choices=_layers_of(napari_viewer, Image))
+        self.image_layer = ComboBox(label="image", choices=choices(napari_viewer, Image))
         self.gt_layer = ComboBox(label="ground truth", nullable=True,
-                                 choices=_layers_of(napari_viewer, Labels, ("prediction", "overlay")))
+                                 choices=choices(napari_viewer, Labels, ("prediction", "overlay")))
         self.target_label = SpinBox(label="target label", min=1, max=65535, value=1)
-        self.box_layer = ComboBox(label="boxes", nullable=True, choices=_layers_of(napari_viewer, Shapes))
-        self.point_layer = ComboBox(label="points", nullable=True, choices=_layers_of(napari_viewer, Points))
+        self.box_layer = ComboBox(label="boxes", nullable=True, choices=choices(napari_viewer, Shapes))
+        self.point_layer = ComboBox(label="points", nullable=True, choices=choices(napari_viewer, Points))
         self.new_prompt_layers_button = PushButton(text="New prompt layers")
         # prompts from ground truth
         self.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2")
@@ -103,226 +68,114 @@ class SegmentWidget(Container):
         self.propagate_button = PushButton(text="Propagate")
         self.cancel_button = PushButton(text="Cancel", enabled=False)
         self.status = Label(label="status", value="no model loaded")
-
-        self.extend([
-            self.model, self.checkpoint, self.device, self.load_button,
-            self.image_layer, self.gt_layer, self.target_label, self.box_layer, self.point_layer,
-            self.new_prompt_layers_button,
-            self.protocol, self.prompt_slice, self.mode, self.gt_prompt_button,
-            self.margin, self.segment_button, self.propagate_button, self.cancel_button, self.status,
-        ])
-        self._busy_widgets = [self.load_button, self.gt_prompt_button, self.segment_button, self.propagate_button]
+        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.gt_layer,
+                     self.target_label, self.box_layer, self.point_layer, self.new_prompt_layers_button, self.protocol,
+                     self.prompt_slice, self.mode, self.gt_prompt_button, self.margin, self.segment_button,
+                     self.propagate_button, self.cancel_button, self.status])
+        self.runner = WorkerRunner(self.status, [self.load_button, self.gt_prompt_button, self.segment_button,
+                                                 self.propagate_button], self.cancel_button)
 
         self.load_button.changed.connect(lambda: self.load_model())
-        self.new_prompt_layers_button.changed.connect(lambda: self.new_prompt_layers())
-        self.gt_prompt_button.changed.connect(lambda: self.prompt_from_ground_truth())
-        self.segment_button.changed.connect(lambda: self.segment_slice())
-        self.propagate_button.changed.connect(lambda: self.propagate())
-        self.cancel_button.changed.connect(lambda: self.cancel())
-        self.protocol.changed.connect(self._on_protocol)
-        self.image_layer.changed.connect(self._on_image)
+        for button, action in ((self.new_prompt_layers_button, self.new_prompt_layers), (self.cancel_button, self.cancel),
+                               (self.gt_prompt_button, self.prompt_from_ground_truth),
+                               (self.segment_button, self.segment_slice), (self.propagate_button, self.propagate)):
+            button.changed.connect(action)  # methods without parameters: called without the button's value
+        self.protocol.changed.connect(lambda value: setattr(self.mode, "visible", value == "mazurowski"))
+        self.image_layer.changed.connect(self._pick_defaults)
+        self.session.backend_changed.connect(self._on_backend)
+        self.session.prompt_changed.connect(self._show_prompt)
+        self.session.slice_ready.connect(self._show_slice)
+        self.session.result_ready.connect(self._show_result)
         events = napari_viewer.layers.events
-        self._connections = [(event, self._refresh_choices) for event in (events.inserted, events.removed, events.reordered)]
-        for event, callback in self._connections:
-            event.connect(callback)
-        self.native.destroyed.connect(self._disconnect)
+        _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
+                                     (events.inserted, events.removed, events.reordered)], on_close=self.runner.stop)
         self._refresh_choices()
 
-    def _disconnect(self, *_args: Any) -> None:
-        """Forget the viewer's events once the Qt widget is gone; stop a running propagation."""
-        for event, callback in self._connections:
-            event.disconnect(callback)
-        self._connections = []
-        if self._cancel_token is not None:
-            self._cancel_token.set()
+    @property
+    def busy(self) -> bool:
+        return self.runner.busy
 
-    # -- choices --------------------------------------------------------------
+    @property
+    def last_result(self) -> PropagationResult | None:
+        """The last propagation's result (cancelled ones included), for scripts and tests."""
+        return self.session.last_result
 
     def _refresh_choices(self, _event: Any = None) -> None:
         self.reset_choices()
         self._pick_defaults()
 
-    def _pick_defaults(self) -> None:
+    def _pick_defaults(self, _value: Any = None) -> None:
         """Pick ground truth and prompt layers that belong to the chosen image, when none is chosen."""
-        image = self.image_layer.value
-        if image is None:
-            return
-        if self.gt_layer.value is None:
-            shape = _layers.spatial_shape(image)
-            for _name, layer in self._labels_choices():
-                if tuple(layer.data.shape) == shape and layer.metadata.get("role") == "ground_truth":
-                    self.gt_layer.value = layer
-                    break
-        for combo, role in ((self.box_layer, "prompt_boxes"), (self.point_layer, "prompt_points")):
-            if combo.value is None:
-                for layer in self.viewer.layers:
-                    if layer.metadata.get("role") == role and layer.metadata.get("image") == image.name:
-                        combo.value = layer
-                        break
-
-    def _labels_choices(self) -> list:
-        return _layers_of(self.viewer, Labels, ("prediction", "overlay"))()
-
-    def _on_image(self, _value: Any = None) -> None:
-        self._pick_defaults()
-
-    def _on_protocol(self, value: str) -> None:
-        self.mode.visible = value == "mazurowski"
-
-    # -- helpers ----------------------------------------------------------------
-
-    @property
-    def busy(self) -> bool:
-        return self._worker is not None
-
-    def _set_busy(self, busy: bool, text: str | None = None) -> None:
-        for widget in self._busy_widgets:
-            widget.enabled = not busy
-        if text is not None:
-            self.status.value = text
+        image, layers = self.image_layer.value, self.viewer.layers
+        if image is not None:
+            _layers.pick_missing(self.gt_layer, layers, "ground_truth", Labels, _layers.spatial_shape(image))
+            _layers.pick_missing(self.box_layer, layers, "prompt_boxes", image=image.name)
+            _layers.pick_missing(self.point_layer, layers, "prompt_points", image=image.name)
 
     def _image(self) -> Image:
-        image = self.image_layer.value
-        if image is None:
-            raise ValueError("choose an image layer first")
-        if getattr(image, "multiscale", False):
-            raise ValueError(f"{image.name}: multiscale images are not supported")
-        return image
-
-    def _image_args(self, image: Image) -> tuple[Any, dict[str, Any]]:
-        metadata = image.metadata if isinstance(image.metadata, dict) else {}
-        kwargs = {"kind": _layers.layer_kind(image), "rgb": bool(image.rgb), "modality": metadata.get("modality"),
-                  "image_id": image.name}
-        return image.data, kwargs
+        return _layers.checked_image(self.image_layer.value)
 
     def _model_spec(self) -> tuple[str, str | None, str]:
         checkpoint = self.checkpoint.value
         checkpoint = str(checkpoint) if checkpoint not in (None, "") and str(checkpoint) not in ("", ".") else None
         return self.model.value, checkpoint, self.device.value
 
-    def _worker_failed(self, exc: BaseException) -> None:
-        """A worker's exception becomes an error notification (and the status line)."""
-        self._error(f"{type(exc).__name__}: {exc}")
-
-    def _make_worker(self, func: Callable[..., Any], *args: Any) -> Any:
-        return create_worker(func, *args, _start_thread=False, _connect={"errored": self._worker_failed})
-
-    def _error(self, message: str) -> None:
-        self.status.value = message.splitlines()[0][:200]
-        show_error(message)
-
-    def _start(self, worker: Any, text: str, on_returned: Callable[[Any], None] | None = None,
-               after: Callable[[], Any] | None = None) -> Any:
-        """Run ``worker``: busy UI, returned -> ``on_returned``, errors -> notification,
-        finished -> idle UI, then ``after``."""
-        self._worker = worker
-        self._set_busy(True, text)
-        if on_returned is not None:
-            worker.returned.connect(on_returned)
-        worker.finished.connect(self._on_finished)
-        if after is not None:
-            worker.finished.connect(after)
-        worker.start()
-        return worker
-
-    def _on_finished(self) -> None:
-        self._worker = None
-        self._cancel_token = None
-        self.cancel_button.enabled = False
-        if self._pbar is not None:
-            self._pbar.close()
-            self._pbar = None
-        self._set_busy(False)
-
     def set_backend(self, backend: Any) -> None:
         """Use an already built backend (a script's or a test's) as the chosen model."""
-        self.session.set_backend(backend)
-        self._loaded = self._model_spec()
         if getattr(backend, "name", None) in MODEL_CHOICES:
             self.model.value = backend.name
-            self._loaded = self._model_spec()
-        self.status.value = f"model {getattr(backend, 'name', 'backend')} set"
+        self.session.set_backend(backend, self._model_spec())
 
-    def _with_model(self, then: Callable[[], Any]) -> Any:
-        """Call ``then`` now if the chosen model is loaded, else after loading it off-thread."""
-        if self._loaded == self._model_spec() and self.session.backend is not None:
-            return then()
-        return self.load_model(then=then)
-
-    # -- actions --------------------------------------------------------------
+    def _on_backend(self, backend: Any) -> None:
+        self.status.value = f"model {self.session.model_name} loaded ({backend.describe().get('device', 'cpu')})"
 
     def load_model(self, then: Callable[[], Any] | None = None) -> Any:
         """Build the chosen model in a worker; ``then`` runs once it is loaded."""
         if self.busy:
             return None
         spec = self._model_spec()
-        pending: list[Callable[[], Any]] = []
 
-        def loaded(backend: Any) -> None:
-            self.session.set_backend(backend)
-            self._loaded = spec
-            self.status.value = f"model {spec[0]} loaded ({backend.describe().get('device', 'cpu')})"
-            if then is not None:
-                pending.append(then)  # run once this worker has finished and freed the UI
+        def after() -> None:  # once this worker has finished and freed the UI
+            if then is not None and self.session.has_backend(spec):
+                then()
+        return self.runner.start(Session.build_backend, *spec, text=f"loading {spec[0]} ...",
+                                 returned=lambda backend: self.session.set_backend(backend, spec), finished=after)
 
-        def after() -> None:
-            while pending:
-                pending.pop()()
-
-        worker = self._make_worker(_build_job, *spec)
-        return self._start(worker, f"loading {spec[0]} ...", loaded, after)
+    # -- prompts ----------------------------------------------------------------
 
     def new_prompt_layers(self) -> tuple[Shapes, Points] | None:
         """Create the box and point layers for the chosen image and select them."""
         try:
             image = self._image()
         except ValueError as exc:
-            self._error(str(exc))
-            return None
-        boxes = _layers.new_box_layer(self.viewer, image)
-        points = _layers.new_point_layer(self.viewer, image)
+            return self.runner.error(str(exc))
+        boxes, points = _prompt_layers.add_prompt_layers(self.viewer, image)
         self.reset_choices()
         self.box_layer.value, self.point_layer.value = boxes, points
-        self.viewer.layers.selection.active = boxes
-        boxes.mode = "add_rectangle"
-        return boxes, points
-
-    def _prompt_layers(self) -> tuple[Shapes, Points]:
-        boxes, points = self.box_layer.value, self.point_layer.value
-        if boxes is None or points is None:
-            created = self.new_prompt_layers()
-            if created is None:
-                raise ValueError("no prompt layers")
-            boxes, points = created
         return boxes, points
 
     def prompt_from_ground_truth(self) -> Prompt | None:
         """Fill the prompt layers from the ground truth (chosen protocol and target) and go to its slice."""
         try:
-            image, gt = self._image(), self.gt_layer.value
-            if gt is None:
-                raise ValueError("choose a ground-truth Labels layer first")
-            kind = _layers.layer_kind(image)
-            shape = _layers.spatial_shape(image)
-            if tuple(gt.data.shape) != shape:
-                raise ValueError(f"ground truth {gt.name} has shape {tuple(gt.data.shape)}, image {image.name} {shape}")
+            image = self._image()
+            label_map = _layers.label_map_for(image, self.gt_layer.value)
             index = _layers.current_index(self.viewer, image) if self.prompt_slice.value == "current slice" else None
-            options: dict[str, Any] = {}
-            if self.protocol.value == "mazurowski":
-                options["modes"] = (int(self.mode.value),)
-            prompt = self.session.prompt_from_ground_truth(
-                np.asarray(gt.data), int(self.target_label.value), self.protocol.value,
-                slice_index=index, kind=kind, **options)
-            boxes, points = self._prompt_layers()
+            options = {"modes": (int(self.mode.value),)} if self.protocol.value == "mazurowski" else {}
+            return self.session.prompt_from_ground_truth(label_map, int(self.target_label.value), self.protocol.value,
+                                                         slice_index=index, kind=_layers.layer_kind(image), **options)
         except (ValueError, TypeError) as exc:
-            self._error(str(exc))
-            return None
-        _layers.show_prompt(prompt, image, boxes, points)
-        self._gt_prompt = prompt
+            return self.runner.error(str(exc))
+
+    def _show_prompt(self, prompt: Prompt) -> None:
+        """The session made a ground-truth prompt: show it in the prompt layers, on its slice."""
+        image = self._image()
+        boxes, points = self.box_layer.value, self.point_layer.value
+        if boxes is None or points is None:
+            boxes, points = self.new_prompt_layers()
+        _prompt_layers.show_prompt(prompt, image, boxes, points)
         if prompt.slice_index is not None:
             _layers.go_to_index(self.viewer, image, prompt.slice_index)
         self.status.value = f"{prompt.protocol} prompt for label {prompt.target_label} on slice {prompt.slice_index}"
-        return prompt
 
     def current_prompt(self, index: int | None = None) -> Prompt:
         """The prompt drawn on slice ``index`` (default: the current one, else the only prompted one).
@@ -330,97 +183,64 @@ class SegmentWidget(Container):
         When the layers still show the last ground-truth prompt, that prompt
         itself is returned (with its protocol and details).
         """
-        image = self._image()
-        boxes, points = self.box_layer.value, self.point_layer.value
-        if boxes is None and points is None:
-            raise ValueError("no prompt layers: draw a box or points (New prompt layers) or prompt from ground truth")
-        if index is None and _layers.layer_kind(image) != "image":
-            index = _layers.current_index(self.viewer, image)
-            slices = _layers.prompt_slices(image, boxes, points)
-            if index not in slices and len(slices) == 1:
-                index = slices[0]
-        prompt = _layers.prompt_from_layers(image, index, int(self.target_label.value), boxes, points)
-        if prompt.is_empty:
-            where = "" if index is None else f" on slice {index}"
-            raise ValueError(f"no box or point{where}: draw one or prompt from ground truth")
-        if self._gt_prompt is not None and _layers.same_geometry(prompt, self._gt_prompt):
-            return self._gt_prompt
-        return prompt
+        drawn = _prompt_layers.drawn_prompt(self.viewer, self._image(), int(self.target_label.value),
+                                            self.box_layer.value, self.point_layer.value, index)
+        return self.session.resolve_prompt(drawn)
+
+    # -- segmenting -------------------------------------------------------------
 
     def segment_slice(self) -> Any:
         """Segment the current slice from its prompt (off-thread); the result goes into its slice."""
-        if self.busy:
-            return None
-        try:
-            image = self._image()
-            prompt = self.current_prompt()
-        except ValueError as exc:
-            self._error(str(exc))
-            return None
-
-        def run() -> Any:
-            data, kwargs = self._image_args(image)
-            worker = self._make_worker(_segment_job, self.session, data, kwargs, prompt)
-            return self._start(worker, f"segmenting slice {prompt.slice_index} ...",
-                               lambda out: self._slice_done(image, *out))
-        return self._with_model(run)
-
-    def _slice_done(self, image: Image, prompt: Prompt, mask: np.ndarray) -> None:
-        layer = _layers.write_prediction(self.viewer, image, prompt.target_label, mask, index=prompt.slice_index,
-                                         metadata={"prompt": prompt.to_dict(), "model": self._loaded[0] if self._loaded else None})
-        self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
+        return self._run(propagate=False)
 
     def propagate(self) -> Any:
         """Propagate the prompt through the volume/video in a generator worker with progress and Cancel."""
+        return self._run(propagate=True)
+
+    def _run(self, propagate: bool) -> Any:
+        """Start segmenting the current prompt (loading the chosen model first when needed); the worker or None."""
         if self.busy:
             return None
         try:
-            image = self._image()
+            data, kwargs = _layers.image_args(self._image())
             prompt = self.current_prompt()
         except ValueError as exc:
-            self._error(str(exc))
-            return None
-        margin = int(self.margin.value)
+            return self.runner.error(str(exc))
+        self.session.use_image(data, **kwargs)  # prepared in the worker
+        if not propagate:
+            return self._with_model(lambda: self.runner.start(
+                self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index} ...",
+                returned=lambda result: self.session.publish_slice(prompt, result.mask)))
+        return self._with_model(lambda: self.runner.start(
+            self.session.iter_propagate, prompt, margin=int(self.margin.value), cancellable=True,
+            text="propagating ...", progress=f"propagating label {prompt.target_label}", returned=self.session.publish,
+            steps=lambda done, total: f"propagating: {done}/{total}", total=self.session.n_slices))
 
-        def run() -> Any:
-            data, kwargs = self._image_args(image)
-            self._cancel_token = token = threading.Event()
-            worker = self._make_worker(_propagate_job, self.session, data, kwargs, prompt, margin, token)
-            worker.aborted.connect(token.set)  # napari's own cancel (worker.quit) stops the run too
-            self._pbar = napari_progress(total=0, desc=f"propagating label {prompt.target_label}")
-            worker.yielded.connect(self._on_progress)
-            self.cancel_button.enabled = True
-            return self._start(worker, "propagating ...", lambda result: self._propagation_done(image, result))
-        return self._with_model(run)
+    def _with_model(self, then: Callable[[], Any]) -> Any:
+        """Call ``then`` now if the chosen model is loaded, else after loading it off-thread."""
+        return then() if self.session.has_backend(self._model_spec()) else self.load_model(then=then)
 
-    def _on_progress(self, value: tuple[int, int]) -> None:
-        if self._worker is None:  # a step delivered after the run ended
-            return
-        done, total = value
-        self.status.value = f"propagating: {done}/{total}"
-        pbar = self._pbar
-        if pbar is not None:  # last: napari's progress bar may process events (and end the run) here
-            if pbar.total != total:
-                pbar.total = total
-            pbar.update(done - pbar.n)
+    def cancel(self) -> None:
+        """Stop the running propagation after its current slice."""
+        self.runner.cancel()
 
-    def _propagation_done(self, image: Image, result: PropagationResult) -> None:
-        self.last_result = result
+    def _write(self, prompt: Prompt, mask: np.ndarray, index: int | None = None) -> Labels:
+        name = self.session.image_name  # the image the job ran on (the choice may have changed since)
+        image = self.viewer.layers[name] if name in self.viewer.layers else self._image()
+        return write_prediction(self.viewer, image, prompt.target_label, mask, index=index,
+                                metadata={"prompt": prompt.to_dict(), "model": self.session.model_name})
+
+    def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
+        layer = self._write(prompt, mask, prompt.slice_index)
+        self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
+
+    def _show_result(self, result: PropagationResult) -> None:
         if result.cancelled:
             self.status.value = f"cancelled after {result.done} of {result.total} slices; layers unchanged"
             show_info(self.status.value)
             return
-        prompt = result.prompt
-        layer = _layers.write_prediction(self.viewer, image, prompt.target_label, result.mask,
-                                         metadata={"prompt": prompt.to_dict(), "model": self._loaded[0] if self._loaded else None})
+        layer = self._write(result.prompt, result.mask)
         self.status.value = f"propagated {result.done} slices in {result.seconds:.1f} s -> {layer.name}"
-
-    def cancel(self) -> None:
-        """Stop the running propagation after its current slice."""
-        if self._cancel_token is not None:
-            self._cancel_token.set()
-        self.cancel_button.enabled = False
-        self.status.value = "cancelling ..."
 
 
 __all__ = ["SegmentWidget"]

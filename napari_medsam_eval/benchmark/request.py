@@ -1,0 +1,124 @@
+"""A benchmark run as the Benchmark widget asks for it, without Qt: the request, the job, the outcome.
+
+The widget gathers its controls into a :class:`RunRequest` (:meth:`RunRequest.checked`
+refuses what cannot run, naming why), runs :func:`benchmark_job` in a napari
+generator worker and reads the finished run with :meth:`RunOutcome.of`. The
+work is :func:`napari_medsam_eval.benchmark.run_benchmark`, the function
+``medsam-eval run`` calls; it reports through a plain callback
+(``progress(done, total, rows)``, returning False to stop), which the job
+turns into yielded :class:`Progress` steps (:func:`~napari_medsam_eval.progress.iterate_progress`).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generator
+
+import pandas as pd
+
+from ..progress import iterate_progress
+from .manifest import read_manifest
+from .runner import run_benchmark
+from .store import ROWS_FILE
+
+#: models without shipped weights: a run needs a checkpoint file
+NEEDS_CHECKPOINT = ("medsam2", "sam2", "sam")
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """The arguments of one :func:`run_benchmark` call, as the widget's controls give them."""
+
+    dataset: Path
+    out_dir: Path
+    model: str
+    protocol: str
+    layout: str | None = None
+    limit: int | None = None
+    workers: int = 1
+    resume: bool = False
+    save_predictions: bool = True
+    model_options: dict[str, Any] = field(default_factory=dict)
+
+    def kwargs(self) -> dict[str, Any]:
+        return {"dataset": self.dataset, "out_dir": self.out_dir, "model": self.model, "protocol": self.protocol,
+                "layout": self.layout, "limit": self.limit, "workers": self.workers, "resume": self.resume,
+                "save_predictions": self.save_predictions, "model_options": dict(self.model_options)}
+
+    @classmethod
+    def checked(cls, dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
+                checkpoint: Path | None = None, resume: bool = False, **options: Any) -> "RunRequest":
+        """The request, or ValueError naming what is missing or wrong.
+
+        ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
+        with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
+        need an existing ``checkpoint`` file. ``options``: the other fields.
+        """
+        if dataset is None:
+            raise ValueError("choose a dataset folder")
+        if not dataset.is_dir():
+            raise ValueError(f"dataset folder not found: {dataset}")
+        if out_dir is None:
+            raise ValueError("choose an output folder for the run")
+        if out_dir.exists() and not out_dir.is_dir():
+            raise ValueError(f"the output path is a file, not a folder: {out_dir}")
+        if not resume and out_dir.is_dir() and any(out_dir.iterdir()):
+            raise ValueError(f"the output folder {out_dir} is not empty: press Resume to continue that run, "
+                             "or choose a new folder")
+        if resume and not (out_dir / ROWS_FILE).is_file():
+            raise ValueError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
+        model_options: dict[str, Any] = {}
+        if model in NEEDS_CHECKPOINT:
+            if checkpoint is None or not checkpoint.is_file():
+                raise ValueError(f"model {model} needs a checkpoint file"
+                                 + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
+            model_options["checkpoint"] = str(checkpoint)
+        return cls(dataset=dataset, out_dir=out_dir, model=model, protocol=protocol, resume=resume,
+                   model_options=model_options, **options)
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One step of a run: ``done`` of ``total`` cases, with the rows of the case just finished."""
+
+    done: int
+    total: int
+    rows: list[dict[str, Any]]
+
+
+def benchmark_job(request: RunRequest, cancel: threading.Event) -> Generator[Progress, None, pd.DataFrame]:
+    """Generator for a napari GeneratorWorker: yields :class:`Progress`, returns the run's table.
+
+    ``run_benchmark`` runs in a helper thread; its progress callback queues
+    each case's rows for this generator to yield and answers False (stop)
+    once ``cancel`` is set. Closing the generator (napari's own abort) sets
+    ``cancel`` too. The runner's first report, before any case runs, gives
+    the cases already done (a resumed run) and the cases of the run.
+    """
+    return (yield from iterate_progress(lambda progress: run_benchmark(**request.kwargs(), progress=progress),
+                                        cancel, convert=Progress, name="medsam-eval-benchmark"))
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How a run ended (its manifest's ``status``: completed, cancelled, ...) and what its table holds."""
+
+    status: str
+    cases: int
+    rows: int
+    failed: int
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, out_dir: Path) -> "RunOutcome":
+        """The outcome of the run in ``out_dir`` that returned ``table``."""
+        status = (read_manifest(out_dir) or {}).get("status", "completed")
+        cases = int(table["case_id"].nunique()) if len(table) else 0
+        failed = int((table["status"] != "ok").sum()) if len(table) else 0
+        return cls(status, cases, len(table), failed)
+
+    def __str__(self) -> str:
+        return f"{self.status}: {self.cases} cases, {self.rows} rows, {self.failed} failed"
+
+
+__all__ = ["NEEDS_CHECKPOINT", "Progress", "RunOutcome", "RunRequest", "benchmark_job"]
