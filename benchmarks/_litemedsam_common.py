@@ -44,7 +44,7 @@ def deeplesion_cases(limit: int | None = None) -> Iterator[tuple[str, np.ndarray
 
 def hippocampus_cases(limit: int | None = 10) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
     """(case id, uint8 volume, label map) of the hippocampus MRI cases, prepared as
-    ``tests/test_propagation.py`` does (``prepare_intensity(..., "MR", force=True)``)."""
+    ``tests/test_propagation.py`` does (``prepare_intensity(..., "MR")``)."""
     import SimpleITK as sitk
 
     from napari_medsam_eval.intensity import prepare_intensity
@@ -53,7 +53,7 @@ def hippocampus_cases(limit: int | None = 10) -> Iterator[tuple[str, np.ndarray,
     for name in sorted(p.name for p in (folder / "imagesTr").glob("*.nii.gz"))[:limit]:
         image = sitk.GetArrayFromImage(sitk.ReadImage(str(folder / "imagesTr" / name)))
         label = np.rint(sitk.GetArrayFromImage(sitk.ReadImage(str(folder / "labelsTr" / name)))).astype(np.int16)
-        yield name, prepare_intensity(image, "MR", force=True), label
+        yield name, prepare_intensity(image, "MR"), label
 
 
 def box3d(label_map: np.ndarray, target: int | None = None) -> list[int]:

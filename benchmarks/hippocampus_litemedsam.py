@@ -34,7 +34,7 @@ def main() -> None:
     for path in sorted((ROOT / "imagesTr").glob("*.nii.gz"))[:n_cases]:
         image = sitk.GetArrayFromImage(sitk.ReadImage(str(path)))
         label = sitk.GetArrayFromImage(sitk.ReadImage(str(ROOT / "labelsTr" / path.name))).astype(np.int16)
-        vol = prepare_intensity(image, "MR", force=True)  # raw uint8 files are prepared too
+        vol = prepare_intensity(image, "MR")  # raw uint8 files are prepared too
         case = path.name.split(".")[0]
         for lab in (1, 2):
             z, y, x = np.where(label == lab)

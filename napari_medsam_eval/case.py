@@ -124,7 +124,9 @@ class Case:
     ``fps`` (video files), ``dicom_series_id``, ``mask_encoding`` and
     ``label_source_values`` (how 2D masks became labels, e.g. {1: 255}),
     ``mask_paths`` and ``overlap_pixels`` (one mask file per object),
-    ``alpha_dropped``, ``replaced_embedded_label``.
+    ``alpha_dropped``, ``replaced_embedded_label``, ``intensity`` ("prepared" when
+    the format defines its values as prepared 0..255, e.g. the MedSAM npz; see
+    :mod:`napari_medsam_eval.intensity`).
     """
 
     image: np.ndarray

@@ -14,13 +14,20 @@ MedSAM's ``pre_CT_MR.py``; this module reproduces its rule, read from the code:
   values are excluded as well as zeros); clip, rescale min..max to 0..255 as
   above, then voxels that were exactly 0 are set back to 0, and cast with
   ``np.uint8``. A volume without positive voxels uses all its voxels.
-* **uint8 input passes through unchanged** (the array itself is returned):
-  it is taken to be prepared already. ``force=True`` applies the rule to it
-  too, as ``pre_CT_MR.py`` does (it never checks the dtype): raw scans stored
-  as uint8 are not prepared ones. Two hippocampus_mri files are such raw
-  uint8 MR crops; the reference LiteMedSAM hippocampus median of the first 20
-  cases (anterior 0.408) is reproduced only when they are prepared as well
-  (0.4075; passing them through unchanged gives 0.3985).
+* **The rule depends on the modality, not on the dtype**, as in ``pre_CT_MR.py``
+  (it never checks the dtype): an MR scan stored as uint8 is a raw scan, not a
+  prepared one, and is clipped and rescaled like any other. Two
+  hippocampus_mri files are such raw uint8 MR crops; the official LiteMedSAM
+  hippocampus figures (first 20 cases, anterior median 0.408) are reproduced
+  only when they are prepared too (0.4075; passing them through gives 0.3985).
+  One exception: a **uint8 CT** passes through, since 8 bits cannot hold
+  Hounsfield units (it was windowed already).
+* **Data that really is prepared** (0..255 from the challenge's rule, e.g. a
+  MedSAM/CVPR ``.npz``, whose ``imgs`` are prepared by the format's definition)
+  is passed through with ``intensity="prepared"``: the npz reader records it in
+  the case (``metadata["intensity"]``), and ``medsam-eval segment/run
+  --intensity prepared`` says it for other files. ``intensity="raw"`` applies
+  the rule even to a uint8 CT.
 
 The window defaults to soft tissue (level 40, width 400, the default of
 ``pre_CT_MR.py``); pick another by name from :data:`CT_WINDOWS` or give
@@ -45,6 +52,9 @@ CT_WINDOWS: dict[str, tuple[float, float]] = {
     "brain": (40.0, 80.0),
 }
 DEFAULT_CT_WINDOW = "soft_tissue"
+#: what is known of an image's intensities: "auto" (the modality's rule), "prepared"
+#: (0..255 already; passed through), "raw" (the rule applies, whatever the dtype)
+INTENSITY_MODES = ("auto", "prepared", "raw")
 #: the percentiles of positive voxels used for MR/PET/other modalities
 PERCENTILES = (0.5, 99.5)
 
@@ -89,7 +99,7 @@ def prepare_intensity(
     window: str | tuple[float, float] | None = None,
     *,
     rescale: Literal["data", "window"] = "data",
-    force: bool = False,
+    intensity: str = "auto",
 ) -> np.ndarray:
     """A raw image/volume as uint8 0..255 by the challenge's rule (see the module doc).
 
@@ -97,10 +107,18 @@ def prepare_intensity(
     :data:`CT_WINDOWS`, ``(level, width)``, or None for soft tissue); every
     other modality (MR, MRI, PET, None, ...) is clipped to the 0.5-99.5
     percentiles of its positive voxels. ``window`` is ignored for non-CT.
-    uint8 input is returned as it is unless ``force`` is True.
+    ``intensity`` (:data:`INTENSITY_MODES`): "auto" applies the rule to every
+    dtype except a uint8 CT, "prepared" returns uint8 input as it is, "raw"
+    applies the rule always.
     """
     volume = np.asarray(volume)
-    if volume.dtype == np.uint8 and not force:
+    if intensity not in INTENSITY_MODES:
+        raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {intensity!r}")
+    if intensity == "prepared":
+        if volume.dtype != np.uint8:
+            raise ValueError(f"intensity 'prepared' needs uint8 values 0..255, got dtype {volume.dtype}")
+        return volume
+    if volume.dtype == np.uint8 and intensity == "auto" and is_ct(modality):
         return volume
     if rescale not in ("data", "window"):
         raise ValueError(f"rescale must be 'data' or 'window', got {rescale!r}")
@@ -129,22 +147,33 @@ def prepare_image(
     kind: str,
     modality: str | None = None,
     window: str | tuple[float, float] | None = None,
+    intensity: str = "auto",
 ) -> np.ndarray:
     """The array a model sees, for an image of any kind: the one preparation the CLI,
     the benchmark and the interactive session share.
 
-    A bool image becomes 0/255 uint8; everything else goes through
-    :func:`prepare_intensity` (uint8, as videos and 2D photographs come, passes
-    through unchanged). ``kind`` is checked but does not change the rule: a
-    raw 16-bit or float 2D slice is prepared like a volume.
+    Volumes go through :func:`prepare_intensity` (by modality). Videos and 2D
+    images in uint8 (frames, photographs, screenshots) are used as they are;
+    other dtypes (a raw 16-bit or float slice) are prepared like a volume. A
+    bool image becomes 0/255 uint8.
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     array = np.asarray(image)
     if array.dtype == bool:
         return array.astype(np.uint8) * 255
-    return prepare_intensity(array, modality, window)
+    if kind != "volume" and array.dtype == np.uint8 and intensity != "raw":
+        return array
+    return prepare_intensity(array, modality, window, intensity=intensity)
 
 
-__all__ = ["CT_WINDOWS", "DEFAULT_CT_WINDOW", "PERCENTILES", "is_ct", "prepare_image", "prepare_intensity",
-           "resolve_window"]
+def case_intensity(metadata: dict, override: str | None = None) -> str:
+    """The intensity mode of a case: ``override`` when given and not "auto", else what
+    its reader recorded (``metadata["intensity"]``, e.g. "prepared" for a MedSAM npz)."""
+    if override not in (None, "auto"):
+        return str(override)
+    return str(metadata.get("intensity", "auto"))
+
+
+__all__ = ["CT_WINDOWS", "DEFAULT_CT_WINDOW", "INTENSITY_MODES", "PERCENTILES", "case_intensity", "is_ct",
+           "prepare_image", "prepare_intensity", "resolve_window"]

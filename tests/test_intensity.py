@@ -7,14 +7,44 @@ import pytest
 from napari_medsam_eval.intensity import CT_WINDOWS, prepare_intensity, resolve_window
 
 
-def test_uint8_passes_through_unchanged():
-    volume = np.arange(60, dtype=np.uint8).reshape(3, 4, 5)
+def test_the_rule_depends_on_the_modality_not_the_dtype():
+    volume = np.arange(1, 61, dtype=np.uint8).reshape(3, 4, 5)
+    # raw MR stored as uint8 is prepared like any MR (pre_CT_MR.py never checks the dtype)
+    mr = prepare_intensity(volume, "MR")
+    assert mr is not volume and mr.dtype == np.uint8
+    assert np.array_equal(mr, prepare_intensity(volume.astype(np.float32), "MR"))
+    assert mr.max() == 255 and not np.array_equal(mr, volume)
+    # a uint8 CT cannot hold Hounsfield units: it was windowed already
     assert prepare_intensity(volume, "CT") is volume
-    assert prepare_intensity(volume, "MR") is volume
-    # force: raw scans stored as uint8 get the rule too (pre_CT_MR.py never checks the dtype)
-    forced = prepare_intensity(volume, "MR", force=True)
-    assert forced is not volume and forced.dtype == np.uint8
-    assert np.array_equal(forced, prepare_intensity(volume.astype(np.float32), "MR"))
+    assert not np.array_equal(prepare_intensity(volume, "CT", intensity="raw"), volume)
+    # the override for data that really is prepared
+    assert prepare_intensity(volume, "MR", intensity="prepared") is volume
+    with pytest.raises(ValueError, match="needs uint8"):
+        prepare_intensity(volume.astype(np.int16), "MR", intensity="prepared")
+    with pytest.raises(ValueError, match="intensity must be one of"):
+        prepare_intensity(volume, "MR", intensity="cooked")
+
+
+def test_prepare_image_by_kind_and_the_npz_flag(shared_data):
+    from napari_medsam_eval.intensity import case_intensity, prepare_image
+    from napari_medsam_eval.io import read_case
+
+    frames = np.random.default_rng(0).integers(0, 200, (4, 8, 9, 3), dtype=np.uint8)
+    assert prepare_image(frames, "video") is frames  # video frames and photographs are used as they are
+    photo = frames[0]
+    assert prepare_image(photo, "image") is photo
+    assert set(np.unique(prepare_image(np.eye(3, dtype=bool), "image"))) == {0, 255}
+    case = read_case(next((shared_data / "deeplesion_ct_npz").glob("*.npz")))
+    assert case.metadata["intensity"] == "prepared" and case.image.dtype == np.uint8
+    mode = case_intensity(case.metadata)
+    assert prepare_image(case.image, case.kind, case.modality, intensity=mode) is case.image
+    assert case_intensity(case.metadata, "raw") == "raw" and case_intensity({}, None) == "auto"
+    # a raw uint8 MR scan of the MSD hippocampus set is prepared (its values change)
+    hippo = shared_data / "hippocampus_mri"
+    raw = read_case(hippo / "imagesTr" / "hippocampus_001.nii.gz", hippo / "labelsTr" / "hippocampus_001.nii.gz")
+    assert raw.image.dtype == np.uint8 and case_intensity(raw.metadata) == "auto"
+    prepared = prepare_image(raw.image, raw.kind, raw.modality)
+    assert prepared.dtype == np.uint8 and not np.array_equal(prepared, raw.image)
 
 
 def test_ct_soft_tissue_window_is_the_default():

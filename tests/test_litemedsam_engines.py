@@ -73,7 +73,7 @@ def real_slices(shared_data: Path) -> list[tuple[np.ndarray, tuple[int, int, int
     first = sorted((folder / "imagesTr").glob("*.nii.gz"))[0]
     image = sitk.GetArrayFromImage(sitk.ReadImage(str(first)))
     label = sitk.GetArrayFromImage(sitk.ReadImage(str(folder / "labelsTr" / first.name)))
-    volume = prepare_intensity(image, "MR", force=True)
+    volume = prepare_intensity(image, "MR")
     z = int(np.argmax((label == 1).sum(axis=(1, 2))))
     picked.append((volume[z], label[z] == 1))
     out = []

