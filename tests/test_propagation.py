@@ -25,6 +25,7 @@ from napari_medsam_eval.propagation import (
     propagate_volume,
     segment_by_kind,
 )
+from napari_medsam_eval.propagation import VIDEO_RULES, VOLUME_RULES, PropagationRecord, PropagationRules, resolve_rules
 from napari_medsam_eval.protocols.geometry import expand_box, tight_box
 
 
@@ -159,13 +160,62 @@ def test_video_goes_forward_only():
     gt = blob_volume()
     backend = RecordingOracle(gt)
     frames = np.zeros((*gt.shape, 3), np.uint8)
-    pred = propagate_video(backend, frames, Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]))
+    # the legacy rule stops at the first empty frame
+    pred = propagate_video(backend, frames, Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]), rules="legacy")
     assert backend.visited == [5, 6, 7, 8, 9, 10]
     assert not pred[:5].any()
     assert np.array_equal(pred[5:], gt[5:] == 1)
     backend.calls.clear()
     pred = propagate_video(backend, frames, Prompt(1, slice_index=4, boxes=[(0, 0, 5, 5)]), end_frame=6)
     assert backend.visited == [4, 5, 6]
+    # the video default keeps the last good box through lost frames, to the end of the clip
+    backend.calls.clear()
+    record = PropagationRecord()
+    pred = propagate_video(backend, frames, Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]), record=record)
+    assert backend.visited == list(range(5, gt.shape[0])) and np.array_equal(pred[5:], gt[5:] == 1)
+    assert [(s.direction, s.last, s.at, s.reason) for s in record.stops] == [("forward", 9, None, "end")]
+    # hold=1: one lost frame is tolerated, the second one in a row stops it
+    backend.calls.clear()
+    propagate_video(backend, frames, Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]), rules={"hold": 1},
+                    record=(record := PropagationRecord()))
+    assert backend.visited == [5, 6, 7, 8, 9, 10, 11]
+    assert [(s.last, s.at, s.reason) for s in record.stops] == [(9, 11, "empty")]
+
+
+def test_intensity_rule_stops_where_the_region_changes_and_the_record_says_why():
+    gt = blob_volume()
+    gt[10:12] = gt[9]  # the "object" goes on in the label the oracle answers from ...
+    volume = np.full(gt.shape, 200, np.uint8)
+    volume[10:] = 60  # ... but the image says it is another tissue from slice 10
+    volume += np.random.default_rng(0).integers(0, 10, gt.shape, dtype=np.uint8)
+    backend = RecordingOracle(gt)
+    prompt = Prompt(1, slice_index=6, boxes=[tight_box(gt[6] == 1)])
+    record = PropagationRecord()
+    pred = propagate_volume(backend, volume, prompt, record=record)
+    assert pred[:10].tolist() == (gt[:10] == 1).tolist() and not pred[10:].any()
+    stops = {s.direction: s for s in record.stops}
+    assert (stops["up"].last, stops["up"].at, stops["up"].reason) == (9, 10, "intensity")
+    assert (stops["down"].last, stops["down"].at, stops["down"].reason) == (3, 2, "empty")
+    # without the rule the leak goes on to the end
+    leaky = propagate_volume(backend, volume, prompt, rules={"intensity_k": None})
+    assert leaky[10:12].any()
+    result = segment_by_kind(backend, volume, "volume", prompt)
+    assert "up: last 9, stopped at slice 10 (intensity)" in result.summary()
+    assert result.record.to_dict()["stops"][0]["reason"] in ("intensity", "empty")
+
+
+def test_rules_are_checked_and_resolved():
+    assert resolve_rules("volume") == VOLUME_RULES and resolve_rules("video") == VIDEO_RULES
+    assert resolve_rules("volume", "legacy", margin=3).margin == 3
+    assert resolve_rules("video", {"hold": 2}).hold == 2 and resolve_rules("video", {"hold": 2}).intensity_k is None
+    with pytest.raises(ValueError, match="unknown propagation rules"):
+        resolve_rules("volume", "tight")
+    with pytest.raises(ValueError, match="unknown propagation option"):
+        resolve_rules("volume", {"stop_on_moon": True})
+    with pytest.raises(ValueError, match="min_iou must be between 0 and 1"):
+        PropagationRules(min_iou=1.5)
+    with pytest.raises(ValueError, match="hold must be"):
+        PropagationRules(hold=-1)
 
 
 class NativeStub(SegmentationBackend):

@@ -18,6 +18,7 @@ from napari.layers import Layer
 from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
 from ..prompt import Prompt
+from ..report.stats import row_stops
 from ._layers import go_to_index
 from ._prompt_layers import make_box_layer, make_point_layer, show_prompt
 
@@ -50,7 +51,7 @@ def show_run_case(viewer: Any, loaded: RunCase) -> dict[str, Layer]:
     target = row.get("target_label")
     if loaded.prediction is not None:
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
-                    "protocol": row.get("protocol")}
+                    "protocol": row.get("protocol"), "stops": row_stops(row)}
         if target is not None:
             metadata["target_label"] = int(target)
         layers["prediction"] = _add(viewer, loaded.prediction, {

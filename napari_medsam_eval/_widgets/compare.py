@@ -209,6 +209,10 @@ class CompareWidget(Container):
         index = np.arange(len(per_slice))
         (self._line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color="#4fc3f7", picker=5)
         self._cursor = ax.axvline(0, color="orange", linewidth=1)
+        self.stop_markers = self._stop_markers()
+        for at, reason in self.stop_markers:  # where propagation stopped, and why
+            ax.axvline(at, color="#ce93d8", linestyle=":", linewidth=1)
+            ax.annotate(reason, (at, 0.0), fontsize=6, color="#ce93d8", rotation=90, va="bottom", ha="right")
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         gt = self.gt_layer.value
@@ -216,6 +220,12 @@ class CompareWidget(Container):
         ax.set_xlabel("frame" if kind == "video" else "slice", fontsize=8)
         ax.set_ylabel("DSC", fontsize=8)
         self.canvas.draw_idle()
+
+    def _stop_markers(self) -> list[tuple[int, str]]:
+        """(slice, rule) where each propagation direction of the prediction stopped (its layer metadata)."""
+        pred = self.pred_layer.value
+        stops = pred.metadata.get("stops", []) if pred is not None else []
+        return [(int(s["at"]), str(s.get("reason"))) for s in stops if isinstance(s, dict) and s.get("at") is not None]
 
     def _on_plot_click(self, event: Any) -> None:
         if self.comparison is None or event.inaxes is not self.axes or event.xdata is None:

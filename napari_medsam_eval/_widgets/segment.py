@@ -224,11 +224,12 @@ class SegmentWidget(Container):
         """Stop the running propagation after its current slice."""
         self.runner.cancel()
 
-    def _write(self, prompt: Prompt, mask: np.ndarray, index: int | None = None) -> Labels:
+    def _write(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None) -> Labels:
         name = self.session.image_name  # the image the job ran on (the choice may have changed since)
         image = self.viewer.layers[name] if name in self.viewer.layers else self._image()
         return write_prediction(self.viewer, image, prompt.target_label, mask, index=index,
-                                metadata={"prompt": prompt.to_dict(), "model": self.session.model_name})
+                                metadata={"prompt": prompt.to_dict(), "model": self.session.model_name,
+                                          "stops": stops or []})
 
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         layer = self._write(prompt, mask, prompt.slice_index)
@@ -239,8 +240,8 @@ class SegmentWidget(Container):
             self.status.value = f"cancelled after {result.done} of {result.total} slices; layers unchanged"
             show_info(self.status.value)
             return
-        layer = self._write(result.prompt, result.mask)
-        self.status.value = f"propagated {result.done} slices in {result.seconds:.1f} s -> {layer.name}"
+        layer = self._write(result.prompt, result.mask, stops=[s.to_dict() for s in result.record.stops])
+        self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name}"
 
 
 __all__ = ["SegmentWidget"]

@@ -32,7 +32,9 @@ from ..errors import DataError
 MANIFEST_FILE = "manifest.json"
 FORMAT_VERSION = 1
 #: manifest entries that must be equal for a run to be resumed
-RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed")
+RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed", "intensity", "propagation")
+#: the value a key had in run folders made before it was recorded
+RESUME_DEFAULTS = {"intensity": "auto", "propagation": None}
 
 
 def now() -> str:
@@ -124,7 +126,8 @@ def _normalised(value: Any) -> Any:
 
 def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path) -> None:
     """DataError naming every :data:`RESUME_KEYS` entry that differs from the earlier run."""
-    config_before, config_now = previous.get("config", {}), current.get("config", {})
+    config_before = {**RESUME_DEFAULTS, **previous.get("config", {})}
+    config_now = {**RESUME_DEFAULTS, **current.get("config", {})}
     differences = [f"{key}: {_normalised(config_before.get(key))!r} -> {_normalised(config_now.get(key))!r}"
                    for key in RESUME_KEYS if _normalised(config_before.get(key)) != _normalised(config_now.get(key))]
     if differences:

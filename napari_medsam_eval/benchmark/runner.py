@@ -31,7 +31,9 @@ import pandas as pd
 
 from ..datasets import resolve_layout
 from ..errors import DataError
+from ..intensity import INTENSITY_MODES
 from ..progress import CaseProgress
+from ..propagation.rules import resolve_rules
 from .manifest import (MANIFEST_FILE, check_resumable, dataset_fingerprint, environment, now, read_manifest,
                        write_manifest)
 from .schema import STATUS_FAILED
@@ -97,6 +99,8 @@ def run_benchmark(
     layout: str | None = None,
     progress: CaseProgress | None = None,
     progress_bar: bool = False,
+    intensity: str = "auto",
+    propagation: str | dict[str, Any] | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``model`` with prompts of ``protocol`` on every case of ``dataset``.
 
@@ -109,13 +113,20 @@ def run_benchmark(
     same seed gives the same table, timings aside). ``progress(done, total,
     rows)`` is called once before the first case (``rows`` empty, ``done`` the
     cases a resumed folder holds) and after every case; False stops the run.
-    ``progress_bar`` shows a tqdm bar on stderr.
+    ``progress_bar`` shows a tqdm bar on stderr. ``intensity`` (:data:`~napari_medsam_eval.intensity.INTENSITY_MODES`)
+    overrides what the readers record of the cases' intensities ("auto": the modality's rule, npz prepared).
+    ``propagation``: the propagation rules of per-slice models (a preset name, a dict of
+    options, or None for each kind's measured default; :mod:`napari_medsam_eval.propagation.rules`).
     """
     from ..protocols import build_protocol
 
     dataset, out_dir = Path(dataset), Path(out_dir)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    if propagation is not None:  # refuse unknown presets and options before any work
+        resolve_rules("volume", propagation)
+    if intensity not in INTENSITY_MODES:
+        raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {intensity!r}")
     if limit is not None and limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
     layout_obj = resolve_layout(dataset, layout)
@@ -139,7 +150,7 @@ def run_benchmark(
             return _run(dataset, out_dir, refs, listed, layout_obj.name, model, model_options, protocol_obj,
                         backend, workers=workers, resume=resume, limit=limit,
                         save_predictions=save_predictions, seed=seed, progress=progress,
-                        progress_bar=progress_bar)
+                        progress_bar=progress_bar, intensity=intensity, propagation=propagation)
         finally:
             logger.removeHandler(handler)
             logger.setLevel(log_level)
@@ -149,16 +160,17 @@ def run_benchmark(
 def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, model: str,
          model_options: dict[str, Any], protocol: Any, backend: Any, *, workers: int, resume: bool,
          limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
-         progress_bar: bool) -> pd.DataFrame:
+         progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None) -> pd.DataFrame:
     from tqdm import tqdm
 
     settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
-                            save_predictions=save_predictions)
+                            save_predictions=save_predictions, intensity=intensity,
+                            propagation=propagation)
     spec = RunSpec(layout=layout, model=model, protocol=protocol.name, settings=settings,
                    model_options=model_options, protocol_options=protocol.options())
     config = {"dataset_path": str(dataset.resolve()), "layout": layout, "model": model,
               "model_options": model_options, "protocol": protocol.name, "protocol_options": protocol.options(),
-              "seed": seed, "workers": workers, "limit": limit, "save_predictions": save_predictions}
+              "seed": seed, "intensity": intensity, "propagation": propagation, "workers": workers, "limit": limit, "save_predictions": save_predictions}
     store = ResultStore(out_dir)
     previous = read_manifest(out_dir) if resume else None
     manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config}
@@ -179,8 +191,9 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
                     **dataset_fingerprint(listed, dataset)},
         "metrics": {"nsd_tolerance_mm": settings.tolerance_mm,
                     "video_surface_metrics": "NSD/HD95 per frame in 2D, mean over frames with either mask"},
-        "intensity": "volumes: intensity.prepare_intensity(image, modality) (CT soft-tissue window; "
-                     "others 0.5-99.5 percentiles of positive voxels); uint8, videos and 2D images as they are",
+        "intensity": "intensity.prepare_image: volumes by modality (CT soft-tissue window, uint8 CT as it is; "
+                     "others 0.5-99.5 percentiles of positive voxels, whatever the dtype); MedSAM npz and "
+                     f"--intensity prepared as they are; uint8 videos and 2D images as they are (mode {intensity})",
     })
     before = (previous or {}).get("dataset", {}).get("listing_sha256")
     if before and before != manifest["dataset"]["listing_sha256"]:

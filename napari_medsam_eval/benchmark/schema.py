@@ -25,6 +25,12 @@ and read on its own. Column meanings:
 ``slice_dice``         JSON list: Dice of every slice along axis 0, 4 decimals,
                        ``null`` where both masks are empty
 ``prompt``             JSON list of the prompts given (see ``Prompt.to_dict``)
+``stops``              JSON list: where each propagation direction ended and why
+                       (``direction``, ``last`` slice kept, slice ``at`` which the
+                       rule fired, ``reason``: a stop rule, ``end``, ``model``
+                       for a native propagation, ``box_3d`` for the official loop)
+``slice_scores``       JSON list: the model's own score (predicted IoU) of every
+                       slice it segmented, ``null`` elsewhere
 ``time_*_s``           seconds: image encoder and mask decoder as the backend
                        reports them (summed over slices; NaN when the backend
                        does not report them), and wall time of segmentation
@@ -49,7 +55,7 @@ import pandas as pd
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
-    "slice_dice", "prompt", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
+    "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
     "prediction_path",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
@@ -72,6 +78,8 @@ def empty_row() -> dict[str, Any]:
     row.update({c: NAN for c in FLOAT_COLUMNS})
     row["slice_dice"] = "[]"
     row["prompt"] = "[]"
+    row["stops"] = "[]"
+    row["slice_scores"] = "[]"
     row["attributes"] = "{}"
     return row
 

@@ -35,8 +35,9 @@ from ..io import write_mask
 from ..models.base import SegmentationBackend
 from ..prompt import Prompt, prompts_to_json
 from ..protocols import PromptProtocol
-from ..intensity import prepare_image
-from ..propagation import propagate_official_litemedsam, segment_by_kind
+from ..intensity import case_intensity, prepare_image
+from ..propagation import PropagationRecord, PropagationResult, propagate_official_litemedsam, segment_by_kind
+from ..propagation.by_kind import record_official
 from .schema import NAN, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
@@ -55,6 +56,10 @@ class CaseSettings:
     run_dir: str | None = None
     save_predictions: bool = False
     tolerance_mm: float = NSD_TOLERANCE_MM
+    intensity: str = "auto"
+    #: propagation rules: a preset name (``volume``, ``video``, ``legacy``), a dict of options, or None
+    #: for the kind's measured default (:mod:`napari_medsam_eval.propagation.rules`)
+    propagation: str | dict | None = None
 
 
 def error_text(error: BaseException) -> str:
@@ -74,6 +79,15 @@ def prediction_suffix(case: Case) -> str:
         return ".png"
     source = str(case.metadata.get("image_path", ""))
     return ".npz" if source.lower().endswith(".npz") else ".nii.gz"
+
+
+def propagation_columns(record: PropagationRecord, n_slices: int) -> dict[str, str]:
+    """The ``stops`` and ``slice_scores`` columns of a row."""
+    scores = [None] * max(n_slices, 0)
+    for z, value in record.to_dict()["scores"].items():
+        if 0 <= z < len(scores):
+            scores[z] = value
+    return {"stops": json_dumps([s.to_dict() for s in record.stops]), "slice_scores": json_dumps(scores)}
 
 
 def base_row(ref: CaseRef, kind: str, settings: CaseSettings) -> dict[str, Any]:
@@ -132,7 +146,8 @@ class CaseEvaluator:
         rows = {v: target_row(base, v, names) for v in targets}
         try:
             prompts = self._prompts(case, targets)
-            image = prepare_image(case.image, case.kind, case.modality)
+            image = prepare_image(case.image, case.kind, case.modality,
+                                  intensity=case_intensity(case.metadata, self.settings.intensity))
         except Exception as error:  # noqa: BLE001
             return [fail_row(row, error) for row in rows.values()]
         predictions: dict[int, np.ndarray] = {}
@@ -185,11 +200,16 @@ class CaseEvaluator:
             segs = propagate_official_litemedsam(self.backend, image, [prompts[v].info["box_3d"] for v in joint],
                                                  case_id=case.case_id)
         shared = {name: value / len(joint) for name, value in timer.columns().items()}
-        return {v: (segs == index, shared) for index, v in enumerate(joint, start=1)}
+        out = {}
+        for index, v in enumerate(joint, start=1):
+            record = PropagationRecord()
+            record_official(record, prompts[v])
+            out[v] = (PropagationResult(segs == index, prompts[v], record=record), shared)
+        return out
 
     def _evaluate_target(self, case: Case, image: np.ndarray, prompt: Prompt, row: dict[str, Any],
                          predictions: dict[int, np.ndarray],
-                         done: tuple[np.ndarray, dict[str, float]] | None = None) -> dict[str, Any]:
+                         done: tuple[PropagationResult, dict[str, float]] | None = None) -> dict[str, Any]:
         """One target's row; ``done`` = its prediction and time columns when already segmented."""
         value = int(prompt.target_label)
         gt = np.asarray(case.label) == value
@@ -200,21 +220,25 @@ class CaseEvaluator:
         try:
             if done is None:
                 with SegmentTimer(self.backend) as timer:
-                    pred = self._segment(case, image, prompt)
+                    result = self._segment(case, image, prompt)
                 row.update(timer.columns())
             else:
-                pred, times = done
+                result, times = done
                 row.update(times)
+            pred = result.mask
+            row.update(propagation_columns(result.record, case.n_slices()))
             row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
             return fail_row(row, error)
         predictions[value] = pred
         return row
 
-    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> np.ndarray:
+    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> PropagationResult:
         official = self.protocol.name == OFFICIAL_3D_PROTOCOL and case.kind == "volume" and "box_3d" in prompt.info
-        return segment_by_kind(self.backend, image, case.kind, prompt, how="official" if official else "propagate",
-                               case_id=case.case_id).mask
+        if official:
+            return segment_by_kind(self.backend, image, case.kind, prompt, how="official", case_id=case.case_id)
+        return segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,
+                               rules=self.settings.propagation)
 
     def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

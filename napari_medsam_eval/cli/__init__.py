@@ -14,7 +14,7 @@ from importlib import import_module
 from ..errors import MedsamEvalError
 
 #: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study"]
+COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study"]
 
 
 def build_parser() -> argparse.ArgumentParser:

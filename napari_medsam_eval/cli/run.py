@@ -7,25 +7,13 @@ installed, the report. A non-empty RUN_DIR is refused unless ``--resume``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..benchmark import CSV_FILE, run_benchmark
 from ..datasets import available_layouts
-
-
-def _options(text: str | None, what: str) -> dict[str, Any]:
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise SystemExit(f"error: {what} must be a JSON object, e.g. '{{\"margin\": 5}}' ({error})") from None
-    if not isinstance(value, dict):
-        raise SystemExit(f"error: {what} must be a JSON object, got {text!r}")
-    return value
+from ..intensity import INTENSITY_MODES
+from .common import json_options, propagation_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -48,6 +36,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the prompt protocol (default 0)")
+    parser.add_argument("--propagation", metavar="PRESET|JSON",
+                        help="propagation rules of per-slice models: a preset (volume, video, legacy) or JSON options, "
+                             "e.g. '{\"intensity_k\": 3}' (default: each kind's measured rules)")
+    parser.add_argument("--intensity", choices=INTENSITY_MODES, default="auto",
+                        help="how intensities are taken: auto (by modality; MedSAM npz are prepared), prepared (0..255 already), raw (always apply the rule)")
     parser.add_argument("--no-report", action="store_true", help="do not write the report after the run")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
@@ -84,7 +77,7 @@ def _summary(table) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    model_options = _options(args.model_options, "--model-options")
+    model_options = json_options(args.model_options, "--model-options")
     if args.checkpoint is not None:
         model_options["checkpoint"] = str(args.checkpoint)
     if args.device:
@@ -92,9 +85,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         table = run_benchmark(
             args.dataset, args.out, args.model, args.protocol,
-            model_options=model_options, protocol_options=_options(args.protocol_options, "--protocol-options"),
+            model_options=model_options, protocol_options=json_options(args.protocol_options, "--protocol-options"),
             workers=args.workers, resume=args.resume, limit=args.limit, save_predictions=args.save_predictions,
-            seed=args.seed, layout=args.layout, progress_bar=not args.quiet,
+            seed=args.seed, layout=args.layout, progress_bar=not args.quiet, intensity=args.intensity,
+            propagation=propagation_option(args.propagation),
         )
     except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
         if getattr(args, "debug", False):

@@ -15,11 +15,12 @@ import numpy as np
 
 from ..case import Case
 from ..errors import MedsamEvalError
-from ..intensity import prepare_image
+from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
 from ..io import read_case, write_mask
 from ..models import available_backends, build_backend
 from ..prompt import Prompt
-from ..propagation import segment_by_kind
+from ..propagation import PropagationResult, segment_by_kind
+from .common import propagation_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -38,6 +39,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="litemedsam only: where the image encoder runs (default auto: OpenVINO on a CPU when installed)")
     parser.add_argument("--modality", help="modality for the intensity preparation of raw volumes (CT, MR, ...)")
     parser.add_argument("--window", help="CT window name or LEVEL,WIDTH (default soft tissue)")
+    parser.add_argument("--intensity", choices=INTENSITY_MODES, default="auto",
+                        help="how intensities are taken: auto (by modality; MedSAM npz are prepared), prepared (0..255 already), raw (always apply the rule)")
+    parser.add_argument("--propagation", metavar="PRESET|JSON",
+                        help="propagation rules: a preset (volume, video, legacy) or JSON options (default: the kind's)")
     parser.add_argument("--no-propagate", action="store_true", help="segment only the prompted slice")
     parser.set_defaults(func=run)
 
@@ -64,11 +69,13 @@ def _window(text: str | None):
     return level, width
 
 
-def segment_case(case: Case, prompt: Prompt, backend, *, propagate: bool = True, window=None, progress=None) -> np.ndarray:
-    """Binary prediction of ``case`` (spatial shape) from ``prompt``: one slice, or propagated."""
-    image = prepare_image(case.image, case.kind, case.modality, _window(window))
+def segment_case(case: Case, prompt: Prompt, backend, *, propagate: bool = True, window=None, progress=None,
+                 intensity: str = "auto", rules: str | dict | None = None) -> PropagationResult:
+    """``case`` segmented from ``prompt`` (one slice, or propagated): the mask and where it stopped."""
+    image = prepare_image(case.image, case.kind, case.modality, _window(window), case_intensity(case.metadata, intensity))
     how = "propagate" if propagate else "slice"
-    return segment_by_kind(backend, image, case.kind, prompt, how=how, progress=progress, case_id=case.case_id).mask
+    return segment_by_kind(backend, image, case.kind, prompt, how=how, progress=progress, case_id=case.case_id,
+                           rules=rules)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,8 +100,12 @@ def run(args: argparse.Namespace) -> int:
             bar.n = done
             bar.refresh()
 
-        mask = segment_case(case, prompt, backend, propagate=not args.no_propagate, window=args.window, progress=progress)
+        result = segment_case(case, prompt, backend, propagate=not args.no_propagate, window=args.window,
+                              progress=progress, intensity=args.intensity, rules=propagation_option(args.propagation))
+    mask = result.mask
     labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32) * args.label_value
     path = write_mask(labels, args.out, case)
     print(f"wrote {path} ({int(mask.sum())} voxels on {int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim > 2 else 1} slices)")
+    if result.record.stops:
+        print(result.record.summary())
     return 0

@@ -5,26 +5,39 @@ None of it imports Qt or napari.
 * :mod:`.by_kind`: :func:`segment_by_kind`, the one way to segment an image of
   any kind (the CLI, the benchmark and the interactive session call it), and
   its :class:`PropagationResult`;
+* :mod:`.rules`: :class:`PropagationRules`, the next prompt and the stop rules
+  of per-slice models, with the measured defaults per kind;
 * :mod:`.walk`: :func:`propagate_volume` (both ways from the prompted slice)
-  and :func:`propagate_video` (forward) around a per-slice backend;
+  and :func:`propagate_video` (forward) around a per-slice backend, and the
+  :class:`PropagationRecord` of where each direction stopped and why;
 * :mod:`.official`: :func:`propagate_official_litemedsam`, the official
-  LiteMedSAM 3D-box loop reproduced exactly.
+  LiteMedSAM 3D-box loop reproduced exactly;
+* :mod:`.study`: the propagation study (a grid of rules, one encoder pass per slice).
 """
 from __future__ import annotations
 
 from ..errors import Cancelled
 from .by_kind import HOW, PropagationResult, segment_by_kind
 from .official import propagate_official_litemedsam
-from .walk import DEFAULT_MARGIN, middle_slice_prompt, propagate_video, propagate_volume
+from .rules import LEGACY_RULES, RULE_PRESETS, VIDEO_RULES, VOLUME_RULES, PropagationRules, resolve_rules
+from .walk import DEFAULT_MARGIN, DirectionStop, PropagationRecord, middle_slice_prompt, propagate_video, propagate_volume
 
 __all__ = [
     "Cancelled",
     "DEFAULT_MARGIN",
+    "DirectionStop",
     "HOW",
+    "LEGACY_RULES",
+    "PropagationRecord",
     "PropagationResult",
+    "PropagationRules",
+    "RULE_PRESETS",
+    "VIDEO_RULES",
+    "VOLUME_RULES",
     "middle_slice_prompt",
     "propagate_official_litemedsam",
     "propagate_video",
     "propagate_volume",
+    "resolve_rules",
     "segment_by_kind",
 ]

@@ -17,7 +17,7 @@ spatial shape and what happened (cancelled or not, slices done, seconds).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Hashable, Literal
 
 import numpy as np
@@ -28,7 +28,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
 from .official import propagate_official_litemedsam
-from .walk import DEFAULT_MARGIN, propagate_video, propagate_volume
+from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
 #: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,
 #: or the official LiteMedSAM 3D-box loop
@@ -37,7 +37,8 @@ HOW = ("propagate", "slice", "official")
 
 @dataclass
 class PropagationResult:
-    """A segmentation's outcome: the bool mask (partial when ``cancelled``) and its facts."""
+    """A segmentation's outcome: the bool mask (partial when ``cancelled``) and its facts;
+    ``record`` says where each direction stopped and why, and the model's score per slice."""
 
     mask: np.ndarray
     prompt: Prompt
@@ -45,6 +46,16 @@ class PropagationResult:
     done: int = 0
     total: int = 0
     seconds: float = 0.0
+    record: PropagationRecord = field(default_factory=PropagationRecord)
+
+    def summary(self) -> str:
+        """What was segmented and where each direction stopped, for a status line."""
+        if self.mask.ndim < 3:
+            return f"{int(self.mask.sum())} pixels"
+        slices = np.flatnonzero(self.mask.reshape(self.mask.shape[0], -1).any(axis=1))
+        span = f"slices {slices[0]}-{slices[-1]} ({len(slices)} with the target)" if len(slices) else "nothing"
+        stops = self.record.summary()
+        return f"segmented {span}" + ("" if stops == "no propagation" else f"; {stops}")
 
 
 def segment_by_kind(
@@ -54,15 +65,16 @@ def segment_by_kind(
     prompt: Prompt,
     *,
     how: Literal["propagate", "slice", "official"] = "propagate",
-    margin: float = DEFAULT_MARGIN,
+    margin: float | None = None,
     progress: SliceProgress | None = None,
     case_id: Hashable = None,
     **options: Any,
 ) -> PropagationResult:
     """Segment ``image`` (prepared; ``kind`` one of volume / video / image) from ``prompt``.
 
-    ``options`` go to the propagation (``z_limits``, ``stop_when_empty``,
-    ``min_iou``, ``end_frame``, ``use_native``). Slices are cached in the
+    ``options`` go to the propagation (``rules``, ``z_limits``,
+    ``stop_when_empty``, ``min_iou``, ``end_frame``, ``use_native``); ``margin``
+    None keeps the rules' own. Slices are cached in the
     backend under ``(case_id, index)``. ``progress`` returning False cancels:
     the result then holds the partial mask and ``cancelled=True``.
     """
@@ -77,16 +89,19 @@ def segment_by_kind(
         return None if progress is None else progress(done, total)
 
     start = time.perf_counter()
+    record = PropagationRecord()
     try:
-        mask = _dispatch(backend, np.asarray(image), kind, prompt, how, margin, report, case_id, options)
+        mask = _dispatch(backend, np.asarray(image), kind, prompt, how, margin, report, case_id,
+                         {**options, "record": record})
     except Cancelled as stop:
         return PropagationResult(np.asarray(stop.partial, dtype=bool), prompt, True, stop.done, stop.total,
-                                 time.perf_counter() - start)
-    return PropagationResult(mask, prompt, False, state["done"], state["total"], time.perf_counter() - start)
+                                 time.perf_counter() - start, record)
+    return PropagationResult(mask, prompt, False, state["done"], state["total"], time.perf_counter() - start,
+                             record)
 
 
 def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt: Prompt, how: str,
-              margin: float, progress: SliceProgress, case_id: Hashable, options: dict[str, Any]) -> np.ndarray:
+              margin: float | None, progress: SliceProgress, case_id: Hashable, options: dict[str, Any]) -> np.ndarray:
     if kind == "image":
         mask = np.asarray(backend.segment(image, prompt, cache_key=(case_id, 0)).mask, dtype=bool)
         if progress(1, 1) is False:
@@ -97,10 +112,25 @@ def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt
     if how == "official":
         if kind != "volume" or "box_3d" not in prompt.info:
             raise ValueError("the official LiteMedSAM loop needs a volume and a prompt with info['box_3d']")
-        return propagate_official_litemedsam(backend, image, [prompt.info["box_3d"]], progress=progress,
-                                             case_id=case_id) == 1
+        return official_mask(backend, image, prompt, progress, case_id, options["record"])
     walk = propagate_volume if kind == "volume" else propagate_video
     return walk(backend, image, prompt, margin=margin, progress=progress, case_id=case_id, **options)
+
+
+def official_mask(backend: SegmentationBackend, image: np.ndarray, prompt: Prompt, progress: SliceProgress | None,
+                  case_id: Hashable, record: PropagationRecord) -> np.ndarray:
+    """The official loop on one target's 3D box; the record says it stops at the box's z-range."""
+    box = prompt.info["box_3d"]
+    mask = propagate_official_litemedsam(backend, image, [box], progress=progress, case_id=case_id) == 1
+    record_official(record, prompt)
+    return mask
+
+
+def record_official(record: PropagationRecord, prompt: Prompt) -> None:
+    """The official loop's stops: its box's z-range, both ways from the middle slice (no rule)."""
+    _x0, _y0, z_min, _x1, _y1, z_max = (int(v) for v in prompt.info["box_3d"])
+    record.rules = {"official": "litemedsam-3dbox"}
+    record.stops = [DirectionStop("up", z_max, None, "box_3d"), DirectionStop("down", z_min, None, "box_3d")]
 
 
 def _one_slice_box(prompt: Prompt) -> bool:

@@ -2,14 +2,18 @@
 
 * :func:`propagate_volume` - the MedSAM2-style evaluation of a per-slice model:
   segment the prompted slice, then walk up and down, prompting each next
-  slice with the tight box of the previous slice's prediction (widened by
-  ``margin`` pixels, clipped to the image); a direction stops at the first
-  empty prediction or at ``z_limits``. The two directions are merged.
+  slice with the last good mask's tight box widened by the rules' margin;
+  a direction stops where a stop rule fires (:mod:`.rules`) or at ``z_limits``.
 * :func:`propagate_video` - forward only from the prompted frame.
+
+What happened goes into a :class:`PropagationRecord` when one is given: per
+direction the last slice kept, the slice where it stopped and the rule that
+stopped it (:class:`DirectionStop`), and the model's own score per slice.
 
 A backend with its own memory (``propagates_natively``, e.g. SAM2/MedSAM2)
 is handed the whole stack through :meth:`SegmentationBackend.propagate`
-instead, unless ``use_native=False``.
+instead, unless ``use_native=False``; it predicts absence itself (the record
+says ``model``).
 
 Progress goes through a :data:`~napari_medsam_eval.progress.SliceProgress`
 callback ``progress(done, total)``, called after every slice. Returning
@@ -22,7 +26,8 @@ so a progress bar always completes.
 from __future__ import annotations
 
 import dataclasses
-from typing import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Hashable
 
 import numpy as np
 
@@ -30,15 +35,51 @@ from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
-from ..protocols.geometry import expand_box, tight_box
 from ..protocols.medsam2 import MedSAM2Protocol
+from .rules import PropagationRules, next_box, reference_from, resolve_rules, stop_reason
 
-#: pixels (original resolution) a propagated box is widened by on every side.
-#: Measured with LiteMedSAM (median DSC): DeepLesion CT 512x512, margins 0/1/2/3/5
-#: -> 0.784/0.781/0.777/0.769/0.755; hippocampus MRI (~35x50 px, first 10
-#: cases, anterior) 0/1/2/3 -> 0.28/0.34/0.36/0.20. At 0 px the prediction
-#: shrinks slice after slice; on a small image 3 px lets it grow instead.
-DEFAULT_MARGIN = 2
+#: pixels a propagated box is widened by at least (the volume default's ``margin``)
+DEFAULT_MARGIN = PropagationRules().margin
+
+
+@dataclass(frozen=True)
+class DirectionStop:
+    """How one direction of a propagation ended.
+
+    ``last`` is the last slice kept (the prompted one when no other was),
+    ``at`` the slice where ``reason`` fired (dropped; None when the stack or
+    the limits ended, reason ``end``).
+    """
+
+    direction: str
+    last: int
+    at: int | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def __str__(self) -> str:
+        where = "end of stack" if self.at is None else f"slice {self.at}"
+        return f"{self.direction}: last {self.last}, stopped at {where} ({self.reason})"
+
+
+@dataclass
+class PropagationRecord:
+    """What a propagation did: the rules it ran with, where each direction stopped, per-slice scores."""
+
+    rules: dict[str, Any] | None = None
+    stops: list[DirectionStop] = field(default_factory=list)
+    scores: dict[int, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line for a status bar: each direction's stop."""
+        return "; ".join(str(stop) for stop in self.stops) or "no propagation"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rules": self.rules, "stops": [s.to_dict() for s in self.stops],
+                "scores": {int(k): (None if v is None or not np.isfinite(v) else round(float(v), 4))
+                           for k, v in sorted(self.scores.items())}}
 
 
 class _Progress:
@@ -75,13 +116,6 @@ def _check_stack(stack: np.ndarray, what: str) -> np.ndarray:
     return stack
 
 
-def _check_options(margin: float, min_iou: float | None) -> None:
-    if not np.isfinite(margin) or margin < 0:
-        raise ValueError(f"margin must be >= 0 pixels, got {margin}")
-    if min_iou is not None and not 0.0 <= min_iou <= 1.0:
-        raise ValueError(f"min_iou must be between 0 and 1 (or None), got {min_iou}")
-
-
 def _resolve_limits(z_limits: tuple[int, int] | None, n: int) -> tuple[int, int]:
     if z_limits is None:
         return 0, n - 1
@@ -104,45 +138,73 @@ def _walk(
     backend: SegmentationBackend,
     stack: np.ndarray,
     result: np.ndarray,
-    start_mask: np.ndarray,
+    first: np.ndarray,
     indices: range,
+    direction: str,
     *,
-    target_label: int,
-    margin: float,
-    stop_when_empty: bool,
+    prompt: Prompt,
+    rules: PropagationRules,
     case_id: Hashable,
     progress: _Progress,
-    min_iou: float | None = None,
+    record: PropagationRecord,
 ) -> None:
-    """Propagate from ``start_mask`` through ``indices`` (one direction), writing into ``result``."""
+    """Propagate from ``first`` (the prompted slice's mask) through ``indices``, writing into ``result``."""
     shape = stack.shape[1:3]
-    box = tight_box(start_mask)
-    previous = start_mask
+    reference = reference_from(first, stack[prompt.slice_index], record.scores.get(int(prompt.slice_index)))
+    last_kept, good, misses = int(prompt.slice_index), first, 0
     for z in indices:
-        if box is None:
-            if stop_when_empty:
-                return
-            continue  # nothing to prompt with yet; the slice stays empty
-        slice_prompt = Prompt(
-            target_label=target_label,
-            slice_index=z,
-            boxes=[expand_box(box, margin, shape, round_to_pixels=False)],
-            protocol="propagation",
-        )
-        mask = np.asarray(backend.segment(stack[z], slice_prompt, cache_key=(case_id, z)).mask, dtype=bool)
-        new_box = tight_box(mask)
-        stop = new_box is None and stop_when_empty
-        if min_iou is not None and new_box is not None and previous.any():
-            overlap = np.count_nonzero(mask & previous) / np.count_nonzero(mask | previous)
-            stop = overlap < min_iou  # the slice is dropped, as micro-sam drops it
-        if not stop:
-            result[z] = mask
-        progress.step()
+        box = next_box(good, shape, rules)
+        if box is None:  # nothing to prompt with yet (an empty prompted slice, stop_when_empty off)
+            progress.step()
+            continue
+        slice_prompt = Prompt(target_label=prompt.target_label, slice_index=z, boxes=[box], protocol="propagation")
+        answer = backend.segment(stack[z], slice_prompt, cache_key=(case_id, z))
+        mask = np.asarray(answer.mask, dtype=bool)
+        record.scores[z] = float("nan") if answer.score is None else float(answer.score)
+        reason = stop_reason(rules, reference, good, mask, answer.score, stack[z], box)
+        stop = False
+        if reason is None:
+            result[z], good, last_kept, misses = mask, mask, z, 0
+        elif reason == "lost" or rules.hold is None or misses < rules.hold:
+            misses += 1  # left empty; the last good box is tried again on the next slice
+        else:
+            record.stops.append(DirectionStop(direction, last_kept, z, reason))
+            stop = True
+        progress.step()  # after the slice is written: a cancel here keeps it in the partial result
         if stop:
             return
-        if new_box is not None:
-            box = new_box  # with stop_when_empty=False an empty slice keeps the last box
-            previous = mask
+    record.stops.append(DirectionStop(direction, last_kept, None, "end"))
+
+
+def _segment_prompted(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, result: np.ndarray,
+                      case_id: Hashable, tracker: _Progress, record: PropagationRecord) -> np.ndarray:
+    z0 = int(prompt.slice_index)
+    answer = backend.segment(stack[z0], prompt, cache_key=(case_id, z0))
+    first = np.asarray(answer.mask, dtype=bool)
+    result[z0] = first
+    record.scores[z0] = float("nan") if answer.score is None else float(answer.score)
+    tracker.step()
+    return first
+
+
+def _native(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, reverse: bool, lo: int, hi: int,
+            progress: SliceProgress | None, record: PropagationRecord) -> np.ndarray:
+    """A model with its own memory propagates; the record says where its mask ends (reason ``model``)."""
+    result = np.zeros(stack.shape[:3], dtype=bool)
+    native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress), dtype=bool)
+    result[lo : hi + 1] = native[lo : hi + 1]
+    z0, present = int(prompt.slice_index), result.reshape(result.shape[0], -1).any(axis=1)
+    ways = [("up", range(z0 + 1, hi + 1))] + ([("down", range(z0 - 1, lo - 1, -1))] if reverse else [])
+    for direction, indices in ways:
+        last = z0
+        for z in indices:
+            if not present[z]:
+                record.stops.append(DirectionStop(direction if reverse else "forward", last, z, "model"))
+                break
+            last = z
+        else:
+            record.stops.append(DirectionStop(direction if reverse else "forward", last, None, "end"))
+    return result
 
 
 def propagate_volume(
@@ -150,63 +212,54 @@ def propagate_volume(
     volume: np.ndarray,
     prompt: Prompt,
     *,
-    margin: float = DEFAULT_MARGIN,
+    rules: PropagationRules | str | dict | None = None,
+    margin: float | None = None,
     z_limits: tuple[int, int] | None = None,
-    stop_when_empty: bool = True,
+    stop_when_empty: bool | None = None,
     min_iou: float | None = None,
     progress: SliceProgress | None = None,
     case_id: Hashable = None,
     use_native: bool = True,
+    record: PropagationRecord | None = None,
 ) -> np.ndarray:
     """Segment one target through a volume from a prompt on ``prompt.slice_index``.
 
     ``volume`` is ``(Z, H, W)`` (or ``(Z, H, W, 3)``), intensity-prepared (uint8
     for the SAM family). The prompted slice is segmented with ``prompt`` as
-    given; every other slice gets a box prompt: the tight box of the previous
-    slice's prediction widened by ``margin`` pixels and clipped to the image.
-    Each direction stops at an empty prediction (``stop_when_empty``; when
-    False, an empty slice is skipped and the last non-empty box is reused) and
-    at ``z_limits`` = ``(z_low, z_high)``, inclusive. ``min_iou`` (default
-    off) adds micro-sam's criterion: a direction also stops, dropping the
-    slice, when its prediction's IoU with the previous slice's is below it
-    (it curbs a per-slice model that keeps finding something in every box;
-    on hippocampus MRI it did not raise the median DSC). Returns a bool
-    ``(Z, H, W)`` mask. Slices are cached in the backend as ``(case_id, z)``:
-    give a ``case_id`` to share embeddings between targets of one case.
+    given; every other slice gets a box prompt from the last good mask
+    (:func:`.rules.next_box`), and each direction stops where a stop rule
+    fires or at ``z_limits`` = ``(z_low, z_high)``, inclusive. ``rules``: a
+    :class:`~.rules.PropagationRules`, a preset name or a dict of options
+    (default :data:`~.rules.VOLUME_RULES`); ``margin``, ``stop_when_empty``
+    and ``min_iou`` override single options. Returns a bool ``(Z, H, W)``
+    mask; ``record`` (when given) receives the stops and per-slice scores.
+    Slices are cached in the backend as ``(case_id, z)``: give a ``case_id``
+    to share embeddings between targets of one case.
 
     A backend that ``propagates_natively`` gets the stack instead (forward and
     reverse from the prompt); ``z_limits`` then clears the slices outside.
     Raises :class:`Cancelled` when ``progress`` returns False.
     """
     volume = _check_stack(volume, "volume")
-    _check_options(margin, min_iou)
+    rules = resolve_rules("volume", rules, margin=margin, stop_when_empty=stop_when_empty, min_iou=min_iou)
+    record = PropagationRecord() if record is None else record
+    record.rules = rules.to_dict()
     n = volume.shape[0]
     z0 = _start_index(prompt, n, "volume")
     lo, hi = _resolve_limits(z_limits, n)
     if not lo <= z0 <= hi:
         raise ValueError(f"prompt slice_index {z0} is outside z_limits ({lo}, {hi})")
-    result = np.zeros(volume.shape[:3], dtype=bool)
-
     if use_native and backend.propagates_natively:
-        native = np.asarray(backend.propagate(volume, prompt, reverse=True, progress=progress), dtype=bool)
-        result[lo : hi + 1] = native[lo : hi + 1]
-        return result
-
+        return _native(backend, volume, prompt, True, lo, hi, progress, record)
+    result = np.zeros(volume.shape[:3], dtype=bool)
     tracker = _Progress(progress, hi - lo + 1, result)
-    first = np.asarray(backend.segment(volume[z0], prompt, cache_key=(case_id, z0)).mask, dtype=bool)
-    result[z0] = first
-    tracker.step()
-    kwargs = dict(
-        target_label=prompt.target_label,
-        margin=margin,
-        stop_when_empty=stop_when_empty,
-        case_id=case_id,
-        progress=tracker,
-        min_iou=min_iou,
-    )
-    if first.any() or not stop_when_empty:
-        _walk(backend, volume, result, first, range(z0 + 1, hi + 1), **kwargs)
-        _walk(backend, volume, result, first, range(z0 - 1, lo - 1, -1), **kwargs)
+    first = _segment_prompted(backend, volume, prompt, result, case_id, tracker, record)
+    if first.any() or not rules.stop_when_empty:
+        for direction, indices in (("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1))):
+            _walk(backend, volume, result, first, indices, direction, prompt=prompt, rules=rules, case_id=case_id,
+                  progress=tracker, record=record)
+    else:
+        record.stops.extend(DirectionStop(d, z0, z0, "empty") for d in ("up", "down"))
     tracker.finish()
     return result
 
@@ -216,28 +269,30 @@ def propagate_video(
     frames: np.ndarray,
     prompt: Prompt,
     *,
-    margin: float = DEFAULT_MARGIN,
-    stop_when_empty: bool = True,
+    rules: PropagationRules | str | dict | None = None,
+    margin: float | None = None,
+    stop_when_empty: bool | None = None,
     min_iou: float | None = None,
     end_frame: int | None = None,
     progress: SliceProgress | None = None,
     case_id: Hashable = None,
     use_native: bool = True,
+    record: PropagationRecord | None = None,
 ) -> np.ndarray:
     """Segment one target forward through a video from ``prompt.slice_index`` (default 0).
 
     ``frames`` is ``(T, H, W)`` or ``(T, H, W, 3)``. Each frame after the
-    prompted one is prompted with the previous frame's tight box (per-slice
+    prompted one is prompted from the last good frame's mask (per-slice
     models), up to ``end_frame`` inclusive (default the last). Frames before
-    the prompted one stay empty, as in MedSAM2's video evaluation. With
-    ``stop_when_empty`` (default) the run stops at the first empty
-    prediction; with False an empty frame is skipped and the last box reused
-    (an object that disappears for a few frames); ``min_iou`` as in
-    :func:`propagate_volume`. A backend that
-    ``propagates_natively`` runs forward only on its own.
+    the prompted one stay empty, as in MedSAM2's video evaluation. ``rules``
+    as in :func:`propagate_volume`, by default :data:`~.rules.VIDEO_RULES`: a
+    frame where the object is lost is left empty and the last good box is
+    kept. A backend that ``propagates_natively`` runs forward only on its own.
     """
     frames = _check_stack(frames, "video")
-    _check_options(margin, min_iou)
+    rules = resolve_rules("video", rules, margin=margin, stop_when_empty=stop_when_empty, min_iou=min_iou)
+    record = PropagationRecord() if record is None else record
+    record.rules = rules.to_dict()
     n = frames.shape[0]
     if prompt.slice_index is None:
         prompt = dataclasses.replace(prompt, slice_index=0)
@@ -245,21 +300,16 @@ def propagate_video(
     t_end = n - 1 if end_frame is None else min(n - 1, int(end_frame))
     if t_end < t0:
         raise ValueError(f"end_frame {end_frame} is before the prompted frame {t0}")
-    result = np.zeros(frames.shape[:3], dtype=bool)
     if use_native and backend.propagates_natively:
-        native = np.asarray(backend.propagate(frames, prompt, reverse=False, progress=progress), dtype=bool)
-        result[t0 : t_end + 1] = native[t0 : t_end + 1]
-        return result
+        return _native(backend, frames, prompt, False, t0, t_end, progress, record)
+    result = np.zeros(frames.shape[:3], dtype=bool)
     tracker = _Progress(progress, t_end - t0 + 1, result)
-    first = np.asarray(backend.segment(frames[t0], prompt, cache_key=(case_id, t0)).mask, dtype=bool)
-    result[t0] = first
-    tracker.step()
-    if first.any() or not stop_when_empty:
-        _walk(
-            backend, frames, result, first, range(t0 + 1, t_end + 1),
-            target_label=prompt.target_label, margin=margin, stop_when_empty=stop_when_empty,
-            case_id=case_id, progress=tracker, min_iou=min_iou,
-        )
+    first = _segment_prompted(backend, frames, prompt, result, case_id, tracker, record)
+    if first.any() or not rules.stop_when_empty:
+        _walk(backend, frames, result, first, range(t0 + 1, t_end + 1), "forward", prompt=prompt, rules=rules,
+              case_id=case_id, progress=tracker, record=record)
+    else:
+        record.stops.append(DirectionStop("forward", t0, t0, "empty"))
     tracker.finish()
     return result
 

@@ -21,7 +21,7 @@ from . import markup as mk
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
 from .stats import (DEFAULT_METRICS, METRIC_LABELS, failed_cases, overall_summary, slice_dice_summary,
-                    summarize_tasks, worst_cases)
+                    stop_reason_counts, stops_text, summarize_tasks, worst_cases)
 
 MANIFEST_SECTIONS = ("model", "checkpoint", "protocol", "dataset", "seed", "date", "started", "finished", "times",
                      "versions", "arguments")
@@ -167,6 +167,14 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
             label = METRIC_LABELS.get(metric, metric)
             blocks += [mk.paragraph(f"{label} per task (box: median and quartiles; points: cases)"),
                        mk.image(f"{FIGURES}/{path.name}", f"{label} per task")]
+    reasons = stop_reason_counts(table)
+    if len(reasons.columns) > 1:
+        blocks += [mk.heading("Why propagation stopped"),
+                   mk.paragraph("Directions of propagation per task, by the rule that ended them (empty: an "
+                                "empty prediction; intensity/score/iou/area/box_fill: a stop rule; end: the end of "
+                                "the stack; model: a model with its own memory; box_3d: the official 3D box).", True),
+                   mk.table(list(reasons.columns), reasons.values.tolist(),
+                            numeric=[False] + [True] * (len(reasons.columns) - 1))]
     failed = failed_cases(table)
     blocks.append(mk.heading(f"Failed cases ({len(failed)})"))
     if failed.empty:
@@ -184,15 +192,18 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     for rank, (_, row) in enumerate(worst.iterrows(), start=1):
         per_slice = slice_dice_summary(row)
         lowest = "n/a" if per_slice["argmin"] is None else f"{per_slice['min']:.3f} at {per_slice['argmin']}"
-        worst_rows.append([rank, row["case_id"], row["task"], row["target_label"], row["dice"], row["nsd"], lowest])
+        worst_rows.append([rank, row["case_id"], row["task"], row["target_label"], row["dice"], row["nsd"], lowest,
+                           stops_text(row)])
         name = f"slices_{rank:02d}_{_safe_name(row['case_id'])}.png"
         plot_slice_dice(row, figures / name)
         images.append(mk.image(f"{FIGURES}/{name}", f"per-slice DSC of {row['case_id']}"))
     if worst_rows:
-        blocks.append(mk.table(["rank", "case", "task", "label", "DSC", "NSD", "lowest slice DSC at slice"],
-                               worst_rows, numeric=[True, False, False, False, True, True, True]))
+        blocks.append(mk.table(["rank", "case", "task", "label", "DSC", "NSD", "lowest slice DSC at slice",
+                                "propagation stopped"],
+                               worst_rows, numeric=[True, False, False, False, True, True, True, False]))
         blocks.append(mk.paragraph("Per-slice (volumes, along z) or per-frame (videos, along t) DSC; the dashed "
-                                   "line marks the prompted slice, the red dot the lowest DSC.", note=True))
+                                   "line marks the prompted slice, the red dot the lowest DSC, dotted purple "
+                                   "lines where propagation stopped and why.", note=True))
         blocks += images
     else:
         blocks.append(mk.paragraph("No scored cases."))

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .stats import METRIC_LABELS, natural_key, ok_rows, slice_dice_summary
+from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
 
 DPI = 120
 BOX_COLOR = "#4C72B0"
@@ -100,6 +100,11 @@ def plot_slice_dice(row: pd.Series, path: str | Path) -> Path:
             axes.legend(loc="lower right", fontsize=8)
         if summary["argmin"] is not None:
             axes.scatter([summary["argmin"]], [summary["min"]], color="tab:red", zorder=4, s=20)
+        for stop in row_stops(row):  # where each direction stopped, and why
+            if stop.get("at") is not None:
+                axes.axvline(float(stop["at"]), color="tab:purple", linestyle=":", linewidth=1)
+                axes.annotate(str(stop.get("reason")), (float(stop["at"]), 0.02), fontsize=7, color="tab:purple",
+                              rotation=90, va="bottom", ha="right")
     else:
         axes.text(0.5, 0.5, "no per-slice DSC recorded", ha="center", va="center", transform=axes.transAxes)
     axes.set_ylim(-0.02, 1.02)

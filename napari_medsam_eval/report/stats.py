@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import summarize
-from .results import attribute_column, slice_dice_values
+from .results import attribute_column, parse_json_cell, slice_dice_values
 
 #: metrics summarised by default (column names of the results table)
 DEFAULT_METRICS = ("dice", "nsd")
@@ -124,3 +124,32 @@ def slice_dice_summary(row: pd.Series) -> dict:
         return {"values": values, "min": float("nan"), "argmin": None}
     argmin = int(finite[np.argmin(values[finite])])
     return {"values": values, "min": float(values[argmin]), "argmin": argmin}
+
+
+def row_stops(row: pd.Series | dict) -> list[dict]:
+    """Where each propagation direction of a row ended (the ``stops`` column; [] for older runs)."""
+    stops = parse_json_cell(row.get("stops"), [])
+    return [s for s in stops if isinstance(s, dict)] if isinstance(stops, list) else []
+
+
+def stops_text(row: pd.Series | dict) -> str:
+    """``up: intensity at 17; down: end`` - one row's stops, short."""
+    parts = []
+    for stop in row_stops(row):
+        where = "" if stop.get("at") is None else f" at {stop['at']}"
+        parts.append(f"{stop.get('direction')}: {stop.get('reason')}{where}")
+    return "; ".join(parts) or "n/a"
+
+
+def stop_reason_counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per task: how many propagation directions ended by each reason (scored rows)."""
+    counts: dict[tuple[str, str], int] = {}
+    for _, row in table[ok_rows(table)].iterrows():
+        for stop in row_stops(row):
+            key = (str(row["task"]), str(stop.get("reason")))
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return pd.DataFrame(columns=["task"])
+    frame = pd.Series(counts).unstack(fill_value=0)
+    frame.index.name = "task"
+    return frame.reset_index()

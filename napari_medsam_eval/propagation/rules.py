@@ -1,0 +1,203 @@
+"""How a per-slice model is walked from slice to slice: the next prompt and the stop rules.
+
+A per-slice model (LiteMedSAM, SAM) predicts something inside nearly any box,
+so "stop at an empty prediction" lets a propagation leak past the object's end.
+:class:`PropagationRules` holds the options a propagation (and a protocol, so a
+run records them) can set; each stop rule is off when its value is None:
+
+* ``intensity_k`` - the mean intensity of the new prediction (prepared uint8
+  slice, grey) differs from the prompted slice's prediction by more than
+  ``intensity_k`` times that region's standard deviation (floored at
+  ``intensity_std_floor`` grey levels): the model has moved onto other tissue;
+* ``min_score`` / ``score_ratio`` - the decoder's own predicted IoU
+  (LiteMedSAM and SAM return it) is below a threshold, absolute or relative to
+  the prompted slice's;
+* ``min_iou`` - IoU with the previous slice's mask below it (micro-sam's rule);
+* ``max_area_growth`` - the area grows beyond this factor of the previous slice's;
+* ``max_box_fill`` - the prediction fills more than this fraction of its
+  prompt box (what LiteMedSAM does when there is nothing to find);
+* an empty prediction always ends the object (``stop_when_empty``).
+
+The slice that triggers a rule is dropped and the direction stops, except
+with ``hold``: a lost slice/frame is left empty and the last good mask's box
+is tried again on the next one, up to ``hold`` times in a row (``None``: to
+the end) - for videos, where an object can vanish for a few frames.
+
+The next slice is prompted with the last good mask's tight box widened on each
+side by ``max(margin, margin_fraction * side)`` pixels (x and y apart), clipped
+to the image: a fixed margin for small objects, a proportional one for motion.
+
+The defaults (:data:`VOLUME_RULES`, :data:`VIDEO_RULES`) were chosen by
+measurement on the shared datasets (README, "Propagation"); :data:`LEGACY_RULES`
+is the rule before them (2 px, stop only when empty).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..protocols.geometry import tight_box
+
+#: why a direction ended: a stop rule, the model's own absence (native), the
+#: official script's z-range, or the end of the stack / the limits
+STOP_REASONS = ("empty", "intensity", "score", "iou", "area", "box_fill", "lost", "model", "box_3d", "end")
+
+
+@dataclass(frozen=True)
+class PropagationRules:
+    """Options of slice-to-slice propagation with a per-slice model (module doc)."""
+
+    margin: float = 1.0
+    margin_fraction: float = 0.1
+    stop_when_empty: bool = True
+    intensity_k: float | None = 2.0
+    intensity_std_floor: float = 5.0
+    min_score: float | None = None
+    score_ratio: float | None = None
+    min_iou: float | None = None
+    max_area_growth: float | None = None
+    max_box_fill: float | None = None
+    hold: int | None = 0
+
+    def __post_init__(self) -> None:
+        _check_range("margin", self.margin, 0.0, None)
+        _check_range("margin_fraction", self.margin_fraction, 0.0, None)
+        _check_range("intensity_k", self.intensity_k, 0.0, None)
+        _check_range("intensity_std_floor", self.intensity_std_floor, 0.0, None)
+        for name in ("min_score", "score_ratio", "min_iou", "max_box_fill"):
+            _check_range(name, getattr(self, name), 0.0, 1.0 if name != "score_ratio" else None)
+        _check_range("max_area_growth", self.max_area_growth, 1.0, None)
+        if self.hold is not None and (int(self.hold) != self.hold or self.hold < 0):
+            raise ValueError(f"hold must be a whole number >= 0 or None, got {self.hold!r}")
+
+    def replace(self, **changes: Any) -> "PropagationRules":
+        """A copy with ``changes`` (unknown names are refused, naming them)."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise ValueError(f"unknown propagation option(s) {unknown}; known: {sorted(self.to_dict())}")
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _check_range(name: str, value: float | None, low: float, high: float | None) -> None:
+    if value is None:
+        return
+    if not np.isfinite(value) or value < low or (high is not None and value > high):
+        bound = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
+        raise ValueError(f"propagation option {name} must be {bound} (or None), got {value!r}")
+
+
+#: chosen by measurement (README, "Propagation"): the same for every volume dataset
+VOLUME_RULES = PropagationRules()
+#: videos: no intensity or score stop (lighting and the view change); a lost frame keeps the last good box
+VIDEO_RULES = PropagationRules(intensity_k=None, hold=None)
+#: the rule before the measured defaults: a fixed 2 px margin, stop only at an empty prediction
+LEGACY_RULES = PropagationRules(margin=2.0, margin_fraction=0.0, intensity_k=None)
+#: named presets for the command line and the protocol option ``rules``
+RULE_PRESETS: dict[str, PropagationRules] = {"volume": VOLUME_RULES, "video": VIDEO_RULES, "legacy": LEGACY_RULES}
+
+
+def default_rules(kind: str) -> PropagationRules:
+    """The measured default of a kind of stack: ``video`` or anything else (volumes)."""
+    return VIDEO_RULES if kind == "video" else VOLUME_RULES
+
+
+def resolve_rules(kind: str, rules: PropagationRules | str | dict | None = None, **options: Any) -> PropagationRules:
+    """Rules from a preset name, a dict of options or an object, with ``options`` on top
+    (None options are ignored); None starts from the kind's default."""
+    if rules is None:
+        base = default_rules(kind)
+    elif isinstance(rules, str):
+        if rules not in RULE_PRESETS:
+            raise ValueError(f"unknown propagation rules {rules!r}; choose one of {sorted(RULE_PRESETS)}")
+        base = RULE_PRESETS[rules]
+    elif isinstance(rules, dict):
+        base = default_rules(kind).replace(**rules)
+    else:
+        base = rules
+    changes = {k: v for k, v in options.items() if v is not None}
+    return base.replace(**changes) if changes else base
+
+
+def next_box(mask: np.ndarray, shape_hw: tuple[int, int], rules: PropagationRules) -> tuple[float, ...] | None:
+    """The next slice's prompt box: ``mask``'s tight box widened by the rules' margin, clipped."""
+    box = tight_box(mask)
+    if box is None:
+        return None
+    height, width = shape_hw
+    x0, y0, x1, y1 = box
+    mx = max(rules.margin, rules.margin_fraction * (x1 - x0 + 1))
+    my = max(rules.margin, rules.margin_fraction * (y1 - y0 + 1))
+    return max(0, x0 - mx), max(0, y0 - my), min(width - 1, x1 + mx), min(height - 1, y1 + my)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """What the stop rules remember of the prompted slice's prediction."""
+
+    area: int
+    mean: float
+    std: float
+    score: float
+
+
+def _grey(image: np.ndarray) -> np.ndarray:
+    image = np.asarray(image)
+    return image.mean(axis=-1) if image.ndim == 3 else image.astype(np.float32, copy=False)
+
+
+def reference_from(mask: np.ndarray, image: np.ndarray, score: float | None) -> Reference:
+    """Area, mean and standard deviation of the prompted slice's prediction on its prepared image."""
+    values = _grey(image)[np.asarray(mask, dtype=bool)]
+    score = float("nan") if score is None else float(score)
+    if values.size == 0:
+        return Reference(0, float("nan"), float("nan"), score)
+    return Reference(int(values.size), float(values.mean()), float(values.std()), score)
+
+
+def stop_reason(rules: PropagationRules, reference: Reference, previous: np.ndarray, mask: np.ndarray,
+                score: float | None, image: np.ndarray, box: tuple[float, ...] | None) -> str | None:
+    """The first rule (a :data:`STOP_REASONS` name) that ends the object at this slice, or None to keep it."""
+    area = int(np.count_nonzero(mask))
+    if area == 0:
+        return "empty" if rules.stop_when_empty else "lost"
+    if rules.intensity_k is not None and np.isfinite(reference.mean):
+        mean = float(_grey(image)[mask].mean())
+        if abs(mean - reference.mean) > rules.intensity_k * max(reference.std, rules.intensity_std_floor):
+            return "intensity"
+    if score is not None and np.isfinite(score):
+        if rules.min_score is not None and score < rules.min_score:
+            return "score"
+        if rules.score_ratio is not None and np.isfinite(reference.score) and score < rules.score_ratio * reference.score:
+            return "score"
+    if rules.min_iou is not None and previous.any():
+        if np.count_nonzero(mask & previous) / np.count_nonzero(mask | previous) < rules.min_iou:
+            return "iou"
+    if rules.max_area_growth is not None and previous.any() and area > rules.max_area_growth * np.count_nonzero(previous):
+        return "area"
+    if rules.max_box_fill is not None and box is not None:
+        x0, y0, x1, y1 = (int(round(v)) for v in box)
+        if area / max(1, (x1 - x0 + 1) * (y1 - y0 + 1)) > rules.max_box_fill:
+            return "box_fill"
+    return None
+
+
+__all__ = [
+    "LEGACY_RULES",
+    "PropagationRules",
+    "RULE_PRESETS",
+    "Reference",
+    "STOP_REASONS",
+    "VIDEO_RULES",
+    "VOLUME_RULES",
+    "default_rules",
+    "next_box",
+    "reference_from",
+    "resolve_rules",
+    "stop_reason",
+]
