@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from napari_medsam_eval.propagation.rules import STOP_REASONS
 from napari_medsam_eval.benchmark import COLUMNS, comparable, load_table, run_benchmark
 from napari_medsam_eval.benchmark.timing import SegmentTimer
 from napari_medsam_eval.cli import main
@@ -34,7 +35,9 @@ def hippo3(tmp_path: Path, shared_data: Path) -> Path:
 
 def test_rows_schema_and_run_folder(hippo3: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    table = run_benchmark(hippo3, out, "oracle", save_predictions=True)
+    # the legacy rule (stop at an empty slice) keeps the oracle exact: the measured default also
+    # stops where consecutive slices overlap little (IoU < 0.3), true ground truth included
+    table = run_benchmark(hippo3, out, "oracle", save_predictions=True, propagation="legacy")
     assert list(table.columns) == list(COLUMNS)
     assert len(table) == 6 and (table["status"] == "ok").all() and (table["error"] == "").all()
     assert table["task"].tolist() == ["hippo3/anterior", "hippo3/posterior"] * 3
@@ -48,6 +51,14 @@ def test_rows_schema_and_run_folder(hippo3: Path, tmp_path: Path) -> None:
     prompt = json.loads(row["prompt"])
     assert prompt[0]["slice_index"] == row["prompt_slice"] and prompt[0]["target_label"] == 1
     assert row["gt_voxels"] == row["pred_voxels"] > 0 and table["dice"].min() > 0.9
+    # every propagated row says where each direction stopped, and why
+    for _, each in table.iterrows():
+        stops = json.loads(each["stops"])
+        assert [s["direction"] for s in stops] == ["up", "down"]
+        assert all(s["reason"] in ("empty", "end") and s["reason"] in STOP_REASONS for s in stops), stops
+        assert all(s["at"] is None or s["at"] != each["prompt_slice"] for s in stops), stops
+        scores = json.loads(each["slice_scores"])
+        assert len(scores) == each["n_slices"]
     assert row["time_encoder_s"] == 0.0 and row["time_total_s"] > 0
     assert (out / row["prediction_path"]).is_file() and row["prediction_path"].startswith("predictions/")
     for name in ("results.jsonl", "results.csv", "results.parquet", "manifest.json", "run.log"):
@@ -168,12 +179,14 @@ def test_cli_refuses_a_non_empty_folder_and_other_settings(hippo3: Path, tmp_pat
     assert main(["run", str(hippo3), "--model", "oracle", "--out", str(out), "--quiet"]) == 2
     assert "not empty; resume it with --resume" in capsys.readouterr().err
     out2 = tmp_path / "run2"
-    assert main(["run", str(hippo3), "--model", "oracle", "--out", str(out2), "--quiet", "--limit", "1"]) == 0
+    assert main(["run", str(hippo3), "--model", "oracle", "--out", str(out2), "--quiet", "--limit", "1",
+                 "--propagation", "legacy"]) == 0
     printed = capsys.readouterr().out
     assert "hippo3/anterior: median DSC 1.0000" in printed and "failed: 0" in printed
     assert main(["run", str(hippo3), "--model", "box", "--out", str(out2), "--quiet", "--resume"]) == 2
     assert "cannot resume" in capsys.readouterr().err
-    assert main(["run", str(hippo3), "--model", "oracle", "--out", str(out2), "--quiet", "--resume"]) == 0
+    assert main(["run", str(hippo3), "--model", "oracle", "--out", str(out2), "--quiet", "--resume",
+                 "--propagation", "legacy"]) == 0
     assert load_table(out2)["case_id"].nunique() == 3
     assert main(["run", str(hippo3), "--model", "box", "--protocol", "litemedsam-3dbox", "--out",
                  str(tmp_path / "run3"), "--quiet"]) == 2

@@ -164,3 +164,23 @@ def test_widgets_open_from_the_manifest(make_napari_viewer):
     assert isinstance(segment, SegmentWidget) and isinstance(compare, CompareWidget)
     layer = viewer.add_labels(np.zeros((4, 8, 8), np.uint8), name="gt", metadata={"role": "ground_truth"})
     assert compare.gt_layer.value is layer  # choices follow the layer list
+
+
+def test_plot_marks_where_propagation_stopped(viewer_with_pair):
+    """A prediction that carries its propagation stops (layer metadata, as the Segment widget and a
+    benchmark row write it) gets a marker and the rule's name on the per-slice plot."""
+    viewer, _gt_layer, pred_layer, _pred, gt = viewer_with_pair
+    present = np.flatnonzero(gt.any(axis=(1, 2)))
+    pred_layer.metadata["stops"] = [
+        {"direction": "up", "last": int(present[-1]), "at": int(present[-1]) + 1, "reason": "intensity"},
+        {"direction": "down", "last": int(present[0]), "at": None, "reason": "end"},
+    ]
+    widget = CompareWidget(viewer)
+    widget.update_comparison()
+    assert widget.stop_markers == [(int(present[-1]) + 1, "intensity")]
+    lines = [line for line in widget.axes.get_lines() if line.get_linestyle() == ":"]
+    assert [float(line.get_xdata()[0]) for line in lines] == [float(present[-1] + 1)]
+    assert "intensity" in [text.get_text() for text in widget.axes.texts]
+    pred_layer.metadata["stops"] = []
+    widget.update_comparison()
+    assert widget.stop_markers == [] and not [t for t in widget.axes.texts if t.get_text() == "intensity"]

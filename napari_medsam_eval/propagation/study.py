@@ -39,15 +39,16 @@ def volume_grid() -> dict[str, PropagationRules]:
     return {
         "legacy (2 px, stop when empty)": LEGACY_RULES,
         "default": default,
-        "no stop rule": default.replace(intensity_k=None),
+        "no stop rule (default box)": default.replace(intensity_k=None, min_iou=None),
+        "intensity only": default.replace(min_iou=None),
+        "min_iou=0.3 only (micro-sam)": default.replace(intensity_k=None),
         "intensity_k=1.5": default.replace(intensity_k=1.5),
         "intensity_k=3": default.replace(intensity_k=3.0),
-        "margin 2 px, no fraction": default.replace(margin=2.0, margin_fraction=0.0),
+        "margin 2 px, no fraction": default.replace(margin_fraction=0.0),
         "margin_fraction=0.2": default.replace(margin_fraction=0.2),
-        "score_ratio=0.8 (no intensity)": default.replace(intensity_k=None, score_ratio=0.8),
-        "min_iou=0.3 (micro-sam, no intensity)": default.replace(intensity_k=None, min_iou=0.3),
-        "max_area_growth=1.5 (no intensity)": default.replace(intensity_k=None, max_area_growth=1.5),
-        "max_box_fill=0.9 (no intensity)": default.replace(intensity_k=None, max_box_fill=0.9),
+        "score_ratio=0.8 (instead of intensity)": default.replace(intensity_k=None, score_ratio=0.8),
+        "max_area_growth=1.5 (instead of intensity)": default.replace(intensity_k=None, max_area_growth=1.5),
+        "max_box_fill=0.9 (instead of intensity)": default.replace(intensity_k=None, max_box_fill=0.9),
     }
 
 
@@ -59,8 +60,8 @@ def video_grid() -> dict[str, PropagationRules]:
         "default": default,
         "hold 3 frames": default.replace(hold=3),
         "stop when lost (hold 0)": default.replace(hold=0),
-        "margin 2 px, no fraction": default.replace(margin=2.0, margin_fraction=0.0),
-        "margin_fraction=0.2": default.replace(margin_fraction=0.2),
+        "margin 2 px, no fraction": default.replace(margin_fraction=0.0),
+        "margin_fraction=0.1": default.replace(margin_fraction=0.1),
         "intensity_k=2": default.replace(intensity_k=2.0),
         "score_ratio=0.8": default.replace(score_ratio=0.8),
     }
