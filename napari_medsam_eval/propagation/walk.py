@@ -194,16 +194,17 @@ def _native(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rev
     native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress), dtype=bool)
     result[lo : hi + 1] = native[lo : hi + 1]
     z0, present = int(prompt.slice_index), result.reshape(result.shape[0], -1).any(axis=1)
-    ways = [("up", range(z0 + 1, hi + 1))] + ([("down", range(z0 - 1, lo - 1, -1))] if reverse else [])
+    ways = [("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1))] if reverse else \
+        [("forward", range(z0 + 1, hi + 1))]
     for direction, indices in ways:
         last = z0
         for z in indices:
             if not present[z]:
-                record.stops.append(DirectionStop(direction if reverse else "forward", last, z, "model"))
+                record.stops.append(DirectionStop(direction, last, z, "model"))
                 break
             last = z
         else:
-            record.stops.append(DirectionStop(direction if reverse else "forward", last, None, "end"))
+            record.stops.append(DirectionStop(direction, last, None, "end"))
     return result
 
 
@@ -242,24 +243,35 @@ def propagate_volume(
     """
     volume = _check_stack(volume, "volume")
     rules = resolve_rules("volume", rules, margin=margin, stop_when_empty=stop_when_empty, min_iou=min_iou)
-    record = PropagationRecord() if record is None else record
-    record.rules = rules.to_dict()
     n = volume.shape[0]
     z0 = _start_index(prompt, n, "volume")
     lo, hi = _resolve_limits(z_limits, n)
     if not lo <= z0 <= hi:
         raise ValueError(f"prompt slice_index {z0} is outside z_limits ({lo}, {hi})")
+    ways = (("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1)))
+    return _run(backend, volume, prompt, rules, (lo, hi), ways, progress=progress, case_id=case_id,
+                use_native=use_native, record=record)
+
+
+def _run(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rules: PropagationRules,
+         limits: tuple[int, int], ways: tuple[tuple[str, range], ...], *, progress: SliceProgress | None,
+         case_id: Hashable, use_native: bool, record: PropagationRecord | None) -> np.ndarray:
+    """The prompted slice, then each way in ``ways`` (or the backend's own propagation)."""
+    record = PropagationRecord() if record is None else record
+    record.rules = rules.to_dict()
+    lo, hi = limits
     if use_native and backend.propagates_natively:
-        return _native(backend, volume, prompt, True, lo, hi, progress, record)
-    result = np.zeros(volume.shape[:3], dtype=bool)
+        return _native(backend, stack, prompt, len(ways) > 1, lo, hi, progress, record)
+    result = np.zeros(stack.shape[:3], dtype=bool)
     tracker = _Progress(progress, hi - lo + 1, result)
-    first = _segment_prompted(backend, volume, prompt, result, case_id, tracker, record)
+    first = _segment_prompted(backend, stack, prompt, result, case_id, tracker, record)
     if first.any() or not rules.stop_when_empty:
-        for direction, indices in (("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1))):
-            _walk(backend, volume, result, first, indices, direction, prompt=prompt, rules=rules, case_id=case_id,
+        for direction, indices in ways:
+            _walk(backend, stack, result, first, indices, direction, prompt=prompt, rules=rules, case_id=case_id,
                   progress=tracker, record=record)
     else:
-        record.stops.extend(DirectionStop(d, z0, z0, "empty") for d in ("up", "down"))
+        z0 = int(prompt.slice_index)
+        record.stops.extend(DirectionStop(direction, z0, z0, "empty") for direction, _ in ways)
     tracker.finish()
     return result
 
@@ -291,8 +303,6 @@ def propagate_video(
     """
     frames = _check_stack(frames, "video")
     rules = resolve_rules("video", rules, margin=margin, stop_when_empty=stop_when_empty, min_iou=min_iou)
-    record = PropagationRecord() if record is None else record
-    record.rules = rules.to_dict()
     n = frames.shape[0]
     if prompt.slice_index is None:
         prompt = dataclasses.replace(prompt, slice_index=0)
@@ -300,18 +310,8 @@ def propagate_video(
     t_end = n - 1 if end_frame is None else min(n - 1, int(end_frame))
     if t_end < t0:
         raise ValueError(f"end_frame {end_frame} is before the prompted frame {t0}")
-    if use_native and backend.propagates_natively:
-        return _native(backend, frames, prompt, False, t0, t_end, progress, record)
-    result = np.zeros(frames.shape[:3], dtype=bool)
-    tracker = _Progress(progress, t_end - t0 + 1, result)
-    first = _segment_prompted(backend, frames, prompt, result, case_id, tracker, record)
-    if first.any() or not rules.stop_when_empty:
-        _walk(backend, frames, result, first, range(t0 + 1, t_end + 1), "forward", prompt=prompt, rules=rules,
-              case_id=case_id, progress=tracker, record=record)
-    else:
-        record.stops.append(DirectionStop("forward", t0, t0, "empty"))
-    tracker.finish()
-    return result
+    return _run(backend, frames, prompt, rules, (t0, t_end), (("forward", range(t0 + 1, t_end + 1)),),
+                progress=progress, case_id=case_id, use_native=use_native, record=record)
 
 
 def middle_slice_prompt(label_map: np.ndarray, target_label: int) -> Prompt:
