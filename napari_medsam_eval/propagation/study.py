@@ -61,7 +61,7 @@ def video_grid() -> dict[str, PropagationRules]:
         "hold 3 frames": default.replace(hold=3),
         "stop when lost (hold 0)": default.replace(hold=0),
         "margin 2 px, no fraction": default.replace(margin_fraction=0.0),
-        "margin_fraction=0.1": default.replace(margin_fraction=0.1),
+        "margin_fraction=0.3": default.replace(margin_fraction=0.3),
         "intensity_k=2": default.replace(intensity_k=2.0),
         "score_ratio=0.8": default.replace(score_ratio=0.8),
     }
