@@ -12,9 +12,9 @@ out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside):
   fails, the other targets go on.
 
 Segmentation per kind (the MedSAM2 evaluation, ``docs/protocols.md``):
-volumes are intensity-prepared (:func:`napari_medsam_eval.intensity.prepare_intensity`
-by modality; uint8 passes through) and propagated both ways from the prompt
-slice (:func:`~napari_medsam_eval.propagation.propagate_volume`), or with the
+every kind is prepared by :func:`napari_medsam_eval.intensity.prepare_image`
+(volumes by modality) and segmented by :func:`~napari_medsam_eval.propagation.segment_by_kind`
+(volumes propagated both ways from the prompt slice with the run's propagation rules), or with the
 official LiteMedSAM 3D-box loop for protocol ``litemedsam-3dbox`` (all targets of
 a case in one run, as the official script does: :meth:`CaseEvaluator._official_joint`); videos are
 used as they are and propagated forward from the prompt frame; a 2D image is
@@ -34,10 +34,9 @@ from ..datasets import CaseRef, DatasetLayout, label_name, task_name
 from ..io import write_mask
 from ..models.base import SegmentationBackend
 from ..prompt import Prompt, prompts_to_json
-from ..protocols import PromptProtocol
 from ..intensity import case_intensity, prepare_image
-from ..propagation import PropagationRecord, PropagationResult, propagate_official_litemedsam, segment_by_kind
-from ..propagation.by_kind import record_official
+from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
+from ..protocols import PromptProtocol
 from .schema import NAN, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
@@ -183,29 +182,20 @@ class CaseEvaluator:
         return {v: p[0] for v, p in by_target.items()}
 
     def _official_joint(self, case: Case, image: np.ndarray, prompts: dict[int, Prompt],
-                        targets: list[int]) -> dict[int, tuple[np.ndarray, dict[str, float]]]:
-        """The official 3D-box script's own run of a volume: every target's box in one call, in label
-        order, box ``i`` written as ``i + 1`` in one label map where a later box overwrites an earlier
-        one. The script's boxes of later targets depend on that value (the label-valued mask is
-        resized with INTER_AREA before it is re-boxed), so segmenting targets one by one differs.
-        Targets on one slice (the script asserts ``z_min < z_max``) are left to :meth:`_segment`.
+                        targets: list[int]) -> dict[int, tuple[PropagationResult, dict[str, float]]]:
+        """Protocol ``litemedsam-3dbox`` on a volume: every target's box in one official run, in label
+        order, as the official script runs a case (:func:`~napari_medsam_eval.propagation.segment_official`).
         The run's time is shared equally by its targets' rows."""
         if self.protocol.name != OFFICIAL_3D_PROTOCOL or case.kind != "volume":
             return {}
-        joint = [v for v in targets if not prompts[v].is_empty and not prompts[v].info.get("empty")
-                 and "box_3d" in prompts[v].info and prompts[v].info["box_3d"][2] < prompts[v].info["box_3d"][5]]
+        joint = [v for v in targets
+                 if not prompts[v].is_empty and not prompts[v].info.get("empty") and "box_3d" in prompts[v].info]
         if not joint:
             return {}
         with SegmentTimer(self.backend) as timer:
-            segs = propagate_official_litemedsam(self.backend, image, [prompts[v].info["box_3d"] for v in joint],
-                                                 case_id=case.case_id)
+            masks = segment_official(self.backend, image, [prompts[v] for v in joint], case_id=case.case_id)
         shared = {name: value / len(joint) for name, value in timer.columns().items()}
-        out = {}
-        for index, v in enumerate(joint, start=1):
-            record = PropagationRecord()
-            record_official(record, prompts[v])
-            out[v] = (PropagationResult(segs == index, prompts[v], record=record), shared)
-        return out
+        return {v: (official_result(mask, prompts[v]), shared) for v, mask in zip(joint, masks)}
 
     def _evaluate_target(self, case: Case, image: np.ndarray, prompt: Prompt, row: dict[str, Any],
                          predictions: dict[int, np.ndarray],
@@ -234,9 +224,6 @@ class CaseEvaluator:
         return row
 
     def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> PropagationResult:
-        official = self.protocol.name == OFFICIAL_3D_PROTOCOL and case.kind == "volume" and "box_3d" in prompt.info
-        if official:
-            return segment_by_kind(self.backend, image, case.kind, prompt, how="official", case_id=case.case_id)
         return segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,
                                rules=self.settings.propagation)
 

@@ -17,7 +17,7 @@ None of it imports Qt or napari.
 from __future__ import annotations
 
 from ..errors import Cancelled
-from .by_kind import HOW, PropagationResult, segment_by_kind
+from .by_kind import HOW, PropagationResult, official_result, segment_by_kind, segment_official
 from .official import propagate_official_litemedsam
 from .rules import LEGACY_RULES, RULE_PRESETS, VIDEO_RULES, VOLUME_RULES, PropagationRules, resolve_rules
 from .walk import DEFAULT_MARGIN, DirectionStop, PropagationRecord, middle_slice_prompt, propagate_video, propagate_volume
@@ -35,9 +35,11 @@ __all__ = [
     "VIDEO_RULES",
     "VOLUME_RULES",
     "middle_slice_prompt",
+    "official_result",
     "propagate_official_litemedsam",
     "propagate_video",
     "propagate_volume",
     "resolve_rules",
     "segment_by_kind",
+    "segment_official",
 ]

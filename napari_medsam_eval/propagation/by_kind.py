@@ -107,23 +107,46 @@ def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt
         if progress(1, 1) is False:
             raise Cancelled(mask, 1, 1)
         return mask
-    if how == "slice" or (how == "official" and _one_slice_box(prompt)):
+    if how == "slice":
         return _segment_one_slice(backend, image, prompt, progress, case_id)
     if how == "official":
         if kind != "volume" or "box_3d" not in prompt.info:
             raise ValueError("the official LiteMedSAM loop needs a volume and a prompt with info['box_3d']")
-        return official_mask(backend, image, prompt, progress, case_id, options["record"])
+        (mask,) = segment_official(backend, image, [prompt], case_id=case_id, progress=progress)
+        record_official(options["record"], prompt)
+        return mask
     walk = propagate_volume if kind == "volume" else propagate_video
     return walk(backend, image, prompt, margin=margin, progress=progress, case_id=case_id, **options)
 
 
-def official_mask(backend: SegmentationBackend, image: np.ndarray, prompt: Prompt, progress: SliceProgress | None,
-                  case_id: Hashable, record: PropagationRecord) -> np.ndarray:
-    """The official loop on one target's 3D box; the record says it stops at the box's z-range."""
-    box = prompt.info["box_3d"]
-    mask = propagate_official_litemedsam(backend, image, [box], progress=progress, case_id=case_id) == 1
+def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: list[Prompt], *,
+                     case_id: Hashable = None, progress: SliceProgress | None = None) -> list[np.ndarray]:
+    """One bool mask per prompt from the official LiteMedSAM loop on the prompts' ``info["box_3d"]``.
+
+    The boxes run together, in the order given, as the official script runs a case's boxes: box
+    ``i`` is written as ``i + 1`` into one label map, which the script resizes with INTER_AREA
+    before re-boxing the next slice, so a later box's masks depend on that value and differ from
+    the same box run alone; a later box overwrites an earlier one. A box on one slice (which the
+    script refuses: it asserts ``z_min < z_max``) is segmented on its slice.
+    """
+    masks: list[np.ndarray | None] = [None] * len(prompts)
+    several = [i for i, prompt in enumerate(prompts) if not _one_slice_box(prompt)]
+    if several:
+        segs = propagate_official_litemedsam(backend, image, [prompts[i].info["box_3d"] for i in several],
+                                             progress=progress, case_id=case_id)
+        for value, i in enumerate(several, start=1):
+            masks[i] = segs == value
+    for i, prompt in enumerate(prompts):
+        if masks[i] is None:
+            masks[i] = _segment_one_slice(backend, image, prompt, lambda _done, _total: None, case_id)
+    return masks
+
+
+def official_result(mask: np.ndarray, prompt: Prompt) -> PropagationResult:
+    """A :func:`segment_official` mask as a result whose record says where the official loop stopped."""
+    record = PropagationRecord()
     record_official(record, prompt)
-    return mask
+    return PropagationResult(mask, prompt, record=record)
 
 
 def record_official(record: PropagationRecord, prompt: Prompt) -> None:

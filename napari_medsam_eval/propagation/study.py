@@ -31,6 +31,8 @@ from .rules import LEGACY_RULES, VIDEO_RULES, VOLUME_RULES, PropagationRules
 
 #: the name of the official 3D-box reference in the study's tables
 OFFICIAL = "official-3d-box (given z-extent)"
+#: the official loop's prompt: the target's 3D box, as the CVPR 2024 challenge gives it
+OFFICIAL_PROTOCOL = build_protocol("litemedsam-3dbox")
 
 
 def volume_grid() -> dict[str, PropagationRules]:
@@ -124,13 +126,12 @@ def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol:
         gt = np.asarray(case.label) == value
         base = {"case_id": case.case_id, "task": task_name(dataset, names.get(value, f"label_{value}")),
                 "target_label": value, "kind": case.kind}
-        settings: list[tuple[str, dict]] = [(name, {"rules": rules}) for name, rules in grid.items()]
+        settings = [(name, prompt, {"rules": rules}) for name, rules in grid.items()]
         if official and case.kind == "volume" and getattr(backend, "name", "") == "litemedsam":
-            settings.append((OFFICIAL, {"how": "official", "prompt": _official_prompt(gt, value)}))
-        for name, options in settings:
+            settings.append((OFFICIAL, OFFICIAL_PROTOCOL.prompt_for_mask(gt, value), {"how": "official"}))
+        for name, setting_prompt, options in settings:
             start = time.perf_counter()
-            result = segment_by_kind(backend, image, case.kind, options.pop("prompt", prompt), case_id=case.case_id,
-                                     **options)
+            result = segment_by_kind(backend, image, case.kind, setting_prompt, case_id=case.case_id, **options)
             scores = score_target(result.mask, gt, case, tolerance_mm)
             rows.append({**base, "setting": name, "dice": scores["dice"], "nsd": scores["nsd"],
                          "pred_voxels": scores["pred_voxels"], "gt_voxels": scores["gt_voxels"],
@@ -138,11 +139,6 @@ def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol:
                          "seconds": time.perf_counter() - start})
     backend.clear_cache()
     return rows
-
-
-def _official_prompt(gt: np.ndarray, value: int) -> Any:
-    protocol = build_protocol("litemedsam-3dbox")
-    return protocol.prompt_for_mask(gt, value)
 
 
 def study_table(rows: pd.DataFrame) -> pd.DataFrame:
