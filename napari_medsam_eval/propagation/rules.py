@@ -150,14 +150,16 @@ class Reference:
     score: float
 
 
-def _grey(image: np.ndarray) -> np.ndarray:
-    image = np.asarray(image)
-    return image.mean(axis=-1) if image.ndim == 3 else image.astype(np.float32, copy=False)
+def _grey_values(image: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The grey values of ``image`` under ``mask`` (RGB averaged over channels), without
+    converting the whole slice: only the masked pixels are read."""
+    values = np.asarray(image)[np.asarray(mask, dtype=bool)]
+    return values.mean(axis=-1) if values.ndim == 2 else values.astype(np.float32, copy=False)
 
 
 def reference_from(mask: np.ndarray, image: np.ndarray, score: float | None) -> Reference:
     """Area, mean and standard deviation of the prompted slice's prediction on its prepared image."""
-    values = _grey(image)[np.asarray(mask, dtype=bool)]
+    values = _grey_values(image, mask)
     score = float("nan") if score is None else float(score)
     if values.size == 0:
         return Reference(0, float("nan"), float("nan"), score)
@@ -171,7 +173,7 @@ def stop_reason(rules: PropagationRules, reference: Reference, previous: np.ndar
     if area == 0:
         return "empty" if rules.stop_when_empty else "lost"
     if rules.intensity_k is not None and np.isfinite(reference.mean):
-        mean = float(_grey(image)[mask].mean())
+        mean = float(_grey_values(image, mask).mean())
         if abs(mean - reference.mean) > rules.intensity_k * max(reference.std, rules.intensity_std_floor):
             return "intensity"
     if score is not None and np.isfinite(score):

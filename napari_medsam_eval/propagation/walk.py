@@ -36,7 +36,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
 from ..protocols.medsam2 import MedSAM2Protocol
-from .rules import PropagationRules, next_box, reference_from, resolve_rules, stop_reason
+from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)
 DEFAULT_MARGIN = PropagationRules().margin
@@ -143,6 +143,7 @@ def _walk(
     direction: str,
     *,
     prompt: Prompt,
+    reference: Reference,
     rules: PropagationRules,
     case_id: Hashable,
     progress: _Progress,
@@ -150,7 +151,6 @@ def _walk(
 ) -> None:
     """Propagate from ``first`` (the prompted slice's mask) through ``indices``, writing into ``result``."""
     shape = stack.shape[1:3]
-    reference = reference_from(first, stack[prompt.slice_index], record.scores.get(int(prompt.slice_index)))
     last_kept, good, misses = int(prompt.slice_index), first, 0
     for z in indices:
         box = next_box(good, shape, rules)
@@ -266,9 +266,11 @@ def _run(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rules:
     tracker = _Progress(progress, hi - lo + 1, result)
     first = _segment_prompted(backend, stack, prompt, result, case_id, tracker, record)
     if first.any() or not rules.stop_when_empty:
+        z0 = int(prompt.slice_index)
+        reference = reference_from(first, stack[z0], record.scores.get(z0))  # once, for both directions
         for direction, indices in ways:
-            _walk(backend, stack, result, first, indices, direction, prompt=prompt, rules=rules, case_id=case_id,
-                  progress=tracker, record=record)
+            _walk(backend, stack, result, first, indices, direction, prompt=prompt, reference=reference, rules=rules,
+                  case_id=case_id, progress=tracker, record=record)
     else:
         z0 = int(prompt.slice_index)
         record.stops.extend(DirectionStop(direction, z0, z0, "empty") for direction, _ in ways)
