@@ -6,6 +6,8 @@ the reason a case failed.
 """
 from __future__ import annotations
 
+import errno
+
 from pathlib import Path
 from typing import Any
 
@@ -48,3 +50,11 @@ class UnknownFormatError(DataError):
 
 class GeometryMismatchError(DataError):
     """Image and label disagree in shape, spacing, origin or direction."""
+
+
+def os_problem(error: OSError) -> str:
+    """A short text for an operating-system error: its reason, and what a full disk or quota looks like."""
+    reason = error.strerror or str(error)
+    if error.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+        reason += " (the disk or quota is full, or a file-size limit was reached)"
+    return reason

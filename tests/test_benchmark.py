@@ -195,7 +195,7 @@ def test_cli_refuses_a_non_empty_folder_and_other_settings(hippo3: Path, tmp_pat
     assert main(["run", str(hippo3), "--model", "box", "--out", str(tmp_path / "run4"), "--quiet", "--limit", "1",
                  "--intensity", "raw"]) == 0
     assert main(["run", str(hippo3), "--model", "box", "--out", str(tmp_path / "run4"), "--quiet", "--resume"]) == 2
-    assert "intensity: 'raw' -> 'auto'" in capsys.readouterr().err
+    assert "intensity: raw -> auto" in capsys.readouterr().err
 
 
 def test_official_protocol_needs_litemedsam(hippo3: Path, tmp_path: Path) -> None:

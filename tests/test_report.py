@@ -167,7 +167,9 @@ def test_loader_runner_blocks_and_nullable_labels(tmp_path):
     (run / ROWS_FILE).write_bytes(lines[0] + b"".join(lines[2:]))
     with pytest.raises(DataError, match="line 2: case 'case_0' is incomplete"):
         load_results(run)
-    # parquet with a nullable integer label column (None for a case that failed before its labels were known)
+    # parquet with a nullable integer label column (None for a case that failed before its labels were known),
+    # read when there are no runner rows (a table made elsewhere)
+    (run / ROWS_FILE).unlink()
     frame = pd.DataFrame(rows_a()[:3])
     frame["target_label"] = pd.array([1, 2, None], dtype="Int64")
     frame.to_parquet(run / PARQUET_FILE, index=False)
@@ -208,6 +210,7 @@ def test_report_reads_a_damaged_jsonl_as_the_store_does(box_run, tmp_path, cut):
     assert (run / ROWS_FILE).read_bytes() == data[:cut_at], "reading must not repair the file"
     # the finished run's tables hold the same rows as its results.jsonl
     full = load_run(box_run)
-    assert full.source == box_run / PARQUET_FILE and (box_run / CSV_FILE).is_file()
-    by_jsonl = load_run(box_run / ROWS_FILE).table
+    assert full.source == box_run / ROWS_FILE and not full.notes  # the rows are the source; the tables agree
+    assert (box_run / PARQUET_FILE).is_file() and (box_run / CSV_FILE).is_file()
+    by_jsonl = load_run(box_run / PARQUET_FILE).table
     assert _keys(by_jsonl.to_dict("records")) == _keys(full.table.to_dict("records"))

@@ -124,12 +124,35 @@ def _normalised(value: Any) -> Any:
     return json.loads(json.dumps(value, sort_keys=True, default=str))
 
 
-def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path) -> None:
-    """DataError naming every :data:`RESUME_KEYS` entry that differs from the earlier run."""
+def _shown(value: Any) -> str:
+    value = _normalised(value)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path,
+                    model_now: dict[str, Any] | None = None) -> None:
+    """DataError naming every :data:`RESUME_KEYS` entry that differs from the earlier run,
+    and the model's checkpoint when its SHA-256 (``model_now``: ``backend.describe()``) differs."""
     config_before = {**RESUME_DEFAULTS, **previous.get("config", {})}
     config_now = {**RESUME_DEFAULTS, **current.get("config", {})}
-    differences = [f"{key}: {_normalised(config_before.get(key))!r} -> {_normalised(config_now.get(key))!r}"
+    differences = [f"{key}: {_shown(config_before.get(key))} -> {_shown(config_now.get(key))}"
                    for key in RESUME_KEYS if _normalised(config_before.get(key)) != _normalised(config_now.get(key))]
+    model_before = previous.get("model") or {}
+    for key in sorted(k for k in (model_now or {}) if k.endswith("sha256")):
+        before, now_ = model_before.get(key), model_now[key]
+        if before is not None and before != now_:
+            differences.append(f"model {key}: {str(before)[:12]}... -> {str(now_)[:12]}...")
     if differences:
         raise DataError("cannot resume: this run folder was made with other settings ("
                         + "; ".join(differences) + "); use a new output folder", run_dir)
+
+
+def check_same_dataset(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path) -> None:
+    """DataError when the dataset's file listing (names and sizes) changed since the run started:
+    rows computed on other files would be mixed into one table."""
+    before = previous.get("dataset", {})
+    now_ = current.get("dataset", {})
+    if before.get("listing_sha256") and before["listing_sha256"] != now_.get("listing_sha256"):
+        raise DataError(f"cannot resume: the dataset's files changed since this run started ({before.get('file_count')} "
+                        f"files, {before.get('total_bytes')} bytes then; {now_.get('file_count')} files, "
+                        f"{now_.get('total_bytes')} bytes now); use a new output folder", run_dir)

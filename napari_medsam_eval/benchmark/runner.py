@@ -23,6 +23,7 @@ finishes it.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,15 +31,17 @@ from typing import Any
 import pandas as pd
 
 from ..datasets import resolve_layout
-from ..errors import DataError
+from ..errors import DataError, os_problem
+from ..io.writers import check_writable_folder
 from ..intensity import INTENSITY_MODES
 from ..progress import CaseProgress
 from ..propagation.rules import resolve_rules
-from .manifest import (MANIFEST_FILE, check_resumable, dataset_fingerprint, environment, now, read_manifest,
-                       write_manifest)
-from .schema import STATUS_FAILED
-from .segment_case import OFFICIAL_3D_PROTOCOL, CaseSettings
-from .store import ROWS_FILE, ResultStore, RunLock, write_tables
+from .manifest import (MANIFEST_FILE, check_resumable, check_same_dataset, dataset_fingerprint, environment, now,
+                       read_manifest, write_manifest)
+from .store import cases_to_redo
+from .schema import STATUS_FAILED, to_dataframe
+from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, CaseSettings, error_text
+from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
 
 
@@ -47,15 +50,56 @@ logger = logging.getLogger("napari_medsam_eval.benchmark")
 
 
 def _check_out_dir(out_dir: Path, resume: bool) -> None:
+    """The run folder is a folder (or can be made), writable, and empty unless resumed.
+
+    Called before the lock (a clear error early) and again under it (another
+    run may have written into the folder in between); the lock file alone
+    does not count as content.
+    """
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError("the run output path exists and is not a folder", out_dir)
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not resume:
+    check_writable_folder(out_dir)
+    if out_dir.is_dir() and any(p.name != LOCK_FILE for p in out_dir.iterdir()) and not resume:
         raise DataError("the run folder is not empty; resume it with --resume (resume=True) "
                         "or choose a new folder", out_dir)
 
 
+def _make_out_dir(out_dir: Path) -> bool:
+    """Create the run folder; True when this call created it."""
+    if out_dir.is_dir():
+        return False
+    try:
+        out_dir.mkdir(parents=True)
+    except FileExistsError:
+        return False
+    except OSError as error:
+        raise DataError(f"cannot create the run folder: {os_problem(error)}", out_dir) from None
+    return True
+
+
+def _remove_if_untouched(out_dir: Path) -> None:
+    """Remove a run folder this run created when it holds nothing but the lock (a refused start leaves no trace)."""
+    try:
+        if all(p.name == LOCK_FILE for p in out_dir.iterdir()):
+            (out_dir / LOCK_FILE).unlink(missing_ok=True)
+            out_dir.rmdir()
+    except OSError:
+        pass
+
+
+class _RunLogHandler(logging.FileHandler):
+    """``run.log``; a write that fails (a full disk) is reported once on stderr, not as a traceback per line."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if not self.failed:
+            self.failed = True
+            print(f"warning: cannot write {self.baseFilename}; its lines are lost from here on", file=sys.stderr)
+
+
 def _attach_log(out_dir: Path) -> tuple[logging.Handler, int]:
-    handler = logging.FileHandler(out_dir / LOG_FILE, encoding="utf-8")
+    handler = _RunLogHandler(out_dir / LOG_FILE, encoding="utf-8")
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     previous = logger.level
     logger.setLevel(logging.INFO)
@@ -140,11 +184,16 @@ def run_benchmark(
         raise ValueError(f"protocol option seed={protocol_options['seed']} contradicts seed={seed}; give one")
     protocol_obj = build_protocol(protocol, **protocol_options)
     _check_out_dir(out_dir, resume)
-    backend = build_model(model, model_options)  # before the folder exists: a bad checkpoint leaves no trace
-    _check_model_protocol(protocol_obj.name, backend)
-    out_dir.mkdir(parents=True, exist_ok=True)
-
-    with RunLock(out_dir):
+    created = _make_out_dir(out_dir)
+    with RunLock(out_dir):  # first: one writer per folder, before any model work
+        try:
+            _check_out_dir(out_dir, resume)  # again under the lock: another run may have written in between
+            backend = build_model(model, model_options)
+            _check_model_protocol(protocol_obj.name, backend)
+        except BaseException:
+            if created:
+                _remove_if_untouched(out_dir)  # a refused start (bad checkpoint, ...) leaves no trace
+            raise
         handler, log_level = _attach_log(out_dir)
         try:
             return _run(dataset, out_dir, refs, listed, layout_obj.name, model, model_options, protocol_obj,
@@ -175,11 +224,17 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     previous = read_manifest(out_dir) if resume else None
     manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config}
     if previous is not None:
-        check_resumable(previous, manifest, out_dir)
+        check_resumable(previous, manifest, out_dir, model_now=backend.describe())
     elif resume and store.path.exists():
         raise DataError(f"cannot resume: {ROWS_FILE} without {MANIFEST_FILE} is not a run folder of this tool",
                         out_dir)
-    done_ids = {row["case_id"] for row in store.recover()}
+    kept = store.recover()
+    redo = cases_to_redo(kept, out_dir, {ref.case_id for ref in refs})
+    if redo:
+        logger.info("redoing %d cases (a failed row, or a prediction file missing or changed): %s",
+                    len(redo), ", ".join(sorted(redo)))
+        store.drop_cases(redo)
+    done_ids = {row["case_id"] for row in kept} - redo
     todo = [ref for ref in refs if ref.case_id not in done_ids]
     started = now()
     sessions = (previous or {}).get("sessions", []) + [{"started_at": started, "cases_to_run": len(todo)}]
@@ -195,10 +250,8 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
                      "others 0.5-99.5 percentiles of positive voxels, whatever the dtype); MedSAM npz and "
                      f"--intensity prepared as they are; uint8 videos and 2D images as they are (mode {intensity})",
     })
-    before = (previous or {}).get("dataset", {}).get("listing_sha256")
-    if before and before != manifest["dataset"]["listing_sha256"]:
-        logger.warning("the dataset's files changed since this run started (file listing differs); "
-                       "rows already written were computed on the earlier files")
+    if previous is not None:
+        check_same_dataset(previous, manifest, out_dir)
     write_manifest(out_dir, manifest)
     logger.info("run %s: %d of %d cases to do (%s, %s, %s, workers=%d)", out_dir, len(todo), len(refs),
                 layout, model, protocol.name, workers)
@@ -220,24 +273,44 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
             done += 1
             bar.update(1)
             _log_case(rows, done, total)
+            unsaved = next((r["error"] for r in rows if r["error"].startswith(UNSAVED_PREFIX)), None)
+            if unsaved is not None:  # a full disk or a read-only folder: every next case would fail the same way
+                executor.request_stop()
+                raise DataError(f"the run stopped: {unsaved}; the case is recorded as failed and --resume "
+                                "redoes it once the predictions can be written", out_dir)
             if progress is not None and _ask_progress(progress, done, total, rows) is False:
                 executor.request_stop()
                 status = "cancelled"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
-    except BaseException:
+    except BaseException as error:
         status = "failed"
+        manifest["error"] = error_text(error)
+        logger.error("run %s failed: %s", out_dir, manifest["error"])
         raise
     finally:
         bar.close()
-        table = write_tables(out_dir, store.recover(truncate=False))
-        sessions[-1].update(ended_at=now(), status=status, wall_time_s=round(time.perf_counter() - clock, 3))
-        manifest.update(status=status, ended_at=now(), counts={
-            "cases_done": int(table["case_id"].nunique()), "rows": len(table),
-            "failed_rows": int((table["status"] == STATUS_FAILED).sum())})
-        write_manifest(out_dir, manifest)
+        table = _finish(out_dir, store, manifest, sessions, status, round(time.perf_counter() - clock, 3))
         logger.info("run %s: %s, %d of %d cases done", out_dir, status, done, total)
+    return table
+
+
+def _finish(out_dir: Path, store: ResultStore, manifest: dict[str, Any], sessions: list[dict[str, Any]],
+            status: str, wall_time_s: float) -> pd.DataFrame:
+    """Tables and manifest at the end of a session; on a full disk they stay as they were (the rows are safe)."""
+    table = to_dataframe(store.recover(truncate=False))
+    sessions[-1].update(ended_at=now(), status=status, wall_time_s=wall_time_s)
+    manifest.update(status=status, ended_at=now(), counts={
+        "cases_done": int(table["case_id"].nunique()), "rows": len(table),
+        "failed_rows": int((table["status"] == STATUS_FAILED).sum())})
+    try:
+        write_tables(out_dir, table)
+        write_manifest(out_dir, manifest)
+    except OSError as error:
+        logger.error("cannot finish the run folder's tables and manifest: %s", os_problem(error))
+        print(f"warning: {out_dir}: the tables and manifest could not be updated ({os_problem(error)}); "
+              f"{ROWS_FILE} holds every finished case, and --resume completes them", file=sys.stderr)
     return table
 
 

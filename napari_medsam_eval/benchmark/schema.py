@@ -38,6 +38,9 @@ and read on its own. Column meanings:
 ``attributes``         JSON object: split, difficulty, view ... of the case
 ``seed``               the run's seed
 ``prediction_path``    prediction file relative to the run folder (``""`` if not saved)
+``prediction_sha256``  SHA-256 of that file, taken after it was written and read
+                       back; ``--resume`` redoes a case whose file is missing or
+                       no longer matches
 =====================  ==========================================================
 
 An empty prompt (a target the dataset names but this case lacks) gives an
@@ -56,7 +59,7 @@ COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
-    "prediction_path",
+    "prediction_path", "prediction_sha256",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",

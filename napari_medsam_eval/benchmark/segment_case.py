@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..case import Case
+from ..checksum import sha256_file
 from ..datasets import CaseRef, DatasetLayout, label_name, task_name
 from ..io import write_mask
 from ..models.base import SegmentationBackend
@@ -42,6 +43,8 @@ from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
 
 PREDICTIONS_DIR = "predictions"
+#: how a row's error starts when its prediction could not be written (the runner stops: the disk is full, ...)
+UNSAVED_PREFIX = "prediction not saved"
 OFFICIAL_3D_PROTOCOL = "litemedsam-3dbox"
 
 
@@ -237,10 +240,12 @@ class CaseEvaluator:
         for value in sorted(predictions):
             combined[predictions[value]] = value
         try:
-            write_mask(combined, Path(self.settings.run_dir) / relative, case)
+            path = write_mask(combined, Path(self.settings.run_dir) / relative, case)  # verified before it is kept
+            checksum = sha256_file(path)
         except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
             for value, row in rows.items():
-                rows[value] = fail_row(row, f"prediction not saved: {error_text(error)}")
+                rows[value] = fail_row(row, f"{UNSAVED_PREFIX}: {error_text(error)}")
             return
         for value, row in rows.items():
             row["prediction_path"] = relative.as_posix()
+            row["prediction_sha256"] = checksum

@@ -36,8 +36,9 @@ from typing import Any, Iterator
 
 import pandas as pd
 
-from ..errors import DataError
-from .schema import to_dataframe
+from ..checksum import sha256_file
+from ..errors import DataError, os_problem
+from .schema import STATUS_FAILED, to_dataframe
 
 #: the rows as the run appends them (the file a run resumes from)
 ROWS_FILE = "results.jsonl"
@@ -65,20 +66,50 @@ class ResultStore:
         self.path = self.run_dir / ROWS_FILE
 
     def append_case(self, rows: list[dict[str, Any]]) -> None:
-        """Write one case's rows durably (single write + fsync)."""
+        """Write one case's rows durably (single write + fsync); a refused write is a DataError naming the file.
+
+        A write cut short by a full disk leaves at most an incomplete tail,
+        which :meth:`recover` removes: the case is redone on resume.
+        """
         data = encode_case(rows)
         created = not self.path.exists()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            raise DataError(f"cannot record case {rows[0].get('case_id')!s}: {os_problem(error)}", self.path) from None
         if created:
             _fsync_dir(self.run_dir)
+
+    def drop_cases(self, case_ids: set[str]) -> None:
+        """Rewrite the file without the rows of ``case_ids`` (atomically: a kill keeps the old or the new file)."""
+        rows = self.recover()
+        kept = [row for row in rows if row["case_id"] not in case_ids]
+        if len(kept) == len(rows):
+            return
+        blocks: dict[str, list[dict[str, Any]]] = {}
+        for row in kept:
+            blocks.setdefault(row["case_id"], []).append(row)
+        data = b"".join(encode_case(block) for block in blocks.values())
+
+        def write(temp: str) -> None:
+            with open(temp, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+
+        try:
+            _atomic_write(self.path, write)
+        except OSError as error:
+            raise DataError(f"cannot rewrite the rows: {os_problem(error)}", self.path) from None
+        _fsync_dir(self.run_dir)
 
     def recover(self, truncate: bool = True) -> list[dict[str, Any]]:
         """Rows of every complete case; with ``truncate``, cut an incomplete tail off the file."""
@@ -113,9 +144,14 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Rows of complete case blocks at the start of ``data`` and the byte offset they end at."""
+    """Rows of complete case blocks at the start of ``data`` and the byte offset they end at.
+
+    A case whose block appears twice is damage (the runner writes a case
+    once, and rewrites the file when it redoes one): a DataError naming both.
+    """
     rows: list[dict[str, Any]] = []
     block: list[dict[str, Any]] = []
+    first_line: dict[Any, int] = {}
     good_end = 0
     offset = 0
     for line_number, (line, end) in enumerate(_lines(data), start=1):
@@ -131,6 +167,12 @@ def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int
         if block and row.get("case_id") != block[0].get("case_id"):
             raise DataError(f"line {line_number}: case {block[0].get('case_id')!r} is incomplete before "
                             f"case {row.get('case_id')!r} starts", path)
+        if not block:
+            case_id = row.get("case_id")
+            if case_id in first_line:
+                raise DataError(f"line {line_number}: case {case_id!s} appears a second time (its first block starts "
+                                f"at line {first_line[case_id]}); remove one of the blocks", path)
+            first_line[case_id] = line_number
         block.append(row)
         offset = end
         if len(block) == row[BLOCK_KEY]:
@@ -178,13 +220,40 @@ def _atomic_write(path: Path, write) -> None:
         Path(temp).unlink(missing_ok=True)
 
 
-def write_tables(run_dir: str | Path, rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """``results.csv`` and ``results.parquet`` from ``rows`` (sorted by case, target), atomically."""
+def write_tables(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
+    """``results.csv`` and ``results.parquet`` from ``rows`` (or their table), sorted by case and target, atomically."""
     run_dir = Path(run_dir)
-    table = to_dataframe(rows)
+    table = rows if isinstance(rows, pd.DataFrame) else to_dataframe(rows)
     _atomic_write(run_dir / PARQUET_FILE, lambda p: table.to_parquet(p, index=False))
     _atomic_write(run_dir / CSV_FILE, lambda p: table.to_csv(p, index=False))
     return table
+
+
+def prediction_problem(row: dict[str, Any], run_dir: Path) -> str | None:
+    """Why a row's saved prediction cannot be trusted (missing, or not the file the row's checksum names), or None."""
+    relative = row.get("prediction_path") or ""
+    if not relative:
+        return None
+    path = run_dir / relative
+    if not path.is_file():
+        return f"{relative} is missing"
+    expected = row.get("prediction_sha256") or ""
+    if expected and sha256_file(path) != expected:
+        return f"{relative} does not match its checksum"
+    return None
+
+
+def cases_to_redo(rows: list[dict[str, Any]], run_dir: str | Path, selected: set[str]) -> set[str]:
+    """Cases of ``selected`` that a resume computes again: a failed row, or a saved prediction missing or changed."""
+    run_dir = Path(run_dir)
+    redo: set[str] = set()
+    for row in rows:
+        case_id = row["case_id"]
+        if case_id not in selected or case_id in redo:
+            continue
+        if row.get("status") == STATUS_FAILED or prediction_problem(row, run_dir) is not None:
+            redo.add(case_id)
+    return redo
 
 
 def load_table(run_dir: str | Path) -> pd.DataFrame:

@@ -2,8 +2,9 @@
 
 Each subcommand lives in its own module with ``add_parser(subparsers)`` and a
 ``run(args) -> int``. Errors this package raises on purpose are printed as one
-line (``error: <file>: <problem>``) with exit status 2; anything else is an
-internal error whose traceback ``--debug`` shows.
+line (``error: <file>: <problem>``) with exit status 2, and so are the
+operating system's refusals (a full disk, a read-only folder: the file and the
+reason); anything else is an internal error whose traceback ``--debug`` shows.
 """
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ import argparse
 import sys
 from importlib import import_module
 
-from ..errors import MedsamEvalError
+from ..errors import MedsamEvalError, os_problem
+
+
+def os_error_text(error: OSError) -> str:
+    """``<file>: <reason>`` for an OSError (both files of a rename when it names two)."""
+    names = [str(n) for n in (error.filename, error.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {os_problem(error)}" if names else os_problem(error)
 
 #: subcommand modules, in the order ``--help`` lists them
 COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study"]
@@ -41,6 +48,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # the file system refused: name the file and the reason
+        if args.debug:
+            raise
+        print(f"error: {os_error_text(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -17,6 +17,7 @@ from ..case import Case
 from ..errors import MedsamEvalError
 from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
 from ..io import read_case, write_mask
+from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
 from ..prompt import Prompt
 from ..propagation import PropagationResult, segment_by_kind
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.modality:
         case.modality = args.modality
     prompt = _prompt(args, case)
+    check_output_path(args.out, case.kind)  # before any model work is spent on it
     options = {"device": args.device}
     if args.checkpoint is not None:
         options["checkpoint"] = str(args.checkpoint)

@@ -11,14 +11,20 @@ Formats, chosen by the path's suffix:
 - ``.png`` (2D cases only): label values written as they are (1, 2, ...),
   not scaled to 255.
 
-Every write goes to a temporary file in the target folder, then
-``os.replace`` puts it in place: a crash never leaves a half-written mask
-that a later run would take for a finished one.
+Every write goes to a temporary file in the target folder, is read back and
+compared with the mask (SimpleITK does not report every failed write: on a
+full disk it can leave a 0-byte or truncated file and return), is
+``fsync``-ed, and only then does ``os.replace`` put it in place. A crash or
+a full disk never leaves a half-written mask, and never replaces a good one.
+:func:`check_output_path` checks a path before any model work is spent on
+what will be written there.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -28,7 +34,7 @@ import numpy as np
 import SimpleITK as sitk
 
 from ..case import Case
-from ..errors import DataError, UnknownFormatError
+from ..errors import DataError, UnknownFormatError, os_problem
 from .formats import format_suffix
 from .sitk_io import image_from_array
 from .validation import check_same_shape, to_label_array
@@ -37,19 +43,106 @@ SITK_MASK_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha")
 MASK_SUFFIXES = SITK_MASK_SUFFIXES + (".npz", ".png")
 
 
+def check_output_path(path: str | Path, kind: str | None = None) -> Path:
+    """``path`` as a :class:`Path` when a mask can be written there, else a DataError.
+
+    Checked before any model work: the suffix is a mask format (``.png`` only
+    for 2D images, when ``kind`` is given), the path is not a folder, the
+    nearest existing parent is a folder (not a file) and writable.
+    """
+    path = Path(path)
+    suffix = format_suffix(path)
+    if suffix not in MASK_SUFFIXES:
+        raise UnknownFormatError(f"cannot write a mask as {suffix or '(no suffix)'}; use one of "
+                                 f"{', '.join(MASK_SUFFIXES)}", path)
+    if suffix == ".png" and kind is not None and kind != "image":
+        raise DataError(f"PNG masks are for 2D images; this is a {kind} (use .nii.gz or .npz)", path)
+    if path.is_dir():
+        raise DataError("the output is a folder; give a file name", path)
+    check_writable_folder(path.parent)
+    return path
+
+
+def check_writable_folder(folder: str | Path) -> Path:
+    """``folder`` when it exists as a writable folder or can be made (its nearest existing parent is one)."""
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists():
+        if existing.is_symlink():
+            raise DataError("is a broken link, not a folder", existing)
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        raise DataError(f"is a file, not a folder, so {folder} cannot be made", existing)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DataError("folder is not writable", existing)
+    return folder
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path`` (same suffix); move it onto ``path`` on success."""
+    """Yield a temporary path beside ``path`` (same suffix); move it onto ``path`` on success.
+
+    OSErrors (a full disk, a read-only folder) become a DataError naming ``path``.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=format_suffix(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=format_suffix(path))
+    except OSError as error:
+        raise DataError(f"cannot write mask: {os_problem(error)}", path) from None
     os.close(handle)
     temp = Path(temp_name)
     try:
         yield temp
+        _fsync(temp)
         os.replace(temp, path)
+        _fsync(path.parent)
+    except OSError as error:
+        raise DataError(f"cannot write mask: {os_problem(error)}", path) from None
     finally:
         temp.unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError as error:
+        if error.errno not in (errno.EINVAL, errno.EBADF):  # folders on some file systems
+            raise
+    finally:
+        os.close(fd)
+
+
+def _read_back(temp: Path, suffix: str) -> np.ndarray:
+    if suffix == ".npz":
+        with np.load(temp) as data:
+            return np.asarray(data["segs"])
+    if suffix == ".png":
+        return np.asarray(iio.imread(temp, extension=".png"))
+    return sitk.GetArrayFromImage(sitk.ReadImage(str(temp)))
+
+
+def verify_written(temp: Path, labels: np.ndarray, path: Path) -> None:
+    """A DataError unless ``temp`` holds exactly ``labels`` (read back with the format's reader)."""
+    size = temp.stat().st_size
+    problem = None
+    if size == 0:
+        problem = "0 bytes were written"
+    else:
+        try:
+            back = _read_back(temp, format_suffix(path))
+        except Exception as error:  # noqa: BLE001 - any reader failure means the file is not what we wrote
+            problem = f"the written file cannot be read back ({' '.join(str(error).split())[:120]})"
+        else:
+            if back.shape != labels.shape or not np.array_equal(back, labels):
+                problem = "the written file does not hold the mask"
+    if problem is not None:
+        free = shutil.disk_usage(path.parent).free
+        raise DataError(f"cannot write mask: {problem}; {free} bytes free on its disk (is it full?); "
+                        "nothing was replaced", path)
 
 
 def mask_geometry(reference: Case) -> dict[str, tuple[float, ...]]:
@@ -62,12 +155,13 @@ def mask_geometry(reference: Case) -> dict[str, tuple[float, ...]]:
 
 
 def write_mask(mask: np.ndarray, path: str | Path, reference: Case) -> Path:
-    """Write ``mask`` (the reference's spatial shape, integer labels) to ``path``; returns the path."""
-    path = Path(path)
+    """Write ``mask`` (the reference's spatial shape, integer labels) to ``path``; returns the path.
+
+    The file is verified (read back, equal to ``mask``) before it replaces
+    anything at ``path``; a failed or incomplete write is a DataError.
+    """
+    path = check_output_path(path, reference.kind)
     suffix = format_suffix(path)
-    if suffix not in MASK_SUFFIXES:
-        raise UnknownFormatError(f"cannot write a mask as {suffix or '(no suffix)'!r}; use one of {MASK_SUFFIXES}",
-                                 path)
     labels = to_label_array(np.asarray(mask), path)
     check_same_shape(labels.shape, reference.spatial_shape, path, reference.metadata.get("image_path"))
     if suffix == ".npz":
@@ -86,6 +180,7 @@ def _write_sitk(labels: np.ndarray, path: Path, reference: Case) -> None:
             sitk.WriteImage(image, str(temp), useCompression=format_suffix(path) != ".nii")
         except RuntimeError as error:
             raise DataError(f"cannot write mask: {error}".splitlines()[0], path) from None
+        verify_written(temp, labels, path)
 
 
 def _write_npz(labels: np.ndarray, path: Path, reference: Case) -> None:
@@ -97,10 +192,10 @@ def _write_npz(labels: np.ndarray, path: Path, reference: Case) -> None:
     with atomic_path(path) as temp:
         with open(temp, "wb") as handle:
             np.savez_compressed(handle, **arrays)
+        verify_written(temp, labels, path)
 
 
 def _write_png(labels: np.ndarray, path: Path, reference: Case) -> None:
-    if reference.kind != "image":
-        raise DataError(f"PNG masks are for 2D images; this is a {reference.kind} case (use .nii.gz or .npz)", path)
     with atomic_path(path) as temp:
         iio.imwrite(temp, labels, extension=".png")
+        verify_written(temp, labels, path)

@@ -4,12 +4,14 @@ The runner writes one row per case x target, first to ``results.jsonl`` (one
 JSON object a line, appended while it runs) and, when it finishes, to
 ``results.parquet`` and ``results.csv`` (the file names, and how the JSONL is
 read, belong to :mod:`napari_medsam_eval.benchmark.store`). :func:`load_results`
-reads the best of these that exists, in that order: parquet, else CSV, else
-JSONL. The JSONL is read by :func:`~napari_medsam_eval.benchmark.store.read_rows`,
+reads the JSONL when there is one: it is the source of truth, and the
+parquet/CSV of a run that was killed (or is still going) are stale. Only a
+folder without it (tables made elsewhere) is read from the parquet, else the
+CSV. The JSONL is read by :func:`~napari_medsam_eval.benchmark.store.read_rows`,
 the runner's own reader: the rows of every complete case, so a last line cut
 short or a last case written only in part (a run killed mid-write) is left
-out; a damaged line anywhere else is an error. A JSONL newer than the
-parquet/CSV (a run still going, or resumed) is reported in :attr:`RunResults.notes`.
+out; a damaged line anywhere else is an error. When the parquet/CSV beside it
+hold other cases than the JSONL, :attr:`RunResults.notes` says they are stale.
 
 Columns are normalised so that the statistics need not care which file they
 came from: every column of :data:`~napari_medsam_eval.benchmark.schema.COLUMNS`
@@ -34,8 +36,8 @@ from ..benchmark.schema import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
 from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE, read_rows
 from ..errors import DataError
 
-#: results files, in the order they are preferred
-RESULT_FILES = (PARQUET_FILE, CSV_FILE, ROWS_FILE)
+#: results files, in the order they are preferred (the runner's rows first: the tables may be stale)
+RESULT_FILES = (ROWS_FILE, PARQUET_FILE, CSV_FILE)
 #: columns the report reads as floats (counts too, so that NaN can stand for "unknown")
 _AS_FLOAT = FLOAT_COLUMNS + tuple(c for c in INT_COLUMNS if c != "target_label")
 #: columns the report reads as text (None when missing)
@@ -137,6 +139,23 @@ def _manifest(run_dir: Path) -> dict:
     return manifest if isinstance(manifest, dict) else {"manifest": manifest}
 
 
+def _stale_tables(run_dir: Path, rows: pd.DataFrame) -> list[str]:
+    """Notes naming the derived tables that hold other cases than the rows (a run killed or still going)."""
+    notes = []
+    for name in (PARQUET_FILE, CSV_FILE):
+        path = run_dir / name
+        if not path.is_file():
+            continue
+        try:
+            cases = set(_read_table(path)["case_id"].astype(str))
+        except (DataError, KeyError):
+            cases = set()
+        if cases != set(rows["case_id"].astype(str)):
+            notes.append(f"{name} is stale ({len(cases)} cases; {ROWS_FILE} has {rows['case_id'].nunique()}): "
+                         f"the report is built from {ROWS_FILE}")
+    return notes
+
+
 def load_results(run_dir: str | Path) -> pd.DataFrame:
     """The normalised results table of a run directory (or of a results file)."""
     return load_run(run_dir).table
@@ -153,10 +172,7 @@ def load_run(run: str | Path | RunResults | pd.DataFrame) -> RunResults:
     table = _read_table(source)
     if table.empty:
         raise DataError("the results table has no rows", source)
-    notes = []
-    jsonl = run_dir / ROWS_FILE
-    if source.name != ROWS_FILE and jsonl.is_file() and jsonl.stat().st_mtime > source.stat().st_mtime:
-        notes.append(f"{jsonl.name} is newer than {source.name}: the run may still be going or was resumed")
+    notes = _stale_tables(run_dir, table) if source.name == ROWS_FILE else []
     return RunResults(path=run_dir, table=normalize_table(table), manifest=_manifest(run_dir),
                       source=source, notes=notes)
 
