@@ -82,6 +82,22 @@ def _spacing_tuple(spacing: SpacingLike, ndim: int) -> tuple[float, ...]:
     return values
 
 
+def check_tolerance(tolerance_mm: float) -> float:
+    """``tolerance_mm`` as a float; ValueError unless it is a finite number of mm, >= 0.
+
+    A negative tolerance would score every surface 0 and NaN or infinity has
+    no meaning. Zero is accepted, as ``surface_distance`` accepts it: only
+    coinciding surfels count (the CLI, where 0 is a typo, asks for > 0).
+    """
+    try:
+        value = float(tolerance_mm)
+    except (TypeError, ValueError):
+        raise ValueError(f"NSD tolerance must be a number of mm, got {tolerance_mm!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"NSD tolerance must be a finite, non-negative number of mm, got {value:g}")
+    return value
+
+
 # ---------------------------------------------------------- overlap metrics
 def compute_dice(pred: np.ndarray, gt: np.ndarray) -> float:
     """Dice similarity coefficient ``2|A∩B| / (|A| + |B|)``; 1.0 when both are empty.
@@ -217,7 +233,8 @@ class SurfaceDistances:
     surfel_areas_pred: np.ndarray
 
     def surface_dice(self, tolerance_mm: float) -> float:
-        """NSD at ``tolerance_mm``; the empty-mask rules of the module docstring."""
+        """NSD at ``tolerance_mm`` (>= 0); the empty-mask rules of the module docstring."""
+        tolerance_mm = check_tolerance(tolerance_mm)
         total = self.surfel_areas_gt.sum() + self.surfel_areas_pred.sum()
         if self.surfel_areas_gt.size == 0 and self.surfel_areas_pred.size == 0:
             return 1.0
@@ -301,10 +318,10 @@ def compute_surface_dice(pred: np.ndarray, gt: np.ndarray, spacing: SpacingLike,
     (by area) lying within the tolerance of the other surface.
 
     Equals ``surface_distance.compute_surface_dice_at_tolerance`` except that
-    two empty masks score 1.0 (it gives NaN).
+    two empty masks score 1.0 (it gives NaN). ``tolerance_mm`` must be finite
+    and not negative (:func:`check_tolerance`).
     """
-    if tolerance_mm < 0:
-        raise ValueError(f"tolerance_mm must be >= 0, got {tolerance_mm}")
+    tolerance_mm = check_tolerance(tolerance_mm)
     return compute_surface_distances(pred, gt, spacing).surface_dice(tolerance_mm)
 
 
@@ -340,6 +357,7 @@ def compute_label_metrics(
     if labels is None:
         labels = sorted((set(np.unique(pred_arr).tolist()) | set(np.unique(gt_arr).tolist())) - {0})
     surface_ok = pred_arr.ndim in (2, 3)
+    tolerance_mm = check_tolerance(tolerance_mm)
     if surface_ok:
         _spacing_tuple(spacing, pred_arr.ndim)
     results: dict[int, dict[str, float]] = {}

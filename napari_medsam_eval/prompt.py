@@ -6,17 +6,64 @@ and ``y1`` are the last foreground column/row, as the tight box of a mask
 (``x.min(), y.min(), x.max(), y.max()``) gives them. This is the convention of
 MedSAM, LiteMedSAM and Mazurowski et al.; backends pass it to the models
 unchanged. Point labels: 1 positive (foreground), 0 negative (background).
+
+A box with ``x0 > x1`` / ``y0 > y1`` or a non-finite coordinate is refused
+when the prompt is made (:class:`PromptError`). Where a prompt meets its image,
+:func:`check_prompt_in_image` refuses a box or point lying wholly outside the
+image and clips a box lying partly outside it, with a :class:`PromptWarning`.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import warnings
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from .errors import DataError
+
 Box = tuple[float, float, float, float]
 Point = tuple[float, float]
+
+
+class PromptError(DataError, ValueError):
+    """A prompt that cannot be used (inverted or non-finite box, outside its image).
+
+    Also a :class:`ValueError`, which callers that build prompts from drawn
+    shapes catch.
+    """
+
+
+class PromptWarning(UserWarning):
+    """A prompt was changed to fit its image (a box clipped to the image border)."""
+
+
+def plain_number(value: float) -> str:
+    """``30``, ``12.5``, ``nan``: a coordinate as people write it (no ``np.float64(...)``)."""
+    value = float(value)
+    return str(int(value)) if math.isfinite(value) and value == int(value) else f"{value:g}"
+
+
+def describe_box(box: Sequence[float]) -> str:
+    """``box (x0=30, y0=5, x1=10, y1=20)``."""
+    return "box (" + ", ".join(f"{n}={plain_number(v)}" for n, v in zip(("x0", "y0", "x1", "y1"), box)) + ")"
+
+
+def check_box(box: Sequence[float]) -> None:
+    """Raise :class:`PromptError` for a box that is not 4 finite numbers with x0 <= x1, y0 <= y1."""
+    if len(box) != 4:
+        raise PromptError(f"a box is (x0, y0, x1, y1), got {len(box)} values: "
+                          + ", ".join(plain_number(v) for v in box))
+    x0, y0, x1, y1 = (float(v) for v in box)
+    if not all(math.isfinite(v) for v in (x0, y0, x1, y1)):
+        raise PromptError(f"{describe_box(box)}: coordinates must be finite numbers")
+    if x0 > x1:
+        raise PromptError(f"{describe_box(box)}: x0 > x1")
+    if y0 > y1:
+        raise PromptError(f"{describe_box(box)}: y0 > y1")
 
 
 @dataclass
@@ -45,8 +92,10 @@ class Prompt:
         self.points = [tuple(float(v) for v in p) for p in self.points]  # type: ignore[misc]
         self.point_labels = [int(v) for v in self.point_labels]
         for box in self.boxes:
-            if len(box) != 4 or box[2] < box[0] or box[3] < box[1]:
-                raise ValueError(f"box must be (x0, y0, x1, y1) with x0 <= x1 and y0 <= y1, got {box}")
+            check_box(box)
+        for x, y in self.points:
+            if not (math.isfinite(x) and math.isfinite(y)):
+                raise PromptError(f"point (x={plain_number(x)}, y={plain_number(y)}): coordinates must be finite")
         if len(self.points) != len(self.point_labels):
             raise ValueError(f"{len(self.points)} points but {len(self.point_labels)} point labels")
         if any(v not in (0, 1) for v in self.point_labels):
@@ -83,6 +132,43 @@ class Prompt:
     @classmethod
     def from_json(cls, text: str) -> "Prompt":
         return cls.from_dict(json.loads(text))
+
+
+def check_prompt_in_image(prompt: Prompt, shape_hw: Sequence[int], n_slices: int | None = None, *,
+                          clip: bool = True) -> Prompt:
+    """``prompt`` checked against an image of ``shape_hw`` (rows, cols) pixels.
+
+    Coordinates are pixel indices, so the image spans ``0..W-1`` x ``0..H-1``.
+    A box lying wholly outside the image, a point outside it, or a
+    ``slice_index`` outside ``0..n_slices-1`` raises :class:`PromptError`; a box
+    lying partly outside is clipped to the image with a :class:`PromptWarning`
+    and a copy of the prompt is returned (``info["clipped_boxes"]`` records the
+    original boxes). The prompt is returned unchanged when it fits, or with
+    ``clip=False`` (a protocol's boxes, which the models take as they are).
+    """
+    height, width = int(shape_hw[0]), int(shape_hw[1])
+    size = f"the {width} x {height} image (x 0..{width - 1}, y 0..{height - 1})"
+    if n_slices is not None and prompt.slice_index is not None and not 0 <= int(prompt.slice_index) < n_slices:
+        raise PromptError(f"prompt slice {prompt.slice_index} is outside the stack of {n_slices} slices "
+                          f"(0..{n_slices - 1})")
+    for x, y in prompt.points:
+        if not (0 <= x <= width - 1 and 0 <= y <= height - 1):
+            raise PromptError(f"point (x={plain_number(x)}, y={plain_number(y)}) lies outside {size}")
+    clipped: list[Box] = []
+    for box in prompt.boxes:
+        check_box(box)
+        x0, y0, x1, y1 = box
+        if x1 < 0 or y1 < 0 or x0 > width - 1 or y0 > height - 1:
+            raise PromptError(f"{describe_box(box)} lies wholly outside {size}")
+        clipped.append((max(x0, 0.0), max(y0, 0.0), min(x1, width - 1.0), min(y1, height - 1.0)))
+    changed = [(old, new) for old, new in zip(prompt.boxes, clipped) if tuple(old) != new]
+    if not changed or not clip:
+        return prompt
+    for old, new in changed:
+        warnings.warn(f"{describe_box(old)} lies partly outside {size}; clipped to "
+                      f"{describe_box(new)[4:]}", PromptWarning, stacklevel=2)
+    info = {**prompt.info, "clipped_boxes": [list(old) for old, _ in changed]}
+    return dataclasses.replace(prompt, boxes=clipped, info=info)
 
 
 def prompts_to_json(prompts: list[Prompt]) -> str:

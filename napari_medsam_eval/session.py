@@ -52,7 +52,7 @@ from .case import infer_kind
 from .intensity import prepare_image
 from .models.base import SegmentationBackend, SegmentResult
 from .progress import SliceProgress, iterate_progress
-from .prompt import Prompt
+from .prompt import Prompt, check_prompt_in_image
 from .propagation import DEFAULT_MARGIN, PropagationResult, segment_by_kind
 
 
@@ -275,6 +275,7 @@ class Session:
         """Segment one slice (``slice_index``, default ``prompt.slice_index``) from ``prompt``."""
         index = prompt.slice_index if slice_index is None else slice_index
         image = self.slice_image(index)
+        prompt = check_prompt_in_image(prompt, image.shape[:2])
         backend = self._need_backend()
         with self._lock:
             return backend.segment(image, prompt, cache_key=self.cache_key(index))

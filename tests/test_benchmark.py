@@ -153,10 +153,17 @@ def test_camus_videos_and_an_absent_named_label(tmp_path: Path) -> None:
     new.CopyInformation(gt)
     sitk.WriteImage(new, str(gt_path))
     table = run_benchmark(root, tmp_path / "run", "oracle")
-    assert len(table) == 6 and (table["status"] == "ok").all() and (table["kind"] == "video").all()
+    assert len(table) == 6 and (table["kind"] == "video").all()
     assert sorted(table["task"].unique()) == ["camus/left_atrium", "camus/lv_endocardium", "camus/myocardium"]
     absent = table[(table["case_id"] == "patient0001_4CH") & (table["target_label"] == 3)].iloc[0]
     assert math.isnan(absent["dice"]) and absent["gt_voxels"] == 0 and json.loads(absent["prompt"])[0]["info"]["empty"]
+    # a target absent from the case is counted apart: neither ok (never in n) nor failed (never redone)
+    assert absent["status"] == "empty_gt" and "no voxel of label 3" in absent["error"]
+    assert (table.drop(index=absent.name)["status"] == "ok").all()
+    from napari_medsam_eval.report import summarize_tasks
+
+    atrium = summarize_tasks(table).set_index("task").loc["camus/left_atrium"]
+    assert (atrium["n"], atrium["n_failed"], atrium["n_empty_gt"], atrium["dice_n"]) == (1, 0, 1, 1)
     present = table.dropna(subset=["dice"])
     assert (present["dice"] == 1.0).all() and (present["nsd"] == 1.0).all() and (present["hd95"] == 0.0).all()
     assert json.loads(present.iloc[0]["attributes"])["view"] == "2CH"

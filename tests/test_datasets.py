@@ -194,7 +194,7 @@ def test_detect_errors_name_the_candidates(tmp_path: Path, shared_data: Path) ->
     assert get_layout("folder2d").detect(root)
     with pytest.raises(ValueError, match="unknown dataset layout 'nope'; known: npz, msd"):
         get_layout("nope")
-    assert set(LAYOUTS) == {"npz", "msd", "camus", "sunseg", "folder2d", "sammed2d"}
+    assert set(LAYOUTS) == {"npz", "msd", "camus", "sunseg", "folder2d", "sammed2d", "dicom"}
 
 
 def test_npz_label_names_from_file_names() -> None:

@@ -114,7 +114,7 @@ class RunOutcome:
         """The outcome of the run in ``out_dir`` that returned ``table``."""
         status = (read_manifest(out_dir) or {}).get("status", "completed")
         cases = int(table["case_id"].nunique()) if len(table) else 0
-        failed = int((table["status"] != "ok").sum()) if len(table) else 0
+        failed = int((table["status"] == "failed").sum()) if len(table) else 0
         return cls(status, cases, len(table), failed)
 
     def __str__(self) -> str:

@@ -13,7 +13,10 @@ and read on its own. Column meanings:
 ``label_name``         the target's name (``"anterior"``; ``"label_<n>"`` if unnamed)
 ``kind``               ``volume`` / ``video`` / ``image``
 ``model``              backend name; ``protocol`` the prompt protocol's name
-``status``             ``"ok"`` or ``"failed"``; ``error`` the reason (``""`` when ok)
+``status``             ``"ok"``, ``"failed"`` or ``"empty_gt"`` (the ground truth holds
+                       no voxel of the target: nothing to prompt, nothing scored;
+                       counted apart from ok and failed); ``error`` the reason
+                       (``""`` when ok)
 ``dice`` ``iou``       overlap of prediction and ground truth, whole case
 ``nsd`` ``hd95``       NSD at ``nsd_tolerance_mm`` and HD95 (mm); volumes and 2D
                        images in their own spacing; videos per frame in 2D,
@@ -43,8 +46,9 @@ and read on its own. Column meanings:
                        no longer matches
 =====================  ==========================================================
 
-An empty prompt (a target the dataset names but this case lacks) gives an
-``ok`` row whose metrics are NaN: nothing was asked, nothing is scored.
+A target the dataset names but this case lacks gives an ``empty_gt`` row
+whose metrics are NaN: nothing was asked, nothing is scored, and the report
+counts it apart (never in n).
 """
 from __future__ import annotations
 
@@ -72,6 +76,8 @@ SORT_COLUMNS = ("case_id", "target_label")
 NAN = float("nan")
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
+STATUS_EMPTY_GT = "empty_gt"
+STATUSES = (STATUS_OK, STATUS_FAILED, STATUS_EMPTY_GT)
 
 
 def empty_row() -> dict[str, Any]:

@@ -7,7 +7,8 @@ out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside):
   (MSD's dataset.json, CAMUS, SUN-SEG), or a single row with
   ``target_label`` None and ``label_name`` ``"unknown"`` when it names none;
 * the ground truth holds no foreground and the dataset names no target ->
-  one failed row saying so;
+  one ``empty_gt`` row saying so; a named target absent from this case ->
+  an ``empty_gt`` row (not scored, counted apart);
 * prompting, segmenting or scoring one target fails -> that target's row
   fails, the other targets go on.
 
@@ -38,7 +39,7 @@ from ..prompt import Prompt, prompts_to_json
 from ..intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
 from ..protocols import PromptProtocol
-from .schema import NAN, STATUS_FAILED, STATUS_OK, json_dumps
+from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
 
@@ -108,6 +109,11 @@ def target_row(base: dict[str, Any], value: int | None, names: dict[int, str]) -
     return {**base, "target_label": value, "label_name": name, "task": task_name(base["dataset"], name)}
 
 
+def empty_gt_row(row: dict[str, Any], why: str) -> dict[str, Any]:
+    """A row with nothing to score: the ground truth holds no voxel of its target."""
+    return {**row, "status": STATUS_EMPTY_GT, "error": why, "dice": NAN, "iou": NAN, "nsd": NAN, "hd95": NAN}
+
+
 def fail_row(row: dict[str, Any], error: BaseException | str) -> dict[str, Any]:
     text = error if isinstance(error, str) else error_text(error)
     return {**row, "status": STATUS_FAILED, "error": text}
@@ -141,10 +147,13 @@ class CaseEvaluator:
             return failed_case_rows(ref, self.layout, self.settings, error)
         base.update(kind=case.kind, n_slices=case.n_slices())
         names = case.label_names
-        targets = self.layout.targets(ref, case)
+        try:
+            targets = self.layout.targets(ref, case)
+        except Exception as error:  # noqa: BLE001 - e.g. a label value the dataset does not declare
+            return failed_case_rows(ref, self.layout, self.settings, error)
         if not targets:
-            return [fail_row(target_row(base, None, names),
-                             "the ground truth holds no foreground label and the dataset names none")]
+            return [empty_gt_row(target_row(base, None, names),
+                                 "the ground truth holds no foreground label and the dataset names none")]
         rows = {v: target_row(base, v, names) for v in targets}
         try:
             prompts = self._prompts(case, targets)
@@ -208,8 +217,8 @@ class CaseEvaluator:
         gt = np.asarray(case.label) == value
         row = {**row, "prompt": prompts_to_json([prompt]), "prompt_slice": prompt.slice_index,
                "gt_voxels": int(np.count_nonzero(gt))}
-        if prompt.is_empty or prompt.info.get("empty"):
-            return {**row, "dice": NAN, "iou": NAN, "nsd": NAN, "hd95": NAN}  # nothing asked, nothing scored
+        if prompt.is_empty or prompt.info.get("empty"):  # nothing asked, nothing scored
+            return empty_gt_row(row, f"the ground truth holds no voxel of label {value} in this case")
         try:
             if done is None:
                 with SegmentTimer(self.backend) as timer:

@@ -72,7 +72,8 @@ def _summary(table) -> str:
             q25, q50, q75 = dice.quantile([0.25, 0.5, 0.75])
             lines.append(f"  {task}: median DSC {q50:.4f} [IQR {q25:.4f}-{q75:.4f}], n={len(dice)}")
     failed = int((table["status"] == "failed").sum())
-    lines.append(f"  rows: {len(table)}, failed: {failed}")
+    empty = int((table["status"] == "empty_gt").sum())
+    lines.append(f"  rows: {len(table)}, failed: {failed}" + (f", empty ground truth: {empty}" if empty else ""))
     return "\n".join(lines)
 
 

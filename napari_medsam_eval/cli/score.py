@@ -1,27 +1,49 @@
-"""``medsam-eval score PRED GT``: per-label DSC, IoU, NSD and HD95 of a prediction."""
+"""``medsam-eval score PRED GT``: per-label DSC, IoU, NSD and HD95 of a prediction.
+
+Refused with a one-line error rather than scored (a score of such input would
+be silently wrong):
+
+* the two maps differ in shape, spacing, origin or direction (named as the
+  prediction and the ground truth, with their files);
+* either file looks like an image rather than a label map: non-integer or
+  negative values, or more than :data:`MAX_LABEL_VALUES` distinct values and
+  over twice as many as the other file holds;
+* the ground truth belongs to a dataset whose ``dataset.json`` declares its
+  labels (beside the file, or one folder up: ``<dataset>/labelsTr/x.nii.gz``)
+  and either file holds a value it does not declare;
+* the NSD tolerance is not a positive number of mm.
+"""
 from __future__ import annotations
 
 import argparse
 import csv
 import io as _io
 import json
+import math
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..case import Spacing
-from ..errors import GeometryMismatchError
+from ..datasets.base import root_dataset_json
+from ..errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
-from ..io.validation import check_geometry
+from ..io.validation import check_geometry, check_same_shape, plain_numbers
 from ..metrics import compute_label_metrics
 
 COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels"]
+#: a label map with more distinct values than this (and over twice the other map's) is taken for an image
+MAX_LABEL_VALUES = 64
+ROLES = ("prediction", "ground truth")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("score", help="score a predicted label map against ground truth")
     parser.add_argument("pred", type=Path, help="predicted labels (NIfTI/NRRD/MHA, npz with 'segs', PNG mask, ...)")
     parser.add_argument("gt", type=Path, help="ground-truth labels (same formats; npz with 'gts')")
-    parser.add_argument("--tolerance-mm", type=float, default=2.0, help="NSD tolerance in mm (default 2.0, as LiteMedSAM)")
+    parser.add_argument("--tolerance-mm", type=float, default=2.0,
+                        help="NSD tolerance in mm, > 0 (default 2.0, as LiteMedSAM)")
     parser.add_argument("--labels", type=int, nargs="+", help="labels to score (default: all in either map)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
@@ -29,26 +51,88 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def check_tolerance_option(tolerance_mm: float) -> float:
+    """The NSD tolerance, or a :class:`MedsamEvalError` unless it is a positive finite number of mm."""
+    value = float(tolerance_mm)
+    if not math.isfinite(value) or value <= 0:
+        raise MedsamEvalError(f"--tolerance-mm must be a positive number of mm, got {value:g}")
+    return value
+
+
 def label_spacing(label: LabelFile, fallback: LabelFile) -> Spacing:
-    """Spacing in array order from the file header (ITK x, y, z order), else 1 per axis."""
-    axes = "zyx"[-label.array.ndim:]
+    """Spacing in array order from the file header (ITK x, y, z order), else 1 per axis.
+
+    A header with fewer values than the array has axes is an error, never unit spacing.
+    """
+    ndim = label.array.ndim
+    axes = "zyx"[-ndim:]
     for source in (label, fallback):
         spacing_xyz = source.geometry.get("spacing")
-        if spacing_xyz is not None and len(spacing_xyz) == label.array.ndim:
-            return Spacing.from_xyz(spacing_xyz, axes)
+        if spacing_xyz is None:
+            continue
+        if len(spacing_xyz) < ndim:
+            raise DataError(f"spacing has {len(spacing_xyz)} values ({plain_numbers(spacing_xyz)}) for a "
+                            f"{ndim}D label map; expected {ndim} (x, y{', z' if ndim == 3 else ''})", source.path)
+        return Spacing.from_xyz(tuple(spacing_xyz)[:ndim], axes)
     return Spacing.isotropic(axes)
 
 
-def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0, labels: list[int] | None = None) -> list[dict]:
-    """One row per label: the metrics of ``pred_path`` against ``gt_path``."""
-    gt = read_label(gt_path)
-    pred = read_label(pred_path)
-    if pred.array.shape != gt.array.shape:
-        raise GeometryMismatchError(f"prediction shape {pred.array.shape} != ground truth shape {gt.array.shape} ({gt_path})", pred_path)
+def read_label_map(path: Path, role: str) -> LabelFile:
+    """``read_label``, with values no label map holds reported as what they likely are: an image."""
+    try:
+        return read_label(path)
+    except DataError as error:
+        if "non-integer values" in error.problem or "negative value" in error.problem:
+            raise DataError(f"{role} looks like an image, not a label map: {error.problem}", error.path) from None
+        raise
+
+
+def check_label_like(label: LabelFile, other: LabelFile, role: str, other_role: str) -> None:
+    """Refuse a map with far more distinct values than a label map has (an intensity image)."""
+    n_values, n_other = np.unique(label.array).size, np.unique(other.array).size
+    if n_values > MAX_LABEL_VALUES and n_values > 2 * n_other:
+        raise DataError(f"{role} looks like an image, not a label map: {n_values} distinct values "
+                        f"(the {other_role} has {n_other})", label.path)
+
+
+def declared_labels(gt_path: Path) -> tuple[Path | None, dict[int, str]]:
+    """The ``dataset.json`` that declares the ground truth's labels and its names ({} without one)."""
+    for folder in (gt_path.parent, gt_path.parent.parent):
+        names = root_dataset_json(folder).get("label_names")
+        if names:
+            return folder / "dataset.json", names
+    return None, {}
+
+
+def check_declared(labels: list[tuple[LabelFile, str]], gt_path: Path) -> dict[int, str]:
+    """The declared label names; a DataError for a value the ground truth's dataset does not declare."""
+    source, declared = declared_labels(gt_path)
+    if not declared:
+        return {}
+    for label, role in labels:
+        extra = sorted(int(v) for v in np.unique(label.array) if v != 0 and int(v) not in declared)
+        if extra:
+            listing = ", ".join(["0 background"] + [f"{v} {declared[v]}" for v in sorted(declared)])
+            raise DataError(f"{role} holds label values {extra} that {source} does not declare ({listing})",
+                            label.path)
+    return declared
+
+
+def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
+                labels: list[int] | None = None) -> list[dict]:
+    """One row per label: the metrics of ``pred_path`` against ``gt_path`` (refusals: module docstring)."""
+    tolerance_mm = check_tolerance_option(tolerance_mm)
+    pred_path, gt_path = Path(pred_path), Path(gt_path)
+    gt = read_label_map(gt_path, ROLES[1])
+    pred = read_label_map(pred_path, ROLES[0])
+    check_same_shape(pred.array.shape, gt.array.shape, pred_path, gt_path, roles=ROLES)
     if pred.geometry and gt.geometry:
-        check_geometry(gt.geometry, pred.geometry, pred_path, gt_path)
+        check_geometry(gt.geometry, pred.geometry, pred_path, gt_path, roles=ROLES)
+    check_label_like(pred, gt, *ROLES)
+    check_label_like(gt, pred, *reversed(ROLES))
+    declared = check_declared([(gt, ROLES[1]), (pred, ROLES[0])], gt_path)
     spacing = label_spacing(gt, pred)
-    names = {**pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
+    names = {**declared, **pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
     per_label = compute_label_metrics(pred.array, gt.array, spacing, labels=labels, tolerance_mm=tolerance_mm)
     return [{"label": value, "name": names.get(value, ""), **metrics} for value, metrics in per_label.items()]
 

@@ -19,7 +19,7 @@ from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
-from ..prompt import Prompt
+from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, segment_by_kind
 from .common import propagation_option
 
@@ -59,8 +59,10 @@ def _prompt(args: argparse.Namespace, case: Case) -> Prompt:
             raise MedsamEvalError(f"--slice {slice_index} is outside 0..{case.n_slices() - 1}", case.metadata.get("image_path"))
     points = [(x, y) for x, y, _ in args.point or []]
     labels = [int(label) for _, _, label in args.point or []]
-    return Prompt(target_label=args.label_value, slice_index=slice_index, boxes=[tuple(args.box)] if args.box else [],
-                  points=points, point_labels=labels, protocol="manual")
+    prompt = Prompt(target_label=args.label_value, slice_index=slice_index, boxes=[tuple(args.box)] if args.box else [],
+                    points=points, point_labels=labels, protocol="manual")
+    shape_hw = case.image.shape[:2] if case.kind == "image" else case.image.shape[1:3]
+    return check_prompt_in_image(prompt, shape_hw)  # a box partly outside is clipped, with a warning
 
 
 def _window(text: str | None):

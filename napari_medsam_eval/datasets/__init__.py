@@ -14,6 +14,7 @@ name           folder                                                       kind
 ``sunseg``     ``Frame/<case>/`` + ``GT/<case>/`` (flat or Test*Dataset/...)  video
 ``folder2d``   ``images/`` + ``masks/``, one mask per image                  image
 ``sammed2d``   ``images/`` + ``masks/<stem>_<object>_<n>.png``               image
+``dicom``      ``<case>/image/`` (DICOM series) + ``<case>/label.nii.gz``     volume
 =============  ===========================================================  =======
 
 A task is ``"<dataset folder name>/<label name>"``; see :mod:`.base`.
@@ -28,6 +29,7 @@ from pathlib import Path
 from ..errors import DataError
 from .base import CaseRef, DatasetLayout, clean_label_name, label_name, task_name
 from .camus import CAMUS_LABELS, CAMUSLayout
+from .dicom import DicomSeriesLayout
 from .folder2d import ImageMaskFolderLayout
 from .msd import MSDLayout
 from .npz import MedSAMNpzLayout, npz_label_names, npz_target_token
@@ -40,11 +42,12 @@ from .sunseg import SunSegLayout
 LAYOUTS: dict[str, DatasetLayout] = {
     layout.name: layout
     for layout in (MedSAMNpzLayout(), MSDLayout(), CAMUSLayout(), SunSegLayout(), ImageMaskFolderLayout(),
-                   SAMMed2DLayout())
+                   SAMMed2DLayout(), DicomSeriesLayout())
 }
 #: other names people use for a layout
 ALIASES = {"nnunet": "msd", "medsam": "npz", "cvpr": "npz", "sun-seg": "sunseg", "sun_seg": "sunseg",
-           "images-masks": "folder2d", "2d": "folder2d", "sam-med2d": "sammed2d"}
+           "images-masks": "folder2d", "2d": "folder2d", "sam-med2d": "sammed2d", "dicom-series": "dicom",
+           "dicom_series": "dicom"}
 
 
 def available_layouts() -> list[str]:
@@ -94,6 +97,7 @@ __all__ = [
     "CAMUS_LABELS",
     "CaseRef",
     "DatasetLayout",
+    "DicomSeriesLayout",
     "ImageMaskFolderLayout",
     "LAYOUTS",
     "MSDLayout",

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Iterable
 
 from ..case import Case
 from ..errors import DataError
+from ..io.formats import is_broken_link, listed_file
 from .layouts import msd_dataset_info
 
 
@@ -92,18 +93,28 @@ def root_dataset_json(root: str | Path) -> dict[str, Any]:
     return msd_dataset_info(Path(root) / "imagesTr" / "_")
 
 
-def visible_dirs(folder: Path) -> list[Path]:
-    """Sub-folders of ``folder`` not hidden (``.``), sorted by name."""
+def visible_dirs(folder: Path, *, broken_links: bool = False) -> list[Path]:
+    """Sub-folders of ``folder`` not hidden (``.``), sorted by name.
+
+    ``broken_links`` adds dangling symbolic links (a case folder whose target
+    is gone), so a layout listing cases lists them and loading them fails
+    with the reason instead of the case vanishing from the count.
+    """
     try:
-        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        return sorted(p for p in folder.iterdir() if not p.name.startswith(".")
+                      and (p.is_dir() or (broken_links and is_broken_link(p))))
     except OSError:
         return []
 
 
 def visible_files(folder: Path) -> list[Path]:
-    """Files directly in ``folder``, hidden ones (``.``, macOS ``._``) left out."""
+    """Files directly in ``folder``, hidden ones (``.``, macOS ``._``) left out.
+
+    A broken symbolic link counts as a file: the case it belongs to is listed
+    and fails on loading ("broken symbolic link ..."), rather than disappearing.
+    """
     try:
-        return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+        return sorted(p for p in folder.iterdir() if listed_file(p) and not p.name.startswith("."))
     except OSError:
         return []
 
@@ -151,9 +162,23 @@ class DatasetLayout(ABC):
         """The labels to evaluate in ``case``: those present plus those the dataset names.
 
         A named label absent from a case still gets a row (an empty prompt,
-        scored NaN), so every case of a task is accounted for.
+        scored NaN), so every case of a task is accounted for. When the dataset
+        declares its labels (a root ``dataset.json``, or the layout's fixed
+        names), a value it does not declare is a :class:`DataError` naming the
+        label file: no ``label_<n>`` task is invented for it.
         """
-        return sorted(set(case.label_values()) | set(self.label_names(ref.root)))
+        declared = self.label_names(ref.root)
+        present = set(case.label_values())
+        if declared:
+            undeclared = sorted(int(v) for v in present - set(declared) - {0})
+            if undeclared:
+                source = "dataset.json" if root_dataset_json(ref.root).get("label_names") else \
+                    f"the {self.name} layout"
+                listing = ", ".join(["0 background"] + [f"{v} {declared[v]}" for v in sorted(declared)])
+                where = ref.paths.get("label") or case.metadata.get("label_path") or ref.paths.get("image")
+                raise DataError(f"label file holds values {undeclared} that {source} does not declare "
+                                f"({listing})", where if isinstance(where, (str, os.PathLike)) else None)
+        return sorted(present | set(declared))
 
     def ref(self, root: Path, case_id: str, paths: dict[str, Any], kind: str | None = None,
             **attributes: Any) -> CaseRef:

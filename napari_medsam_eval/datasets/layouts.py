@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from ..case import Case
 from ..io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, format_suffix, image_files_in,
-                      natural_sort_key, strip_suffix)
+                          is_broken_link, listed_file, natural_sort_key, strip_suffix)
 from ..io.image2d import read_image_with_masks
 from ..io.npz_io import MODALITY_PREFIXES
 
@@ -30,20 +30,23 @@ def label_stem(image_path: str | Path) -> str:
 
 
 def find_label_file(image_path: str | Path, label_dir: str | Path) -> Path | None:
-    """The file in ``label_dir`` with the image's stem (any label format), or None."""
+    """The file in ``label_dir`` with the image's stem (any label format), or None.
+
+    A broken symbolic link with that stem is returned too: reading it then says so.
+    """
     label_dir = Path(label_dir)
     if not label_dir.is_dir():
         return None
     wanted = label_stem(image_path)
     matches = [p for p in label_dir.iterdir()
-               if p.is_file() and format_suffix(p) in _LABEL_SUFFIXES and strip_suffix(p) == wanted]
+               if listed_file(p) and format_suffix(p) in _LABEL_SUFFIXES and strip_suffix(p) == wanted]
     return sorted(matches)[0] if matches else None
 
 
 def pair_folder(image_dir: str | Path, label_dir: str | Path, suffixes: Sequence[str] = _LABEL_SUFFIXES
                 ) -> list[tuple[Path, Path | None]]:
     """Every image in ``image_dir`` (naturally sorted) with its label in ``label_dir`` (or None)."""
-    images = sorted((p for p in Path(image_dir).iterdir() if p.is_file() and format_suffix(p) in suffixes),
+    images = sorted((p for p in Path(image_dir).iterdir() if listed_file(p) and format_suffix(p) in suffixes),
                     key=natural_sort_key)
     return [(image, find_label_file(image, label_dir)) for image in images]
 
@@ -55,7 +58,7 @@ def sunseg_mask_folder(frame_folder: str | Path) -> Path | None:
         return None
     for name in _SUNSEG_MASK_DIRS:
         candidate = frame_folder.parent.parent / name / frame_folder.name
-        if candidate.is_dir():
+        if candidate.is_dir() or is_broken_link(candidate):
             return candidate
     return None
 

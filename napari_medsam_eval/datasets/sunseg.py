@@ -77,7 +77,7 @@ class SunSegLayout(DatasetLayout):
         entries: list[tuple[str, Path, Path | None, dict[str, str]]] = []
         for frame in frame_folders(root):
             attributes = group_attributes(root, frame)
-            for clip in visible_dirs(frame):
+            for clip in visible_dirs(frame, broken_links=True):  # a dangling clip link fails on loading
                 entries.append((clip.name, clip, sunseg_mask_folder(clip), attributes))
         counts: dict[str, int] = {}
         for name, *_ in entries:

@@ -8,6 +8,7 @@ such rather than with the reader's generic failure.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -48,11 +49,32 @@ def natural_sort_key(name: str | Path) -> tuple:
     return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in parts if part != "")
 
 
+def is_broken_link(path: Path) -> bool:
+    """A symbolic link whose target does not exist."""
+    return path.is_symlink() and not path.exists()
+
+
+def missing_message(path: Path, what: str = "file") -> str:
+    """``file not found``, or, for a dangling symbolic link, where it points."""
+    if is_broken_link(path):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return f"broken symbolic link: its target {target} does not exist"
+    return f"{what} not found"
+
+
+def listed_file(path: Path) -> bool:
+    """A file to list in a folder: a regular file, or a broken link (so reading it fails loudly)."""
+    return path.is_file() or is_broken_link(path)
+
+
 def require_file(path: str | Path) -> Path:
     """The path as a :class:`Path`, or a DataError when it is missing, a folder or empty."""
     path = Path(path)
     if not path.exists():
-        raise DataError("file not found", path)
+        raise DataError(missing_message(path), path)
     if not path.is_file():
         raise DataError("expected a file, found a folder", path)
     if path.stat().st_size == 0:
@@ -86,9 +108,13 @@ def is_dicom_file(path: Path) -> bool:
 
 
 def image_files_in(folder: Path) -> list[Path]:
-    """Image files (PNG, JPEG, TIFF, BMP) directly in ``folder``, naturally sorted."""
+    """Image files (PNG, JPEG, TIFF, BMP) directly in ``folder``, naturally sorted.
+
+    A broken symbolic link is listed too, so a missing frame or mask fails on
+    reading instead of silently shifting the others.
+    """
     files = [p for p in folder.iterdir()
-             if p.is_file() and not p.name.startswith(".") and format_suffix(p) in IMAGE2D_SUFFIXES]
+             if listed_file(p) and not p.name.startswith(".") and format_suffix(p) in IMAGE2D_SUFFIXES]
     return sorted(files, key=natural_sort_key)
 
 
@@ -96,7 +122,7 @@ def detect_format(path: str | Path) -> Format:
     """Which reader handles ``path``; raises DataError / UnknownFormatError otherwise."""
     path = Path(path)
     if not path.exists():
-        raise DataError("file not found", path)
+        raise DataError(missing_message(path), path)
     if path.is_dir():
         return _detect_folder(path)
     suffix = format_suffix(path)

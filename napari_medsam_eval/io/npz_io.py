@@ -23,7 +23,7 @@ from ..case import Case, CaseKind
 from ..errors import DataError, GeometryMismatchError
 from ._build import check_kind, make_case, spacing_for_kind
 from .formats import require_file, strip_suffix
-from .validation import to_label_array
+from .validation import plain_numbers, plain_shape, to_label_array
 
 #: file-name prefixes of the CVPR 2024/2025 challenge data and the modality they mean
 MODALITY_PREFIXES = {
@@ -59,28 +59,44 @@ def _npz_kind(imgs: np.ndarray, gts: np.ndarray | None, requested: CaseKind | No
         return "image"
     if imgs.ndim == 4:
         if requested != "video":
-            raise DataError(f"4D imgs {imgs.shape} where a 3D volume was expected; "
+            raise DataError(f"4D imgs of shape {plain_shape(imgs.shape)} where a 3D volume was expected; "
                             "use kind='video' for a colour sequence", path)
         return "video"
     if imgs.ndim != 3:
-        raise DataError(f"imgs has {imgs.ndim} dimensions (shape {imgs.shape}); 2, 3 or 4 expected", path)
+        raise DataError(f"imgs has {imgs.ndim} dimensions (shape {plain_shape(imgs.shape)}); 2, 3 or 4 expected", path)
     colour_2d = imgs.shape[-1] in (3, 4) and (gts is None or gts.shape == imgs.shape[:2])
     if requested is not None:
         ambiguous = colour_2d and gts is None  # (H, W, 3) image or a 3-column volume: the caller knows
         allowed = ("image", "volume", "video") if ambiguous else ("image",) if colour_2d else ("volume", "video")
-        check_kind(requested, allowed, path, f"imgs of shape {imgs.shape}")
+        check_kind(requested, allowed, path, f"imgs of shape {plain_shape(imgs.shape)}")
         return requested
     return "image" if colour_2d else "volume"
+
+
+def check_npz_spacing(spacing: Any, n_axes: int, path: str | Path) -> tuple[float, ...]:
+    """The ``spacing`` of an npz whose arrays have ``n_axes`` spatial axes, validated.
+
+    A 3D array needs exactly 3 values (x, y, z); a 2D one 2 (x, y) or 3 (a
+    slice that kept its volume's z spacing, which is ignored). Every value
+    must be a positive finite number of mm. Anything else is a DataError: a
+    spacing cut or padded to fit would make every distance metric wrong.
+    """
+    values = tuple(float(v) for v in np.asarray(spacing, dtype=float).ravel())
+    allowed = (3,) if n_axes >= 3 else (2, 3)
+    if len(values) not in allowed:
+        expected = "3 (x, y, z)" if n_axes >= 3 else "2 (x, y) or 3 (x, y, z)"
+        raise DataError(f"spacing has {len(values)} value{'s' if len(values) != 1 else ''} "
+                        f"({plain_numbers(values)}) for a {n_axes}D image; expected {expected}", path)
+    if not all(np.isfinite(v) and v > 0 for v in values):
+        raise DataError(f"spacing {plain_numbers(values)} (x, y, z) holds a value that is not a positive "
+                        "number of mm", path)
+    return values
 
 
 def _npz_spacing_xyz(data: dict[str, np.ndarray], kind: CaseKind, path: Path) -> tuple[float, ...] | None:
     if "spacing" not in data:
         return None
-    values = tuple(float(v) for v in np.asarray(data["spacing"], dtype=float).ravel())
-    needed = 2 if kind == "image" else 3
-    if len(values) < needed:
-        raise DataError(f"spacing {values} has {len(values)} values, {needed} expected (x, y[, z] order)", path)
-    return values
+    return check_npz_spacing(data["spacing"], 2 if kind == "image" else 3, path)
 
 
 def npz_geometry(data: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -102,7 +118,8 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
     if gts is not None:
         spatial = imgs.shape[:-1] if (kind == "image" and imgs.ndim == 3) or imgs.ndim == 4 else imgs.shape
         if gts.shape != spatial:
-            raise GeometryMismatchError(f"gts shape {gts.shape} does not match imgs spatial shape {spatial}", path)
+            raise GeometryMismatchError(f"gts shape {plain_shape(gts.shape)} does not match imgs spatial shape "
+                                        f"{plain_shape(spatial)}", path)
         label = to_label_array(gts, path)
     geometry = npz_geometry(data)
     metadata: dict[str, Any] = {key: geometry[key] for key in ("origin", "direction") if key in geometry}
@@ -127,9 +144,14 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
 
 
 def read_npz_label(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
-    """A label array from an npz (key ``gts``, else ``segs``) and its geometry (ITK order)."""
+    """A label array from an npz (key ``gts``, else ``segs``) and its geometry (ITK order).
+
+    The spacing is checked against the array's axes (:func:`check_npz_spacing`).
+    """
     data = load_npz(path)
     key = next((k for k in LABEL_KEYS if k in data), None)
     if key is None:
         raise DataError(f"npz has no label key ({' or '.join(LABEL_KEYS)}); keys: {', '.join(sorted(data))}", path)
+    if "spacing" in data:
+        check_npz_spacing(data["spacing"], min(np.ndim(data[key]), 3), path)
     return data[key], npz_geometry(data)

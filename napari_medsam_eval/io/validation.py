@@ -109,9 +109,19 @@ def _check_integral(values: np.ndarray, path: str | Path | None) -> None:
         count = int(np.count_nonzero(fractional))
         raise DataError(
             f"label map holds non-integer values (e.g. {example:g}, {count} voxel(s)); "
-            "labels must be whole numbers",
+            "labels must be whole numbers (an image given as a label map?)",
             path,
         )
+
+
+def plain_numbers(values: Sequence[float], digits: int = 6) -> str:
+    """``1, 1, 2.5``: numbers as people write them (no ``np.float64(...)``, no tuple brackets)."""
+    return ", ".join(f"{round(float(v), digits):g}" for v in np.asarray(values, dtype=float).ravel())
+
+
+def plain_shape(shape: Sequence[int]) -> str:
+    """``(35, 51, 35)``: an array shape for a message, plain ints whatever the input's type."""
+    return str(tuple(int(n) for n in shape))
 
 
 def check_same_shape(
@@ -119,12 +129,19 @@ def check_same_shape(
     image_shape: Sequence[int],
     label_path: str | Path | None,
     image_path: str | Path | None = None,
+    *,
+    roles: tuple[str, str] = ("label", "image"),
 ) -> None:
-    """Raise :class:`GeometryMismatchError` when the label is not the image's spatial shape."""
+    """Raise :class:`GeometryMismatchError` when the label is not the image's spatial shape.
+
+    ``roles`` names the two files in the message (``("prediction", "ground truth")`` for ``score``).
+    """
     if tuple(label_shape) != tuple(image_shape):
-        image_name = f" of image {Path(image_path).name}" if image_path is not None else ""
+        label_role, image_role = roles
+        image_name = f" of {image_role} {Path(image_path).name}" if image_path is not None else ""
         raise GeometryMismatchError(
-            f"label shape {tuple(label_shape)} does not match the spatial shape {tuple(image_shape)}{image_name}",
+            f"{label_role} shape {plain_shape(label_shape)} does not match the spatial shape "
+            f"{plain_shape(image_shape)}{image_name}",
             label_path,
         )
 
@@ -134,22 +151,34 @@ def check_geometry(
     label_geometry: dict,
     label_path: str | Path | None,
     image_path: str | Path | None = None,
+    *,
+    roles: tuple[str, str] = ("label", "image"),
 ) -> None:
     """Compare two ITK geometries (keys ``spacing``, ``origin``, ``direction``, x,y,z order).
 
     Missing keys on either side are skipped (a PNG mask has no geometry).
-    Raises or warns following the module docstring's tolerances.
+    Raises or warns following the module docstring's tolerances; the message
+    calls the files by ``roles`` (label, image) and names ``label_path`` and ``image_path``.
     """
+    where = _Where(label_path, image_path, *roles)
     spacing = _pair(image_geometry, label_geometry, "spacing")
     if spacing is not None:
-        _compare_spacing(*spacing, label_path, image_path)
+        _compare_spacing(*spacing, where)
     origin = _pair(image_geometry, label_geometry, "origin")
     if origin is not None:
         voxel = np.asarray(image_geometry.get("spacing", np.ones(len(origin[0]))), dtype=float)
-        _compare_origin(*origin, voxel, label_path, image_path)
+        _compare_origin(*origin, voxel, where)
     direction = _pair(image_geometry, label_geometry, "direction")
     if direction is not None:
-        _compare_direction(*direction, label_path, image_path)
+        _compare_direction(*direction, where)
+
+
+class _Where:
+    """The two files compared and what to call them."""
+
+    def __init__(self, label_path, image_path, label_role: str, image_role: str) -> None:
+        self.label_path, self.image_path = label_path, image_path
+        self.label, self.image = label_role, image_role
 
 
 def _pair(a: dict, b: dict, key: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -161,29 +190,32 @@ def _pair(a: dict, b: dict, key: str) -> tuple[np.ndarray, np.ndarray] | None:
     return first, second
 
 
-def _compare_spacing(image: np.ndarray, label: np.ndarray, label_path, image_path) -> None:
+def _compare_spacing(image: np.ndarray, label: np.ndarray, where: _Where) -> None:
     relative = np.max(np.abs(image - label) / np.maximum(np.abs(image), 1e-12))
-    text = f"label spacing {tuple(label.round(6))} vs image spacing {tuple(image.round(6))} (x, y, z)"
-    _judge(relative, SPACING_RTOL, SPACING_WARN_RTOL, text, label_path, image_path)
+    text = (f"{where.label} spacing {plain_numbers(label)} mm vs {where.image} spacing "
+            f"{plain_numbers(image)} mm (x, y, z)")
+    _judge(relative, SPACING_RTOL, SPACING_WARN_RTOL, text, where)
 
 
-def _compare_origin(image: np.ndarray, label: np.ndarray, voxel: np.ndarray, label_path, image_path) -> None:
+def _compare_origin(image: np.ndarray, label: np.ndarray, voxel: np.ndarray, where: _Where) -> None:
     voxel = voxel[: len(image)] if len(voxel) >= len(image) else np.ones(len(image))
-    in_voxels = np.max(np.abs(image - label) / np.maximum(voxel, 1e-12))
-    text = f"label origin {tuple(label.round(4))} vs image origin {tuple(image.round(4))} ({in_voxels:.3g} voxel)"
-    _judge(in_voxels, ORIGIN_VOXEL_FRACTION, ORIGIN_WARN_FRACTION, text, label_path, image_path)
+    in_voxels = float(np.max(np.abs(image - label) / np.maximum(voxel, 1e-12)))
+    text = (f"{where.label} origin {plain_numbers(label, 4)} mm vs {where.image} origin "
+            f"{plain_numbers(image, 4)} mm ({in_voxels:.3g} voxel)")
+    _judge(in_voxels, ORIGIN_VOXEL_FRACTION, ORIGIN_WARN_FRACTION, text, where)
 
 
-def _compare_direction(image: np.ndarray, label: np.ndarray, label_path, image_path) -> None:
+def _compare_direction(image: np.ndarray, label: np.ndarray, where: _Where) -> None:
     difference = float(np.max(np.abs(image - label)))
-    text = f"label direction {tuple(label.round(4))} vs image direction {tuple(image.round(4))}"
-    _judge(difference, DIRECTION_ATOL, DIRECTION_WARN_ATOL, text, label_path, image_path)
+    text = f"{where.label} direction {plain_numbers(label, 4)} vs {where.image} direction {plain_numbers(image, 4)}"
+    _judge(difference, DIRECTION_ATOL, DIRECTION_WARN_ATOL, text, where)
 
 
-def _judge(value: float, error_above: float, warn_above: float, text: str, label_path, image_path) -> None:
-    image_name = f" (image {Path(image_path).name})" if image_path is not None else ""
+def _judge(value: float, error_above: float, warn_above: float, text: str, where: _Where) -> None:
+    image_name = f" ({where.image} {Path(where.image_path).name})" if where.image_path is not None else ""
     if value > error_above:
-        raise GeometryMismatchError(f"geometry mismatch: {text}{image_name}", label_path)
+        raise GeometryMismatchError(f"geometry mismatch: {text}{image_name}", where.label_path)
     if value > warn_above:
-        where = f"{label_path}: " if label_path is not None else ""
-        warnings.warn(f"{where}small geometry difference accepted: {text}{image_name}", GeometryWarning, stacklevel=4)
+        prefix = f"{where.label_path}: " if where.label_path is not None else ""
+        warnings.warn(f"{prefix}small geometry difference accepted: {text}{image_name}", GeometryWarning,
+                      stacklevel=4)

@@ -30,7 +30,7 @@ import numpy as np
 from ..case import Case, CaseKind, Spacing
 from ..errors import DataError
 from ._build import FRAME_SPACING, check_kind, make_case
-from .formats import image_files_in, require_file, strip_suffix
+from .formats import image_files_in, missing_message, require_file, strip_suffix
 from .image2d import read_image_array, read_mask2d
 from .sitk_io import read_sitk_case
 from .validation import check_same_shape, label_dtype_for
@@ -81,7 +81,8 @@ def read_mask_folder(folder: str | Path, frame_names: Sequence[str] | None = Non
     """
     folder = Path(folder)
     if not folder.is_dir():
-        raise DataError("mask folder not found" if not folder.exists() else "expected a folder of masks", folder)
+        raise DataError(missing_message(folder, "mask folder") if not folder.exists() else "expected a folder of masks",
+                        folder)
     masks = image_files_in(folder)
     if frame_names is not None:
         by_stem = {strip_suffix(p): p for p in masks}

@@ -26,7 +26,7 @@ from ..case import KINDS
 from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
-from ..prompt import Prompt
+from ..prompt import Prompt, check_prompt_in_image
 from .official import propagate_official_litemedsam
 from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
@@ -88,6 +88,9 @@ def segment_by_kind(
         state["done"], state["total"] = done, total
         return None if progress is None else progress(done, total)
 
+    image = np.asarray(image)
+    check_prompt_in_image(prompt, image.shape[:2] if kind == "image" else image.shape[1:3],
+                          None if kind == "image" else image.shape[0], clip=False)  # a named error, not an empty mask
     start = time.perf_counter()
     record = PropagationRecord()
     try:

@@ -78,14 +78,14 @@ def auto_attributes(table: pd.DataFrame, max_values: int = 8) -> list[str]:
 
 
 def task_rows(summary: pd.DataFrame, keys: Sequence[str], metrics: Sequence[str]) -> tuple[list[str], list[list]]:
-    """Header and rows of a per-group table: keys, n, failed, then median [IQR] and mean per metric."""
-    header = [*keys, "n", "failed"]
+    """Header and rows of a per-group table: keys, n, failed, empty GT, then median [IQR] and mean per metric."""
+    header = [*keys, "n", "failed", "empty GT"]
     for metric in metrics:
         label = METRIC_LABELS.get(metric, metric)
         header += [f"{label} median [IQR]", f"{label} mean"]
     rows = []
     for _, row in summary.iterrows():
-        cells = [row[k] for k in keys] + [int(row["n"]), int(row["n_failed"])]
+        cells = [row[k] for k in keys] + [int(row["n"]), int(row["n_failed"]), int(row.get("n_empty_gt", 0))]
         for metric in metrics:
             cells += [median_iqr(row, metric), row[f"{metric}_mean"]]
         rows.append(cells)
@@ -139,7 +139,9 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     blocks = [mk.heading(f"Benchmark report: {run.name}", 1), mk.heading("Run")]
     facts = manifest_facts(run.manifest, table)
     source = run.source.name if run.source else "table"
-    facts += [f"results: {source}, {len(table)} rows (case x target), {int(table['status'].ne('ok').sum())} failed"]
+    empty = int(table["status"].eq("empty_gt").sum())
+    facts += [f"results: {source}, {len(table)} rows (case x target), {int(table['status'].eq('failed').sum())} failed"
+              + (f", {empty} with no ground truth of their target (empty_gt: not scored, not in n)" if empty else "")]
     tolerances = sorted(table["nsd_tolerance_mm"].dropna().unique())
     if tolerances and "nsd" in metrics:
         facts.append("NSD tolerance: " + ", ".join(f"{t:g} mm" for t in tolerances))

@@ -2,8 +2,9 @@
 
 Rules, applied everywhere in this package:
 
-* A row whose ``status`` is not ``"ok"`` is a failed case: it counts in
-  ``n_failed`` and never in a metric's statistics (it is not scored as 0).
+* A row whose ``status`` is ``"failed"`` counts in ``n_failed`` and never in
+  a metric's statistics (it is not scored as 0); an ``"empty_gt"`` row (the
+  case holds no voxel of the target) counts in ``n_empty_gt`` only.
 * A NaN score of an ok row (e.g. DSC of an empty target that the model also
   left empty) counts in ``<metric>_n_nan`` and is left out, as
   :func:`~napari_medsam_eval.aggregate.summarize` does.
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import summarize
+from ..benchmark.schema import STATUS_EMPTY_GT, STATUS_FAILED
 from .results import attribute_column, parse_json_cell, slice_dice_values
 
 #: metrics summarised by default (column names of the results table)
@@ -58,7 +60,7 @@ def metric_summary(values: Iterable[float], prefix: str) -> dict:
 
 def summarize_tasks(table: pd.DataFrame, by: Sequence[str] = ("task",),
                     metrics: Sequence[str] = DEFAULT_METRICS) -> pd.DataFrame:
-    """One row per group of ``by``: ``n``, ``n_ok``, ``n_failed`` and ``<metric>_<stat>`` for each metric.
+    """One row per group of ``by``: ``n`` (rows), ``n_ok``, ``n_failed``, ``n_empty_gt`` and ``<metric>_<stat>``.
 
     ``by`` names columns of the table or keys of the rows' ``attributes``
     (``by=("task", "difficulty")`` splits SUN-SEG into easy and hard). Groups
@@ -70,11 +72,13 @@ def summarize_tasks(table: pd.DataFrame, by: Sequence[str] = ("task",),
         group = group if isinstance(group, tuple) else (group,)
         ok = ok_rows(part)
         row = dict(zip(keys, group))
-        row.update(n=int(len(part)), n_ok=int(ok.sum()), n_failed=int((~ok).sum()))
+        empty = part["status"].eq(STATUS_EMPTY_GT)
+        row.update(n=int(len(part) - empty.sum()), n_ok=int(ok.sum()), n_failed=int((~ok & ~empty).sum()),
+                   n_empty_gt=int(empty.sum()))
         for metric in metrics:
             row.update(metric_summary(part.loc[ok, metric], metric))
         rows.append(row)
-    columns = keys + ["n", "n_ok", "n_failed"] + [f"{m}_{s}" for m in metrics for s in METRIC_STATS]
+    columns = keys + ["n", "n_ok", "n_failed", "n_empty_gt"] + [f"{m}_{s}" for m in metrics for s in METRIC_STATS]
     rows.sort(key=lambda row: tuple(natural_key(row[k]) for k in keys))
     return pd.DataFrame(rows, columns=columns)
 
@@ -107,7 +111,7 @@ def overall_summary(table: pd.DataFrame, by: Sequence[str] = ("task",),
 def failed_cases(table: pd.DataFrame) -> pd.DataFrame:
     """The failed rows: case, task, target and the error message."""
     columns = ["case_id", "task", "target_label", "label_name", "error"]
-    return table.loc[~ok_rows(table), columns].reset_index(drop=True)
+    return table.loc[table["status"].eq(STATUS_FAILED), columns].reset_index(drop=True)
 
 
 def worst_cases(table: pd.DataFrame, k: int = 5, metric: str = "dice") -> pd.DataFrame:
