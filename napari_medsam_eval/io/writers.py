@@ -51,14 +51,14 @@ def check_output_path(path: str | Path, kind: str | None = None) -> Path:
     nearest existing parent is a folder (not a file) and writable.
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError("the output is a folder; give a file name", path)
     suffix = format_suffix(path)
     if suffix not in MASK_SUFFIXES:
         raise UnknownFormatError(f"cannot write a mask as {suffix or '(no suffix)'}; use one of "
                                  f"{', '.join(MASK_SUFFIXES)}", path)
     if suffix == ".png" and kind is not None and kind != "image":
         raise DataError(f"PNG masks are for 2D images; this is a {kind} (use .nii.gz or .npz)", path)
-    if path.is_dir():
-        raise DataError("the output is a folder; give a file name", path)
     check_writable_folder(path.parent)
     return path
 
@@ -100,7 +100,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         os.replace(temp, path)
         _fsync(path.parent)
     except OSError as error:
-        raise DataError(f"cannot write mask: {os_problem(error)}", path) from None
+        raise DataError(f"cannot write mask: {os_problem(error)}; nothing was replaced", path) from None
     finally:
         temp.unlink(missing_ok=True)
 
