@@ -1,0 +1,234 @@
+"""Issue 17: a table of bad inputs, each through ``info``, ``score``, ``segment`` and ``run``.
+
+Each command must answer with one line naming the file and the problem, exit
+status 2, no traceback and no ``internal error``; ``run`` records the bad case
+as a failed row with the same reason and goes on with the others. The files
+are made in ``tmp_path`` from the real hippocampus data.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+import SimpleITK as sitk
+
+from napari_medsam_eval.benchmark import run_benchmark
+from napari_medsam_eval.cli import main
+
+CASE = "hippocampus_001"
+OTHER = "hippocampus_004"
+
+
+def _image(shared: Path) -> Path:
+    return shared / "hippocampus_mri" / "imagesTr" / f"{CASE}.nii.gz"
+
+
+def _label(shared: Path) -> Path:
+    return shared / "hippocampus_mri" / "labelsTr" / f"{CASE}.nii.gz"
+
+
+def _array(path: Path) -> np.ndarray:
+    return sitk.GetArrayFromImage(sitk.ReadImage(str(path)))
+
+
+def _write_like(array: np.ndarray, reference: Path, path: Path) -> Path:
+    image = sitk.GetImageFromArray(array)
+    image.CopyInformation(sitk.ReadImage(str(reference)))
+    sitk.WriteImage(image, str(path))
+    return path
+
+
+def _nan_image(folder: Path, shared: Path) -> Path:
+    array = _array(_image(shared)).astype(np.float32)
+    array[3, 3, 3] = np.nan
+    return _write_like(array, _image(shared), folder / "bad.nii.gz")
+
+
+def _four_d(folder: Path, shared: Path) -> Path:
+    volume = sitk.ReadImage(str(_image(shared)))
+    path = folder / "bad.nii.gz"
+    sitk.WriteImage(sitk.JoinSeries([volume, volume]), str(path))  # two time points
+    return path
+
+
+def _npz(folder: Path, **arrays) -> Path:
+    path = folder / "bad.npz"
+    np.savez(path, **arrays)
+    return path
+
+
+def _broken_link(folder: Path, shared: Path) -> Path:
+    path = folder / "bad.nii.gz"
+    path.symlink_to(folder / "gone.nii.gz")
+    return path
+
+
+def _fraction_label(folder: Path, shared: Path) -> Path:
+    array = _array(_label(shared)).astype(np.float32)
+    array[array == 1] = 0.5
+    return _write_like(array, _label(shared), folder / "bad.nii.gz")
+
+
+def _undeclared_label(folder: Path, shared: Path) -> Path:
+    array = _array(_label(shared)).copy()
+    array[0, 0, 0] = 7
+    return _write_like(array, _label(shared), folder / "bad.nii.gz")
+
+
+def _shifted_label(folder: Path, shared: Path) -> Path:
+    image = sitk.ReadImage(str(_label(shared)))
+    image.SetSpacing((1.0, 1.0, 2.5))
+    path = folder / "bad.nii.gz"
+    sitk.WriteImage(image, str(path))
+    return path
+
+
+def _smaller_label(folder: Path, shared: Path) -> Path:
+    array = _array(_label(shared))[:, :-3]
+    path = folder / "bad.nii.gz"
+    sitk.WriteImage(sitk.GetImageFromArray(array), str(path))
+    return path
+
+
+def _image_as_label(folder: Path, shared: Path) -> Path:
+    path = folder / "bad.nii.gz"
+    shutil.copy(_image(shared), path)
+    return path
+
+
+# (name, maker, where: "image" or "label", message fragment); OTHER_FRAGMENTS: where a command words it
+# otherwise; NOT_A_CASE: files a dataset listing does not take as a case (no run); DISPLAY_ONLY: label
+# files `info --label` may show (it describes; `score` and `run` judge them against the dataset)
+Maker = Callable[[Path, Path], Path]
+INPUTS: list[tuple[str, Maker, str, str]] = [
+    ("missing file", lambda f, s: f / "bad.nii.gz", "image", "file not found"),
+    ("empty file", lambda f, s: _bytes(f / "bad.nii.gz", b""), "image", "file is empty (0 bytes)"),
+    ("text named .nii.gz", lambda f, s: _bytes(f / "bad.nii.gz", b"hello\n"), "image", "is a text file, not a NIfTI"),
+    ("truncated .nii.gz", lambda f, s: _bytes(f / "bad.nii.gz", _image(s).read_bytes()[:4000]), "image",
+     "truncated or corrupt"),
+    ("gzip of garbage", lambda f, s: _bytes(f / "bad.nii.gz", gzip.compress(b"x" * 500)), "image",
+     "cannot be read as NIfTI"),
+    ("folder named .nii.gz", lambda f, s: _folder(f / "bad.nii.gz"), "image", "folder is empty"),
+    ("unknown suffix", lambda f, s: _bytes(f / "bad.xyz", b"abc"), "image", "unknown format '.xyz'"),
+    ("NaN voxel", _nan_image, "image", "non-finite voxel"),
+    ("4D image (two time points)", _four_d, "image", "4D image"),
+    ("npz without imgs", lambda f, s: _npz(f, gts=np.zeros((3, 4, 5), np.uint8)), "image", "no 'imgs' key"),
+    ("npz spacing of 2 values", lambda f, s: _npz(f, imgs=np.zeros((3, 4, 5), np.uint8),
+                                                  gts=np.zeros((3, 4, 5), np.uint8), spacing=np.ones(2)),
+     "image", "spacing has 2 values"),
+    ("npz spacing of 4 values", lambda f, s: _npz(f, imgs=np.zeros((3, 4, 5), np.uint8),
+                                                  gts=np.zeros((3, 4, 5), np.uint8), spacing=np.ones(4)),
+     "image", "spacing has 4 values"),
+    ("broken symbolic link", _broken_link, "image", "broken symbolic link"),
+    ("fractional label values", _fraction_label, "label", "non-integer"),
+    ("undeclared label value", _undeclared_label, "label", "[7]"),
+    ("label with other spacing", _shifted_label, "label", "spacing"),
+    ("label of another shape", _smaller_label, "label", "shape"),
+    ("image given as the label", _image_as_label, "label", "distinct values"),
+]
+
+
+OTHER_FRAGMENTS = {("image given as the label", "run"): "does not declare"}
+NOT_A_CASE = {"missing file", "folder named .nii.gz", "unknown suffix"}
+DISPLAY_ONLY = {"undeclared label value", "image given as the label"}
+
+
+def _bytes(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def _folder(path: Path) -> Path:
+    path.mkdir()
+    return path
+
+
+def _run_cli(capsys, *args) -> tuple[int, str]:
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.err
+
+
+def _assert_one_line(code: int, err: str, fragment: str, command: str) -> None:
+    assert code == 2, f"{command}: exit {code}, {err}"
+    assert "internal error" not in err and "Traceback" not in err, f"{command}: {err}"
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and fragment in last, f"{command}: {last!r} lacks {fragment!r}"
+
+
+def _dataset_with(bad: Path, where: str, shared: Path, root: Path) -> Path:
+    """An MSD dataset of two cases whose first case's image (or label) is ``bad``."""
+    source = shared / "hippocampus_mri"
+    for folder in ("imagesTr", "labelsTr"):
+        (root / folder).mkdir(parents=True)
+        for case in (CASE, OTHER):
+            (root / folder / f"{case}.nii.gz").symlink_to(source / folder / f"{case}.nii.gz")
+    shutil.copy(source / "dataset.json", root)
+    target = root / ("imagesTr" if where == "image" else "labelsTr") / f"{CASE}.nii.gz"
+    target.unlink()
+    if bad.is_symlink() or bad.exists():
+        os.replace(bad, target) if not bad.is_dir() else shutil.move(str(bad), str(target))
+    return root
+
+
+@pytest.mark.parametrize("name, make, where, fragment", INPUTS, ids=[i[0] for i in INPUTS])
+def test_bad_input_through_every_command(tmp_path, shared_data, capsys, name, make, where, fragment):
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    bad = make(folder, shared_data)
+    label, image = _label(shared_data), _image(shared_data)
+    if where == "image":
+        _assert_one_line(*_run_cli(capsys, "info", bad), fragment, "info")
+        _assert_one_line(*_run_cli(capsys, "segment", bad, "--model", "box", "--box", "5", "5", "20", "20",
+                                   "--out", tmp_path / "pred.nii.gz"), fragment, "segment")
+        assert not (tmp_path / "pred.nii.gz").exists()
+        if not bad.name.endswith(".npz") or "spacing" in name:  # an npz holds its own ground truth
+            _assert_one_line(*_run_cli(capsys, "score", bad, label), fragment, "score (as prediction)")
+    else:
+        if name not in DISPLAY_ONLY:
+            _assert_one_line(*_run_cli(capsys, "info", image, "--label", bad), fragment, "info --label")
+        _assert_one_line(*_run_cli(capsys, "score", bad, label), fragment, "score (as prediction)")
+    if "npz" in name or name in NOT_A_CASE:
+        return  # not a case of an MSD dataset; the npz layout's own tests cover npz cases
+    # run: the bad case is a failed row naming the reason, the other case is scored
+    again = tmp_path / "again"
+    again.mkdir()
+    dataset = _dataset_with(make(again, shared_data), where, shared_data, tmp_path / "data")
+    table = run_benchmark(dataset, tmp_path / "run", "box")
+    bad_rows = table[table["case_id"] == CASE]
+    assert len(bad_rows) >= 1 and (bad_rows["status"] == "failed").all(), bad_rows[["status", "error"]]
+    expected = OTHER_FRAGMENTS.get((name, "run"), fragment)
+    assert all(expected in error for error in bad_rows["error"]), list(bad_rows["error"])
+    assert (table[table["case_id"] == OTHER]["status"] == "ok").all()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--box", "30", "5", "10", "20"], "x0 > x1"),
+    (["--box", "500", "500", "600", "600"], "lies wholly outside"),
+    (["--box", "5", "5", "20", "20", "--slice", "99"], "--slice 99 is outside"),
+    (["--point", "5", "900", "1"], "lies outside"),
+])
+def test_bad_prompts_to_segment(tmp_path, shared_data, capsys, args, fragment):
+    code, err = _run_cli(capsys, "segment", _image(shared_data), "--model", "box", *args,
+                         "--out", tmp_path / "pred.nii.gz")
+    _assert_one_line(code, err, fragment, "segment")
+
+
+@pytest.mark.parametrize("tolerance", ["-1", "nan"])
+def test_bad_tolerance_to_score(shared_data, capsys, tolerance):
+    code, err = _run_cli(capsys, "score", _label(shared_data), _label(shared_data), "--tolerance-mm", tolerance)
+    _assert_one_line(code, err, "--tolerance-mm must be a positive number", "score")
+
+
+def test_bad_dataset_folders_to_run(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for dataset, fragment in [(tmp_path / "nowhere", "not found"), (empty, "")]:
+        code, err = _run_cli(capsys, "run", dataset, "--model", "box", "--out", tmp_path / "run", "--quiet")
+        _assert_one_line(code, err, fragment, "run")
+        assert not (tmp_path / "run").exists(), "a refused run leaves no folder"
