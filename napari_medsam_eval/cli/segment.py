@@ -21,7 +21,7 @@ from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, segment_by_kind
-from .common import propagation_option
+from .common import json_options, propagation_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -35,6 +35,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--label-value", type=int, default=1, help="value written for the segmented target (default 1)")
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
+    parser.add_argument("--model-options", metavar="JSON",
+                        help="extra backend options as JSON, e.g. '{\"config\": \"sam2.1_hiera_t512\"}' for medsam2/sam2")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present, else CPU)")
     parser.add_argument("--engine", choices=("auto", "torch", "openvino", "onnxruntime"),
                         help="litemedsam only: where the image encoder runs (default auto: OpenVINO on a CPU when installed)")
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         case.modality = args.modality
     prompt = _prompt(args, case)
     check_output_path(args.out, case.kind)  # before any model work is spent on it
-    options = {"device": args.device}
+    options = {**json_options(args.model_options, "--model-options"), "device": args.device}
     if args.checkpoint is not None:
         options["checkpoint"] = str(args.checkpoint)
     if args.engine is not None:

@@ -81,7 +81,8 @@ class SegmentationBackend(ABC):
         used = {k for k, present in (("box", prompt.boxes), ("points", prompt.points), ("mask", prompt.mask is not None)) if present}
         unsupported = used - set(self.accepts)
         if unsupported:
-            raise ValueError(f"{self.name} does not accept {sorted(unsupported)} prompts (accepts {sorted(self.accepts)})")
+            raise ValueError(f"{self.name} does not accept {' or '.join(sorted(unsupported))} prompts "
+                             f"(accepts {', '.join(sorted(self.accepts))})")
         if not used:
             raise ValueError(f"{self.name}: the prompt for label {prompt.target_label} is empty")
 

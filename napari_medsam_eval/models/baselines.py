@@ -22,13 +22,14 @@ import numpy as np
 
 from ..prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
+from .checkpoint_files import ModelOptionError, shape_text, warn_unused_model_options
 
 
 def _slice_shape(image: np.ndarray) -> tuple[int, int]:
     image = np.asarray(image)
     if image.ndim == 2 or (image.ndim == 3 and image.shape[-1] in (1, 3, 4)):
         return int(image.shape[0]), int(image.shape[1])
-    raise ValueError(f"expected one 2D slice (H, W) or (H, W, 3), got shape {image.shape}")
+    raise ValueError(f"expected one 2D slice, H x W or H x W x 3, got shape {shape_text(image.shape)}")
 
 
 def box_mask(box: tuple[float, float, float, float], shape: tuple[int, int]) -> np.ndarray:
@@ -83,7 +84,7 @@ class OracleBackend(SegmentationBackend):
             return
         label_map = np.asarray(label_map)
         if label_map.ndim not in (2, 3):
-            raise ValueError(f"ground truth must be (H, W) or (N, H, W), got shape {label_map.shape}")
+            raise ValueError(f"ground truth must be H x W or N x H x W, got shape {shape_text(label_map.shape)}")
         self._gt = label_map
 
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
@@ -97,10 +98,11 @@ class OracleBackend(SegmentationBackend):
                 raise ValueError("oracle backend: the prompt needs a slice_index for a 3D ground truth")
             z = int(prompt.slice_index)
             if not 0 <= z < gt.shape[0]:
-                raise ValueError(f"oracle backend: slice_index {z} outside the ground truth (0..{gt.shape[0] - 1})")
+                raise ValueError(f"oracle backend: slice_index {z} outside the ground truth (0 to {gt.shape[0] - 1})")
             gt = gt[z]
         if gt.shape != shape:
-            raise ValueError(f"oracle backend: ground truth slice {gt.shape} does not match the image {shape}")
+            raise ValueError(f"oracle backend: ground truth slice {shape_text(gt.shape)} does not match "
+                             f"the image {shape_text(shape)}")
         return SegmentResult(mask=gt == prompt.target_label, timings={"encoder": 0.0, "decoder": 0.0})
 
     def describe(self) -> dict[str, object]:
@@ -109,20 +111,24 @@ class OracleBackend(SegmentationBackend):
 
 def _no_weights(name: str, checkpoint: object) -> None:
     if checkpoint is not None:
-        raise ValueError(f"the {name} baseline has no weights; do not pass a checkpoint")
+        raise ModelOptionError(f"the {name} baseline has no weights; do not pass a checkpoint")
 
 
-def build_box(checkpoint: object = None, device: object = None, **_ignored: object) -> BoxBackend:
-    """The ``box`` baseline (``device`` and other model options are accepted and ignored)."""
+def build_box(checkpoint: object = None, device: object = None, **ignored: object) -> BoxBackend:
+    """The ``box`` baseline. ``device`` and other model options are accepted and ignored,
+    with a warning (it runs no network)."""
     _no_weights("box", checkpoint)
+    warn_unused_model_options("box", device, ignored)
     return BoxBackend()
 
 
 def build_oracle(
-    ground_truth: np.ndarray | None = None, checkpoint: object = None, device: object = None, **_ignored: object
+    ground_truth: np.ndarray | None = None, checkpoint: object = None, device: object = None, **ignored: object
 ) -> OracleBackend:
-    """The ``oracle`` baseline; give the label map now or later with ``set_ground_truth``."""
+    """The ``oracle`` baseline; give the label map now or later with ``set_ground_truth``.
+    ``device`` and other model options are ignored, with a warning (it runs no network)."""
     _no_weights("oracle", checkpoint)
+    warn_unused_model_options("oracle", device, ignored)
     return OracleBackend(ground_truth)
 
 

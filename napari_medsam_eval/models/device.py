@@ -52,8 +52,9 @@ def resolve_device(requested: "str | torch.device | None" = None) -> torch.devic
     if device.type == "cuda":
         if not torch.cuda.is_available():
             raise DeviceUnavailableError(
-                f"device option {requested!r} asks for CUDA, but no CUDA GPU is usable here "
-                f"(torch {torch.__version__}, CUDA build {torch.version.cuda}); use device='cpu' or 'auto'"
+                f"device option {requested!r} asks for CUDA, but no CUDA GPU is usable on this machine "
+                f"(torch {torch.__version__}, CUDA build {torch.version.cuda or 'none'}); "
+                "use --device cpu (device='cpu' in Python) or auto"
             )
         count = torch.cuda.device_count()
         if device.index is not None and device.index >= count:
@@ -64,7 +65,8 @@ def resolve_device(requested: "str | torch.device | None" = None) -> torch.devic
     if device.type == "mps":
         mps = getattr(torch.backends, "mps", None)
         if mps is None or not mps.is_available():
-            raise DeviceUnavailableError(f"device option {requested!r} asks for Apple MPS, which is not available here")
+            raise DeviceUnavailableError(f"device option {requested!r} asks for Apple MPS, which is not available "
+                                         "on this machine; use --device cpu (device='cpu' in Python) or auto")
         return device
     raise DeviceUnavailableError(
         f"device option {requested!r}: device type {device.type!r} is not supported; "

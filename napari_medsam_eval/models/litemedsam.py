@@ -49,6 +49,7 @@ from ..errors import DataError
 from ..prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256
+from .checkpoint_files import ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
@@ -133,11 +134,7 @@ def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Modu
         if not path.is_file():
             raise CheckpointError("checkpoint path is not a file", path)
         sha = file_sha256(path)
-    try:
-        raw = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises several types for corrupt/truncated files
-        reason = f"{type(exc).__name__}: {str(exc)[:200]}"
-        raise CheckpointError(f"not a readable PyTorch checkpoint ({reason})", path) from exc
+    raw = read_torch_checkpoint(path, "LiteMedSAM", "a LiteMedSAM state dict such as lite_medsam.pth", CheckpointError)
     state = _state_dict_from(raw, path)
     model = build_lite_medsam()
     try:
@@ -187,7 +184,7 @@ class LiteMedSAMBackend(SegmentationBackend):
         encoder_engine: EncoderEngine | None = None,
     ) -> None:
         if cache_size < 0:
-            raise ValueError(f"cache_size must be >= 0, got {cache_size}")
+            raise ModelOptionError(f"cache_size must be >= 0, got {plain(cache_size)}")
         self.model = model.to(device).eval()
         self.device = device
         self.checkpoint_path = checkpoint_path
@@ -394,7 +391,7 @@ def build(
     Exported engines are made at first use and cached on disk.
     """
     if dtype not in (None, "float32", "fp32", "bfloat16", "bf16"):
-        raise ValueError(f"dtype must be 'float32' or 'bfloat16', got {dtype!r}")
+        raise ModelOptionError(f"dtype must be float32 or bfloat16, got {plain(dtype)}")
     torch_device = resolve_device(device)
     engine_name = resolve_engine(engine, torch_device)
     threads = configure_cpu_threads(num_threads) if torch_device.type == "cpu" else torch.get_num_threads()

@@ -14,8 +14,13 @@ An exported graph is made *locally, at first use*, from the loaded torch module
 (nothing is downloaded) and cached under :func:`cache_dir`, keyed by the
 checkpoint's SHA-256 and the versions of torch and of the runtime. It is
 written to a temporary name and renamed, with a manifest of its files'
-SHA-256; a cached export that fails that check or fails to load is removed and
-rebuilt with a warning.
+SHA-256 and a fingerprint of the torch encoder's output on a fixed input
+(:mod:`.litemedsam_fingerprint`). Every load runs the engine on that input
+and compares. A cached export that fails the hash check, fails to load or
+gives another output is removed and rebuilt with a warning; when the rebuilt
+one is wrong too, or the cache folder cannot be written (read-only, not a
+folder), the encoder runs in torch instead, with a warning, and
+:meth:`~TorchEncoder.describe` records why.
 
 ``engine="auto"`` (the default) is OpenVINO when it is importable and the
 device is a CPU, else PyTorch. ``engine="torch"`` is the plain path, kept to
@@ -36,19 +41,22 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..errors import MedsamEvalError
 from .base import sha256_file
+from .checkpoint_files import ModelOptionError
+from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint, reference_fingerprint
 
 #: the ``engine`` option's values
 ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
 #: bump when the export recipe changes, so old cached exports are not reused
-EXPORT_FORMAT = 1
+EXPORT_FORMAT = 2  # 2: the manifest holds the torch encoder's fingerprint
 #: the encoder's input (batch 1, RGB, 256 x 256)
 INPUT_SHAPE = (1, 3, 256, 256)
 #: exports made by this process, per engine (tests check the cache is reused)
 export_counts: dict[str, int] = {"openvino": 0, "onnxruntime": 0}
 
 
-class EngineUnavailableError(ImportError):
+class EngineUnavailableError(MedsamEvalError, ImportError):
     """The engine asked for by name needs a package that is not installed."""
 
 
@@ -79,11 +87,12 @@ def resolve_engine(engine: str | None, device: torch.device) -> str:
     """
     name = "auto" if engine is None else str(engine).strip().lower()
     if name not in ENGINE_CHOICES:
-        raise ValueError(f"engine must be one of {', '.join(ENGINE_CHOICES)}, got {engine!r}")
+        raise ModelOptionError(f"engine must be one of {', '.join(ENGINE_CHOICES)}, got {engine!r}")
     if name == "auto":
         return "openvino" if device.type == "cpu" and _importable("openvino") else "torch"
     if name != "torch" and device.type != "cpu":
-        raise ValueError(f"engine {name!r} runs on the CPU only; use engine='torch' for device {device}")
+        raise ModelOptionError(f"engine {name!r} runs on the CPU only; use --engine torch (engine='torch') "
+                               f"for device {device}")
     module = {"openvino": "openvino", "onnxruntime": "onnxruntime"}.get(name)
     if module and not _importable(module):
         raise EngineUnavailableError(f"engine {name!r} needs the {module!r} package: pip install {module}")
@@ -104,6 +113,8 @@ class EncoderEngine:
     (:func:`~.litemedsam_preprocess.preprocess_slice`); returns the ``(1, 256, 64, 64)`` float32 embedding."""
 
     name = "base"
+    #: True for exported engines, whose output is checked against the manifest's fingerprint
+    verifiable = False
 
     def __call__(self, padded: np.ndarray) -> torch.Tensor:  # pragma: no cover - interface
         raise NotImplementedError
@@ -122,10 +133,14 @@ class TorchEncoder(EncoderEngine):
     name = "torch"
 
     def __init__(self, encoder: torch.nn.Module, device: torch.device,
-                 autocast: Callable[[], object] | None = None) -> None:
+                 autocast: Callable[[], object] | None = None, fallback_from: str | None = None,
+                 fallback_reason: str | None = None) -> None:
         self.encoder = encoder
         self.device = device
         self._autocast = autocast
+        #: the engine asked for, and why torch runs instead (None: torch was asked for)
+        self.fallback_from = fallback_from
+        self.fallback_reason = fallback_reason
 
     def __call__(self, padded: np.ndarray) -> torch.Tensor:
         tensor = torch.tensor(padded).float().permute(2, 0, 1).unsqueeze(0).to(self.device)
@@ -134,6 +149,11 @@ class TorchEncoder(EncoderEngine):
                 return self.encoder(tensor).float()
             with self._autocast():
                 return self.encoder(tensor).float()
+
+    def describe(self) -> dict[str, object]:
+        if self.fallback_from is None:
+            return {"engine": self.name}
+        return {"engine": self.name, "engine_requested": self.fallback_from, "engine_fallback": self.fallback_reason}
 
 
 class OpenVINOEncoder(EncoderEngine):
@@ -145,6 +165,7 @@ class OpenVINOEncoder(EncoderEngine):
     """
 
     name = "openvino"
+    verifiable = True  # checked against the manifest's fingerprint at every load
 
     def __init__(self, model_path: Path, num_threads: int, precision: str = "f32") -> None:
         import openvino as ov
@@ -183,6 +204,7 @@ class OnnxRuntimeEncoder(EncoderEngine):
     """The encoder exported to ONNX and run by ONNX Runtime's CPU provider."""
 
     name = "onnxruntime"
+    verifiable = True
 
     def __init__(self, model_path: Path, num_threads: int) -> None:
         import onnxruntime as ort
@@ -261,7 +283,8 @@ def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path) -> Pat
     try:
         entry = _EXPORTERS[engine](encoder, tmp)
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / "manifest.json").write_text(json.dumps({"entry": entry, "files": files}, indent=1))
+        manifest = {"entry": entry, "files": files, "fingerprint": reference_fingerprint(encoder)}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         export_counts[engine] += 1
         try:
             os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
@@ -297,6 +320,47 @@ def _load(engine: str, path: Path, num_threads: int, precision: str) -> EncoderE
     return OnnxRuntimeEncoder(path, num_threads)
 
 
+class _UseTorch(Exception):
+    """Internal: the exported engine cannot be used; the message says why."""
+
+
+def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root: Path | None) -> tuple[Path, bool]:
+    try:
+        return cached_export(engine, encoder, checkpoint_sha256, root)
+    except OSError as exc:  # a read-only or unwritable cache folder
+        where = Path(exc.filename) if getattr(exc, "filename", None) else (root or cache_dir())
+        raise _UseTorch(f"the export cannot be written to the cache folder {where} "
+                        f"({exc.strerror or type(exc).__name__}; set NAPARI_MEDSAM_EVAL_CACHE to a writable folder)"
+                        ) from exc
+
+
+def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, num_threads: int,
+                     precision: str, root: Path | None) -> EncoderEngine:
+    """The cached export (made now when missing), loaded and checked; a cached export that fails
+    is rebuilt once, with a warning; :class:`_UseTorch` when no sound export can be had."""
+    path, fresh = _export(engine, encoder, checkpoint_sha256, root)
+    while True:
+        what = "gives a wrong embedding"
+        try:
+            loaded = _load(engine, path, num_threads, precision)
+        except Exception as exc:  # the runtimes raise their own error types for unreadable models
+            what, problem = "failed to load", f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
+        else:
+            if not getattr(loaded, "verifiable", False):
+                return loaded
+            problem = fingerprint_mismatch(loaded, manifest_fingerprint(path.parent), precision)
+            if problem is None:
+                return loaded
+            del loaded
+        if fresh:
+            shutil.rmtree(path.parent, ignore_errors=True)  # never leave a known-bad export to be loaded later
+            raise _UseTorch(f"the {engine} export made now {what} ({problem})")
+        warnings.warn(f"cached {engine} export {path} {what} ({problem}); rebuilding it", RuntimeWarning,
+                      stacklevel=3)
+        shutil.rmtree(path.parent, ignore_errors=True)
+        path, fresh = _export(engine, encoder, checkpoint_sha256, root)
+
+
 def build_encoder(
     engine: str,
     encoder: torch.nn.Module,
@@ -310,22 +374,21 @@ def build_encoder(
 ) -> EncoderEngine:
     """The encoder engine named ``engine`` (already resolved by :func:`resolve_engine`).
 
-    An exported engine whose cached file fails to load (for instance a file
-    damaged after its manifest was written) is re-exported once, with a warning.
+    An exported engine is checked at every load: its files against the
+    manifest's hashes, its output on a fixed input against the torch
+    encoder's fingerprint. A cached export failing either, or failing to
+    load, is re-exported once, with a warning. When the export made now is
+    wrong as well, or cannot be written (a read-only cache folder), the
+    torch encoder is returned, with a warning; its ``describe()`` says why.
     """
     if engine == "torch":
         return TorchEncoder(encoder, device, autocast)
-    path, fresh = cached_export(engine, encoder, checkpoint_sha256, root)
     try:
-        return _load(engine, path, num_threads, precision)
-    except Exception as exc:  # the runtimes raise their own error types for unreadable models
-        if fresh:
-            raise
-        warnings.warn(f"cached {engine} export {path} failed to load ({type(exc).__name__}); rebuilding it",
-                      RuntimeWarning, stacklevel=2)
-        shutil.rmtree(path.parent, ignore_errors=True)
-        path, _ = cached_export(engine, encoder, checkpoint_sha256, root)
-        return _load(engine, path, num_threads, precision)
+        return _verified_engine(engine, encoder, checkpoint_sha256, num_threads, precision, root)
+    except _UseTorch as reason:
+        warnings.warn(f"{reason}; the LiteMedSAM image encoder runs in torch instead of {engine} "
+                      "(same masks, slower)", RuntimeWarning, stacklevel=2)
+        return TorchEncoder(encoder, device, autocast, fallback_from=engine, fallback_reason=str(reason))
 
 
 __all__ = [

@@ -13,6 +13,8 @@ from typing import Sequence
 import cv2
 import numpy as np
 
+from .checkpoint_files import shape_text
+
 #: side of the square model input and of the low-resolution logits
 IMAGE_SIZE = 256
 #: pixels (at 256 scale) the official 3D script widens a propagated box by
@@ -85,7 +87,7 @@ def to_three_channels(image: np.ndarray) -> np.ndarray:
         return image[..., :3]
     if image.ndim == 3 and image.shape[-1] == 1:
         return np.repeat(image, 3, axis=-1)
-    raise ValueError(f"expected one 2D slice (H, W) or an RGB image (H, W, 3), got shape {image.shape}")
+    raise ValueError(f"expected one 2D slice (H x W) or an RGB image (H x W x 3), got shape {shape_text(image.shape)}")
 
 
 def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:

@@ -41,6 +41,7 @@ import numpy as np
 
 from ..prompt import Prompt
 from .base import SliceProgress, SegmentationBackend, SegmentResult
+from .checkpoint_files import shape_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -57,6 +58,8 @@ from .sam2_build import (  # noqa: F401 - re-exported: callers and tests import 
     VIDEO_POSTPROCESSING,
     _STOCK_CONFIG_BY_CHECKPOINT,
     DEFAULT_SAM2_CONFIG,
+    MEDSAM2_EXPECTED,
+    SAM2_EXPECTED,
     CheckpointError,
     MissingCheckpointError,
     ModelConfigError,
@@ -159,7 +162,7 @@ class SAM2Backend(SegmentationBackend):
         if prompt.mask is not None:
             mask = np.asarray(prompt.mask)
             if mask.ndim != 2:
-                raise ValueError(f"{self.name}: a mask prompt must be 2D, got shape {mask.shape}")
+                raise ValueError(f"{self.name}: a mask prompt must be 2D, got shape {shape_text(mask.shape)}")
             _, _, logits = self.model.add_new_mask(state, frame_idx, 1, mask.astype(bool))
             return logits
         points = prompt.points_array().astype(np.float32) if prompt.points else None
@@ -178,7 +181,7 @@ class SAM2Backend(SegmentationBackend):
         self._check_sam2_prompt(prompt)
         array = np.asarray(image)
         if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (1, 3))):
-            raise ValueError(f"{self.name}: image must be (H, W) or (H, W, 3), got shape {array.shape}")
+            raise ValueError(f"{self.name}: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
         timings: dict[str, float] = {}
         with self._inference():
             start = time.perf_counter()
@@ -358,7 +361,8 @@ def _build(
         configure_cpu_threads(num_threads)  # None: only avoid oversubscribing the CPUs we may use
     path = None if checkpoint is None else check_checkpoint_file(checkpoint)
     digest = None if path is None else sha256_file(path)
-    model = build_video_predictor(config_path, path, torch_device, seed=seed)
+    label, expected = ("MedSAM2", MEDSAM2_EXPECTED) if name == "medsam2" else ("SAM2", SAM2_EXPECTED)
+    model = build_video_predictor(config_path, path, torch_device, seed=seed, model_name=label, expected=expected)
     return SAM2Backend(
         model,
         name=name,

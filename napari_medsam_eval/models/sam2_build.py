@@ -59,6 +59,12 @@ _STOCK_CONFIG_BY_CHECKPOINT = {
     "sam2_hiera_large": "configs/sam2/sam2_hiera_l.yaml",
 }
 DEFAULT_SAM2_CONFIG = "configs/sam2.1/sam2.1_hiera_t.yaml"
+#: what a SAM2-family checkpoint file holds (said when a file is not one)
+SAM2_EXPECTED = "a dict saved by torch.save whose 'model' entry is the state dict (as sam2.1_hiera_tiny.pt)"
+MEDSAM2_EXPECTED = "a dict saved by torch.save whose 'model' entry is the state dict (as MedSAM2_latest.pt)"
+#: how a config is given, on the command line and in Python
+CONFIG_OPTION_HINT = ("""give the config: medsam-eval run|segment ... --model-options '{"config": "NAME_OR_YAML"}', """
+                      "or config=... when building the backend in Python")
 
 
 # --------------------------------------------------------------------------- errors
@@ -91,17 +97,13 @@ def check_checkpoint_file(checkpoint: str | Path) -> Path:
     return path
 
 
-def load_checkpoint_file(path: Path) -> Any:
-    """``torch.load(path, map_location='cpu', weights_only=True)``, errors naming the file."""
-    import torch
+def load_checkpoint_file(path: Path, model: str = "SAM2", expected: str = SAM2_EXPECTED) -> Any:
+    """``torch.load(path, map_location='cpu', weights_only=True)``; a file torch cannot read
+    raises CheckpointError naming it, saying what it is and that ``expected`` was expected
+    (:func:`.checkpoint_files.read_torch_checkpoint`; the file is never unpickled)."""
+    from .checkpoint_files import read_torch_checkpoint
 
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # torch raises RuntimeError, UnpicklingError, EOFError, ...
-        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise CheckpointError(
-            f"cannot be read as a PyTorch checkpoint (corrupt, truncated or not a checkpoint): {first_line}", path
-        ) from error
+    return read_torch_checkpoint(path, model, expected, CheckpointError)
 
 
 def load_state_dict_strict(model: Any, state_dict: Mapping[str, Any], path: Path, hint: str = "") -> None:
@@ -153,7 +155,9 @@ def _parse_dtype(dtype: Any) -> "torch.dtype | None":
     try:
         return names[str(dtype).lower()]
     except KeyError:
-        raise ValueError(f"dtype must be bfloat16, float16 or float32, got {dtype!r}") from None
+        from .checkpoint_files import ModelOptionError, plain
+
+        raise ModelOptionError(f"dtype must be bfloat16, float16 or float32, got {plain(dtype)}") from None
 
 
 def _has_sam2_cuda_extension() -> bool:
@@ -216,8 +220,9 @@ def resolve_config(config: str | Path | None, checkpoint: str | Path | None = No
             config = _STOCK_CONFIG_BY_CHECKPOINT.get(stem)
             if config is None:
                 raise ModelConfigError(
-                    "cannot tell the SAM2 model config from the checkpoint name; pass --config / config= "
-                    f"(e.g. {DEFAULT_SAM2_CONFIG}, or a YAML file)",
+                    "cannot tell the SAM2 model config from the checkpoint name (Meta's names such as "
+                    f"sam2.1_hiera_tiny.pt are recognised); {CONFIG_OPTION_HINT} (NAME_OR_YAML: e.g. "
+                    f"{DEFAULT_SAM2_CONFIG}, sam2.1_hiera_t512, or a YAML file)",
                     checkpoint,
                 )
     text = str(config)
@@ -315,6 +320,8 @@ def build_video_predictor(
     *,
     postprocessing: bool = True,
     seed: int = 0,
+    model_name: str = "SAM2",
+    expected: str = SAM2_EXPECTED,
 ) -> Any:
     """Build the video predictor from a config, load ``checkpoint`` (strict) or keep
     seeded random weights when it is None, move it to ``device``, eval mode."""
@@ -324,17 +331,21 @@ def build_video_predictor(
     state_dict = None
     path = None
     if checkpoint is not None:
+        from .checkpoint_files import names_text, tensor_state_dict
+
         path = check_checkpoint_file(checkpoint)
-        loaded = load_checkpoint_file(path)
+        loaded = load_checkpoint_file(path, model_name, expected)
         if not isinstance(loaded, Mapping) or "model" not in loaded:
-            keys = list(loaded)[:5] if isinstance(loaded, Mapping) else type(loaded).__name__
-            raise CheckpointError(f"not a SAM2 checkpoint: no 'model' entry (found {keys})", path)
-        state_dict = loaded["model"]
+            found = names_text(loaded) if isinstance(loaded, Mapping) else f"a {type(loaded).__name__}"
+            raise CheckpointError(f"not a {model_name} checkpoint: no 'model' entry (found {found}); "
+                                  f"expected {expected}", path)
+        state_dict = tensor_state_dict(loaded["model"], path, model_name, CheckpointError)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = instantiate_video_predictor(cfg)
     if state_dict is not None:
-        load_state_dict_strict(model, state_dict, path, hint=f" of config {Path(config_path).name}")
+        load_state_dict_strict(model, state_dict, path, hint=f" of config {Path(config_path).name} (for a checkpoint "
+                               f"trained with another config, {CONFIG_OPTION_HINT})")
         del state_dict
     model = model.to(device)
     model.eval()

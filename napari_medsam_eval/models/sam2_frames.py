@@ -13,6 +13,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+from .checkpoint_files import shape_text
 from .sam2_build import IMAGENET_MEAN, IMAGENET_STD
 
 
@@ -40,9 +41,9 @@ def _check_frames(frames: np.ndarray) -> np.ndarray:
     if array.ndim == 4 and array.shape[-1] == 1:
         array = array[..., 0]
     if not (array.ndim == 3 or (array.ndim == 4 and array.shape[-1] == 3)):
-        raise ValueError(f"frames must be (T, H, W) or (T, H, W, 3), got shape {array.shape}")
+        raise ValueError(f"frames must be T x H x W or T x H x W x 3, got shape {shape_text(array.shape)}")
     if array.shape[0] == 0 or array.shape[1] == 0 or array.shape[2] == 0:
-        raise ValueError(f"frames are empty: shape {array.shape}")
+        raise ValueError(f"frames are empty: shape {shape_text(array.shape)}")
     return array
 
 
@@ -93,7 +94,8 @@ def init_state_from_frames(
 
     compute_device = predictor.device
     if images.ndim != 4 or images.shape[1] != 3 or images.shape[-1] != predictor.image_size:
-        raise ValueError(f"images must be (T, 3, {predictor.image_size}, {predictor.image_size}), got {tuple(images.shape)}")
+        size = predictor.image_size
+        raise ValueError(f"images must be T x 3 x {size} x {size}, got {shape_text(images.shape)}")
     if not offload_video_to_cpu:
         images = images.to(compute_device)
     inference_state: dict[str, Any] = {}

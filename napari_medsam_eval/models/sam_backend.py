@@ -33,6 +33,7 @@ from .sam2_build import (
     resolve_device,
     sha256_file,
 )
+from .checkpoint_files import ModelOptionError, names_text, shape_text, tensor_state_dict
 from .sam2_frames import to_uint8
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +49,9 @@ SAM_CHECKPOINT_SOURCE = (
     "Meta (github.com/facebookresearch/segment-anything, 'Model Checkpoints'); nothing is downloaded "
     "automatically"
 )
+
+#: what a SAM checkpoint file holds (said when a file is not one)
+SAM_EXPECTED = "a SAM state dict saved by torch.save, as sam_vit_b_01ec64.pth"
 
 __all__ = ["MODEL_TYPES", "SAMBackend", "build", "model_type_from_name", "model_type_from_state_dict"]
 
@@ -74,7 +78,8 @@ def _unwrap_state_dict(loaded: Any, path: Path) -> Mapping[str, Any]:
             inner = loaded.get(key)
             if isinstance(inner, Mapping) and any(str(k).startswith("image_encoder.") for k in inner):
                 return inner
-        raise CheckpointError(f"not a SAM checkpoint: no image_encoder weights (found {list(loaded)[:5]})", path)
+        raise CheckpointError(f"not a SAM checkpoint: no image_encoder weights (found {names_text(loaded)}); "
+                              f"expected {SAM_EXPECTED}", path)
     raise CheckpointError(f"not a SAM checkpoint: it holds a {type(loaded).__name__}, not a state dict", path)
 
 
@@ -84,9 +89,9 @@ def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
     if array.ndim == 3 and array.shape[-1] == 1:
         array = array[..., 0]
     if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] == 3)):
-        raise ValueError(f"sam: image must be (H, W) or (H, W, 3), got shape {array.shape}")
+        raise ValueError(f"sam: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
     if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(f"sam: image is empty: shape {array.shape}")
+        raise ValueError(f"sam: image is empty: shape {shape_text(array.shape)}")
     array = to_uint8(array)
     if array.ndim == 2:
         array = np.repeat(array[..., None], 3, axis=-1)
@@ -245,9 +250,9 @@ def build(
     import torch
 
     if dtype is not None and str(dtype).replace("torch.", "").lower() not in ("auto", "float32", "fp32", "float"):
-        raise ValueError(f"sam runs in float32; dtype {dtype!r} is not supported")
+        raise ModelOptionError(f"sam runs in float32; dtype {dtype} is not supported")
     if model_type is not None and model_type not in MODEL_TYPES:
-        raise ValueError(f"model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type!r}")
+        raise ModelOptionError(f"model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type}")
     if checkpoint is None and not random_init:
         raise MissingCheckpointError(
             "SAM needs a checkpoint: pass --checkpoint PATH on the command line, or checkpoint=PATH "
@@ -255,7 +260,7 @@ def build(
             f"{SAM_CHECKPOINT_SOURCE}."
         )
     if checkpoint is not None and random_init:
-        raise ValueError("give either a checkpoint or random_init=True, not both")
+        raise ModelOptionError("give either a checkpoint or random_init=True, not both")
 
     from segment_anything import sam_model_registry
 
@@ -267,7 +272,8 @@ def build(
     path = digest = state_dict = None
     if checkpoint is not None:
         path = check_checkpoint_file(checkpoint)
-        state_dict = _unwrap_state_dict(load_checkpoint_file(path), path)
+        loaded = load_checkpoint_file(path, "SAM", SAM_EXPECTED)
+        state_dict = tensor_state_dict(_unwrap_state_dict(loaded, path), path, "SAM", CheckpointError)
         model_type = model_type or model_type_from_name(path) or model_type_from_state_dict(state_dict)
         if model_type is None:
             raise CheckpointError("cannot tell the SAM model type; pass model_type='vit_b', 'vit_l' or 'vit_h'", path)
