@@ -8,7 +8,6 @@ Per-slice backends are turned into 3D/temporal segmenters by
 """
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Hashable
 
 import numpy as np
 
+from ..checksum import sha256_file  # noqa: F401 - re-exported: checkpoints are verified with it
 from ..progress import SliceProgress
 from ..prompt import Prompt
 
@@ -85,12 +85,3 @@ class SegmentationBackend(ABC):
                              f"(accepts {', '.join(sorted(self.accepts))})")
         if not used:
             raise ValueError(f"{self.name}: the prompt for label {prompt.target_label} is empty")
-
-
-def sha256_file(path: str | Path, chunk_size: int = 1 << 20) -> str:
-    """SHA-256 of a file, hex (checkpoints and exported models are verified with it)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(chunk_size), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
