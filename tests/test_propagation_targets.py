@@ -101,17 +101,19 @@ def test_hippocampus_first_20_with_the_default_rules(hippocampus20: Path, tmp_pa
 
 
 def test_demo_video(tmp_path: Path):
-    """``make demo``'s video phantom: the default video rule tracks the moving blob (0.82 with the legacy rule)."""
+    """``make demo``'s video phantom: the default video rule tracks the moving blob (0.82 with the legacy rule,
+    0.943 with the last mask's box held, 0.971 with boxes located by similarity)."""
     table = run_benchmark(REPO / "sample_data" / "phantom_video", tmp_path / "run", "litemedsam", "medsam2")
     print(f"\nphantom video DSC {table['dice'].iloc[0]:.4f}")
-    assert table["dice"].iloc[0] >= 0.90
+    assert table["dice"].iloc[0] >= 0.95
 
 
 def test_colonoscopy_clips_are_tracked_to_the_end(shared_data: Path, tmp_path: Path):
-    """Videos keep the last good box through lost frames: every clip is followed to its last frame.
-    (Median DSC 0.13 against 0.10 before; the issue's 0.60 is out of reach of a per-frame model here.)"""
+    """Each frame's box is located by feature similarity to the prompted frame's polyp: every clip is followed
+    to its last frame, median DSC >= 0.60 (the issue's target; measured 0.735, against 0.130 with the last
+    mask's box held and 0.103 with the legacy rule)."""
     table = run_benchmark(shared_data / "cvc_clinicdb_video", tmp_path / "run", "litemedsam", "medsam2")
     print(f"\ncolonoscopy median DSC {table['dice'].median():.4f}")
-    assert len(table) == 10 and table["dice"].median() >= 0.12
+    assert len(table) == 10 and table["dice"].median() >= 0.60
     for stops in _stops(table):
         assert stops == [{"at": None, "direction": "forward", "last": stops[0]["last"], "reason": "end"}]

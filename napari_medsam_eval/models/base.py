@@ -40,6 +40,23 @@ class SegmentResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass
+class FeatureGrid:
+    """A slice's image features on the encoder's grid (what similarity re-location reads).
+
+    ``features`` is ``(C, gh, gw)`` float32, each cell's vector of unit length,
+    covering only the image (not the encoder's padding). The image was resized
+    by ``scale`` to ``new_size`` (H, W) before encoding, and a cell spans
+    ``cell`` pixels of that resized image.
+    """
+
+    features: np.ndarray
+    scale: float
+    new_size: tuple[int, int]
+    original_size: tuple[int, int]
+    cell: int
+
+
 class SegmentationBackend(ABC):
     """One promptable model.
 
@@ -68,6 +85,10 @@ class SegmentationBackend(ABC):
     ) -> np.ndarray:
         """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``."""
         raise NotImplementedError(f"{self.name} has no native propagation; use napari_medsam_eval.propagation")
+
+    def feature_grid(self, image: np.ndarray, cache_key: Hashable | None = None) -> FeatureGrid | None:
+        """The slice's image features (:class:`FeatureGrid`), or None for a model without them."""
+        return None
 
     def clear_cache(self) -> None:
         """Forget cached image embeddings (a no-op for backends without a cache)."""

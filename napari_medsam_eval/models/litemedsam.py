@@ -47,7 +47,7 @@ import torch.nn.functional as F
 
 from ..errors import DataError
 from ..prompt import Prompt
-from .base import SegmentationBackend, SegmentResult
+from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256
 from .checkpoint_files import ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
@@ -72,6 +72,8 @@ SHIPPED_CHECKPOINT_NAME = "lite_medsam.pth"
 SHIPPED_CHECKPOINT_SHA256 = "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76"
 #: default number of cached slice embeddings (each (1, 256, 64, 64) float32 = 4 MiB)
 DEFAULT_CACHE_SIZE = 64
+#: pixels of the 256-px model input per cell of the 64 x 64 image embedding
+EMBEDDING_CELL = 4
 
 
 class CheckpointError(DataError):
@@ -233,6 +235,15 @@ class LiteMedSAMBackend(SegmentationBackend):
                 while len(self._cache) > self.cache_size:
                     self._cache.popitem(last=False)
         return entry, seconds
+
+    def feature_grid(self, image: np.ndarray, cache_key: Hashable | None = None) -> FeatureGrid:
+        """The 64 x 64 embedding's cells that cover the image (4 px of the 256-px input each), unit length."""
+        emb, _ = self.embed(image, cache_key)
+        (new_h, new_w), (height, width) = emb.new_size, emb.original_size
+        rows, cols = -(-new_h // EMBEDDING_CELL), -(-new_w // EMBEDDING_CELL)
+        cells = emb.embedding[0, :, :rows, :cols].float()
+        cells = F.normalize(cells, dim=0).cpu().numpy()
+        return FeatureGrid(cells, IMAGE_SIZE / max(height, width), emb.new_size, emb.original_size, EMBEDDING_CELL)
 
     def is_cached(self, cache_key: Hashable) -> bool:
         with self._lock:

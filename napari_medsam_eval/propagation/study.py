@@ -55,11 +55,12 @@ def volume_grid() -> dict[str, PropagationRules]:
 
 
 def video_grid() -> dict[str, PropagationRules]:
-    """The settings studied on videos: the legacy rule, the default (hold the last good box), variants."""
+    """The settings studied on videos: the legacy rule, the default (boxes located by similarity), variants."""
     default = VIDEO_RULES
     return {
         "legacy (2 px, stop when empty)": LEGACY_RULES,
         "default": default,
+        "last mask's box, held (locate=None)": default.replace(locate=None),
         "hold 3 frames": default.replace(hold=3),
         "stop when lost (hold 0)": default.replace(hold=0),
         "margin 2 px, no fraction": default.replace(margin_fraction=0.0),

@@ -4,7 +4,9 @@
   segment the prompted slice, then walk up and down, prompting each next
   slice with the last good mask's tight box widened by the rules' margin;
   a direction stops where a stop rule fires (:mod:`.rules`) or at ``z_limits``.
-* :func:`propagate_video` - forward only from the prompted frame.
+* :func:`propagate_video` - forward only from the prompted frame; by default
+  each frame's box is found from image features (``locate="similarity"``,
+  :mod:`.locate`) rather than from the last mask.
 
 What happened goes into a :class:`PropagationRecord` when one is given: per
 direction the last slice kept, the slice where it stopped and the rule that
@@ -26,6 +28,7 @@ so a progress bar always completes.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
@@ -36,7 +39,8 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
 from ..protocols.medsam2 import MedSAM2Protocol
-from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason
+from .locate import SimilarityLocator
+from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)
 DEFAULT_MARGIN = PropagationRules().margin
@@ -148,12 +152,18 @@ def _walk(
     case_id: Hashable,
     progress: _Progress,
     record: PropagationRecord,
+    locator: SimilarityLocator | None = None,
 ) -> None:
-    """Propagate from ``first`` (the prompted slice's mask) through ``indices``, writing into ``result``."""
+    """Propagate from ``first`` (the prompted slice's mask) through ``indices``, writing into ``result``.
+
+    Each slice's box comes from ``locator`` when given, else from the last good mask."""
     shape = stack.shape[1:3]
     last_kept, good, misses = int(prompt.slice_index), first, 0
     for z in indices:
-        box = next_box(good, shape, rules)
+        if locator is not None:
+            box = widen_box(locator.box(backend.feature_grid(stack[z], cache_key=(case_id, z))), shape, rules)
+        else:
+            box = next_box(good, shape, rules)
         if box is None:  # nothing to prompt with yet (an empty prompted slice, stop_when_empty off)
             progress.step()
             continue
@@ -268,14 +278,31 @@ def _run(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rules:
     if first.any() or not rules.stop_when_empty:
         z0 = int(prompt.slice_index)
         reference = reference_from(first, stack[z0], record.scores.get(z0))  # once, for both directions
+        locator = _locator(backend, stack, z0, first, rules, case_id, record)
         for direction, indices in ways:
             _walk(backend, stack, result, first, indices, direction, prompt=prompt, reference=reference, rules=rules,
-                  case_id=case_id, progress=tracker, record=record)
+                  case_id=case_id, progress=tracker, record=record, locator=locator)
     else:
         z0 = int(prompt.slice_index)
         record.stops.extend(DirectionStop(direction, z0, z0, "empty") for direction, _ in ways)
     tracker.finish()
     return result
+
+
+def _locator(backend: SegmentationBackend, stack: np.ndarray, z0: int, first: np.ndarray, rules: PropagationRules,
+             case_id: Hashable, record: PropagationRecord) -> SimilarityLocator | None:
+    """The similarity locator the rules ask for; None (the last mask's box, recorded) when the model
+    gives no image features or the prompted prediction is empty."""
+    if rules.locate != "similarity":
+        return None
+    grid = backend.feature_grid(stack[z0], cache_key=(case_id, z0))
+    locator = None if grid is None else SimilarityLocator.from_prompted(grid, first)
+    if locator is None:
+        if grid is None:
+            warnings.warn(f"model {getattr(backend, 'name', backend)!s} gives no image features: each next "
+                          "box comes from the last mask (locate=None)", stacklevel=3)
+        record.rules = {**record.rules, "locate": None}
+    return locator
 
 
 def propagate_video(
@@ -299,9 +326,10 @@ def propagate_video(
     prompted one is prompted from the last good frame's mask (per-slice
     models), up to ``end_frame`` inclusive (default the last). Frames before
     the prompted one stay empty, as in MedSAM2's video evaluation. ``rules``
-    as in :func:`propagate_volume`, by default :data:`~.rules.VIDEO_RULES`: a
-    frame where the object is lost is left empty and the last good box is
-    kept. A backend that ``propagates_natively`` runs forward only on its own.
+    as in :func:`propagate_volume`, by default :data:`~.rules.VIDEO_RULES`: each
+    frame's box is found from image features (:mod:`.locate`; the last mask's
+    box for a model without them), and a frame where the object is lost is
+    left empty. A backend that ``propagates_natively`` runs forward only on its own.
     """
     frames = _check_stack(frames, "video")
     rules = resolve_rules("video", rules, margin=margin, stop_when_empty=stop_when_empty, min_iou=min_iou)
