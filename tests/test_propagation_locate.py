@@ -97,3 +97,25 @@ def test_locate_is_checked():
     assert PropagationRules(locate="similarity").locate == "similarity"
     with pytest.raises(ValueError, match="locate must be one of"):
         PropagationRules(locate="nearest")
+
+
+def test_next_prompt_can_carry_the_last_masks_interior_point_and_the_mask():
+    gt = np.zeros((4, 32, 32), np.uint8)
+    gt[:, 8:20, 10:18] = 1
+    frames = np.repeat((gt * 200 + 30).astype(np.uint8)[..., None], 3, axis=-1)
+    calls = []
+
+    class Recording(BoxedOracle):
+        def segment(self, image, prompt, *, cache_key=None):
+            calls.append(prompt)
+            return super().segment(image, prompt, cache_key=cache_key)
+
+    prompt = Prompt(1, slice_index=0, boxes=[(10, 8, 17, 19)])
+    propagate_video(Recording(gt), frames, prompt, rules={"locate": None, "interior_point": True, "mask_prompt": True})
+    later = calls[1]
+    assert later.point_labels == [1] and 10 <= later.points[0][0] <= 17 and 8 <= later.points[0][1] <= 19
+    assert later.mask is not None and np.array_equal(later.mask, gt[0] == 1)
+    from napari_medsam_eval.models.baselines import BoxBackend
+
+    with pytest.raises(ValueError, match="mask_prompt needs a model that takes mask prompts"):
+        propagate_video(BoxBackend(), frames, prompt, rules={"mask_prompt": True})

@@ -26,6 +26,9 @@ the end) - for videos, where an object can vanish for a few frames.
 The next slice is prompted with the last good mask's tight box widened on each
 side by ``max(margin, margin_fraction * side)`` pixels (x and y apart), clipped
 to the image: a fixed margin for small objects, a proportional one for motion.
+With ``interior_point`` the last mask's interior point (farthest from its
+border) is added as a positive point, and with ``mask_prompt`` the last mask
+itself goes along as a mask prompt (models that take one: SAM, the oracle).
 With ``locate="similarity"`` the box comes instead from where the image
 features look like the prompted frame's object (:mod:`.locate`), widened the
 same way: for videos, whose objects move further between frames than their size.
@@ -67,6 +70,8 @@ class PropagationRules:
     max_box_fill: float | None = None
     hold: int | None = 0
     locate: str | None = None
+    interior_point: bool = False
+    mask_prompt: bool = False
 
     def __post_init__(self) -> None:
         if self.locate not in LOCATE_MODES:

@@ -39,6 +39,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
 from ..protocols.medsam2 import MedSAM2Protocol
+from ..protocols.geometry import interior_point
 from .locate import SimilarityLocator
 from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
 
@@ -167,7 +168,7 @@ def _walk(
         if box is None:  # nothing to prompt with yet (an empty prompted slice, stop_when_empty off)
             progress.step()
             continue
-        slice_prompt = Prompt(target_label=prompt.target_label, slice_index=z, boxes=[box], protocol="propagation")
+        slice_prompt = _next_prompt(prompt, z, box, good, rules)
         answer = backend.segment(stack[z], slice_prompt, cache_key=(case_id, z))
         mask = np.asarray(answer.mask, dtype=bool)
         record.scores[z] = float("nan") if answer.score is None else float(answer.score)
@@ -184,6 +185,18 @@ def _walk(
         if stop:
             return
     record.stops.append(DirectionStop(direction, last_kept, None, "end"))
+
+
+def _next_prompt(prompt: Prompt, z: int, box: tuple[float, ...], good: np.ndarray,
+                 rules: PropagationRules) -> Prompt:
+    """Slice ``z``'s prompt: the box, plus the last good mask's interior point and/or the mask itself."""
+    points, labels = [], []
+    if rules.interior_point:
+        point = interior_point(good)
+        if point is not None:
+            points, labels = [(float(point[0]), float(point[1]))], [1]
+    return Prompt(target_label=prompt.target_label, slice_index=z, boxes=[box], points=points, point_labels=labels,
+                  mask=good if rules.mask_prompt else None, protocol="propagation")
 
 
 def _segment_prompted(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, result: np.ndarray,
@@ -269,6 +282,9 @@ def _run(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rules:
     """The prompted slice, then each way in ``ways`` (or the backend's own propagation)."""
     record = PropagationRecord() if record is None else record
     record.rules = rules.to_dict()
+    if rules.mask_prompt and "mask" not in getattr(backend, "accepts", ()):
+        raise ValueError(f"propagation option mask_prompt needs a model that takes mask prompts; "
+                         f"{getattr(backend, 'name', backend)!s} takes {', '.join(sorted(backend.accepts))}")
     lo, hi = limits
     if use_native and backend.propagates_natively:
         return _native(backend, stack, prompt, len(ways) > 1, lo, hi, progress, record)
