@@ -28,3 +28,12 @@ def shared_reference() -> Path:
     if not SHARED_REFERENCE.is_dir():
         pytest.fail(f"shared reference folder not found at {SHARED_REFERENCE}")
     return SHARED_REFERENCE
+
+
+@pytest.fixture(scope="module")
+def cache_root(tmp_path_factory) -> Path:
+    """A private encoder-export cache for one test module (the user's cache is left alone)."""
+    root = tmp_path_factory.mktemp("export-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(root))
+        yield root

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import SimpleITK as sitk
+from dicom_series import write_series
 
 from napari_medsam_eval.datasets import detect_layout, get_layout
 from napari_medsam_eval.errors import DataError
@@ -20,31 +21,6 @@ from napari_medsam_eval.errors import DataError
 SPACING = (0.9, 0.8, 1.5)
 ORIGIN = (10.0, -20.0, 30.0)
 CASES = ("hippocampus_001", "hippocampus_004")
-
-
-def _write_series(volume: sitk.Image, folder: Path, series_uid: str, suffix: str = ".dcm") -> None:
-    """One file per slice with the tags GDCM needs to group and sort them."""
-    folder.mkdir(parents=True)
-    writer = sitk.ImageFileWriter()
-    writer.KeepOriginalImageUIDOn()
-    d = volume.GetDirection()
-    orientation = "\\".join(str(v) for v in (d[0], d[3], d[6], d[1], d[4], d[7]))
-    for i in range(volume.GetDepth()):
-        slice_image = volume[:, :, i]
-        tags = {
-            "0008|0060": "MR", "0008|0016": "1.2.840.10008.5.1.4.1.1.4", "0008|0018": f"{series_uid}.{i + 1}",
-            "0020|000d": "1.2.826.0.1.3680043.2.1125.99", "0020|000e": series_uid, "0020|0013": str(i + 1),
-            "0020|0037": orientation,
-            "0020|0032": "\\".join(str(v) for v in volume.TransformIndexToPhysicalPoint((0, 0, i))),
-            "0018|0050": str(SPACING[2]),
-        }
-        for key, value in tags.items():
-            slice_image.SetMetaData(key, value)
-        path = folder / f"IM{i:04d}.dcm"
-        writer.SetFileName(str(path))
-        writer.Execute(slice_image)
-        if suffix != ".dcm":
-            path.rename(path.with_suffix(suffix))  # DICOM files often lack the suffix
 
 
 @pytest.fixture
@@ -59,7 +35,7 @@ def dicom_dataset(shared_data: Path, tmp_path: Path) -> tuple[Path, dict[str, tu
         volume.SetOrigin(ORIGIN)
         label = sitk.Cast(sitk.ReadImage(str(hippo / "labelsTr" / f"{case}.nii.gz")), sitk.sitkUInt8)
         label.CopyInformation(volume)
-        _write_series(volume, root / case / "image", f"1.2.826.0.1.3680043.2.1125.{number}",
+        write_series(volume, root / case / "image", f"1.2.826.0.1.3680043.2.1125.{number}", prefix="IM",
                       suffix=".dcm" if number == 1 else "")
         sitk.WriteImage(label, str(root / case / "label.nii.gz"))
         sources[case] = (volume, label)

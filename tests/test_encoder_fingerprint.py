@@ -34,14 +34,6 @@ CASE = "CT_Lesion_000001_02_01_008-023.npz"
 
 
 @pytest.fixture(scope="module")
-def cache_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("fingerprint-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(root))
-        yield root
-
-
-@pytest.fixture(scope="module")
 def torch_backend() -> LiteMedSAMBackend:
     return build(device="cpu", cache_size=0, engine="torch")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import SimpleITK as sitk
+from dicom_series import write_series
 
 from napari_medsam_eval.errors import DataError
 from napari_medsam_eval.io import detect_format, read_case, read_dicom_case
@@ -22,39 +23,9 @@ def _source_volume(shared_data: Path) -> sitk.Image:
     return volume
 
 
-def _write_series(volume: sitk.Image, folder: Path, series_uid: str, prefix: str = "slice") -> list[Path]:
-    """One file per slice with the tags GDCM needs to group and sort them."""
-    folder.mkdir(parents=True, exist_ok=True)
-    writer = sitk.ImageFileWriter()
-    writer.KeepOriginalImageUIDOn()
-    d = volume.GetDirection()
-    orientation = "\\".join(str(v) for v in (d[0], d[3], d[6], d[1], d[4], d[7]))
-    files = []
-    for i in range(volume.GetDepth()):
-        slice_image = volume[:, :, i]
-        tags = {
-            "0008|0060": "MR",
-            "0008|0016": "1.2.840.10008.5.1.4.1.1.4",
-            "0008|0018": f"{series_uid}.{i + 1}",
-            "0020|000d": "1.2.826.0.1.3680043.2.1125.99",
-            "0020|000e": series_uid,
-            "0020|0013": str(i + 1),
-            "0020|0037": orientation,
-            "0020|0032": "\\".join(str(v) for v in volume.TransformIndexToPhysicalPoint((0, 0, i))),
-            "0018|0050": str(SPACING[2]),
-        }
-        for key, value in tags.items():
-            slice_image.SetMetaData(key, value)
-        path = folder / f"{prefix}{i:03d}.dcm"
-        writer.SetFileName(str(path))
-        writer.Execute(slice_image)
-        files.append(path)
-    return files
-
-
 def test_dicom_series_round_trip(shared_data: Path, tmp_path: Path) -> None:
     volume = _source_volume(shared_data)
-    _write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.1")
+    write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.1")
     assert detect_format(tmp_path / "series") == "dicom_folder"
     case = read_case(tmp_path / "series")
     assert case.kind == "volume" and case.case_id == "series"
@@ -69,7 +40,7 @@ def test_dicom_series_round_trip(shared_data: Path, tmp_path: Path) -> None:
 
 def test_dicom_with_nifti_label(shared_data: Path, tmp_path: Path) -> None:
     volume = _source_volume(shared_data)
-    _write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.1")
+    write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.1")
     label = sitk.ReadImage(str(shared_data / "hippocampus_mri" / "labelsTr" / "hippocampus_001.nii.gz"))
     label.CopyInformation(volume)
     sitk.WriteImage(label, str(tmp_path / "label.nii.gz"))
@@ -78,7 +49,7 @@ def test_dicom_with_nifti_label(shared_data: Path, tmp_path: Path) -> None:
 
 
 def test_files_without_suffix_are_found_by_marker(shared_data: Path, tmp_path: Path) -> None:
-    files = _write_series(_source_volume(shared_data)[:, :, :4], tmp_path / "plain", "1.2.826.0.1.3680043.2.1125.1")
+    files = write_series(_source_volume(shared_data)[:, :, :4], tmp_path / "plain", "1.2.826.0.1.3680043.2.1125.1")
     for path in files:
         path.rename(path.with_suffix(""))
     assert detect_format(tmp_path / "plain") == "dicom_folder"
@@ -86,7 +57,7 @@ def test_files_without_suffix_are_found_by_marker(shared_data: Path, tmp_path: P
 
 
 def test_missing_slice_is_an_error(shared_data: Path, tmp_path: Path) -> None:
-    files = _write_series(_source_volume(shared_data), tmp_path / "gappy", "1.2.826.0.1.3680043.2.1125.1")
+    files = write_series(_source_volume(shared_data), tmp_path / "gappy", "1.2.826.0.1.3680043.2.1125.1")
     files[10].unlink()
     with pytest.raises(DataError, match=r"gappy: missing or unevenly spaced DICOM slices.*slice009.dcm.*slice011.dcm"):
         read_case(tmp_path / "gappy")
@@ -95,8 +66,8 @@ def test_missing_slice_is_an_error(shared_data: Path, tmp_path: Path) -> None:
 def test_several_series_need_a_choice(shared_data: Path, tmp_path: Path) -> None:
     volume = _source_volume(shared_data)
     folder = tmp_path / "two"
-    _write_series(volume[:, :, :5], folder, "1.2.826.0.1.3680043.2.1125.1", prefix="a")
-    _write_series(volume[:, :, :7], folder, "1.2.826.0.1.3680043.2.1125.2", prefix="b")
+    write_series(volume[:, :, :5], folder, "1.2.826.0.1.3680043.2.1125.1", prefix="a")
+    write_series(volume[:, :, :7], folder, "1.2.826.0.1.3680043.2.1125.2", prefix="b")
     listing = r"two: folder holds 2 DICOM series.*1125\.1 \(5 slices\).*1125\.2 \(7 slices\)"
     with pytest.raises(DataError, match=listing):
         read_case(folder)

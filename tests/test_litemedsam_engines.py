@@ -35,15 +35,6 @@ def dice(a: np.ndarray, b: np.ndarray) -> float:
 
 
 @pytest.fixture(scope="module")
-def cache_root(tmp_path_factory) -> Path:
-    """A private export cache for this module (the user's cache is left alone)."""
-    root = tmp_path_factory.mktemp("engine-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(root))
-        yield root
-
-
-@pytest.fixture(scope="module")
 def torch_backend() -> LiteMedSAMBackend:
     return build(device="cpu", cache_size=0, engine="torch")
 
