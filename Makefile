@@ -61,6 +61,7 @@ test: $(STAMP) system-deps
 BENCH_ARGS ?=
 bench: $(STAMP)
 	$(BIN)/python benchmarks/propagation_speed.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/propagation_rules_speed.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/latency.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/benchmark_throughput.py
