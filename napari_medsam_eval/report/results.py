@@ -139,6 +139,18 @@ def _manifest(run_dir: Path) -> dict:
     return manifest if isinstance(manifest, dict) else {"manifest": manifest}
 
 
+def _case_ids(path: Path) -> set[str]:
+    """The case ids of a parquet/CSV table, reading that one column only (empty when unreadable)."""
+    try:
+        if path.name.endswith(".parquet"):
+            column = pd.read_parquet(path, columns=["case_id"])["case_id"]
+        else:
+            column = pd.read_csv(path, usecols=["case_id"], dtype={"case_id": str})["case_id"]
+    except Exception:  # noqa: BLE001 - a damaged derived table is stale too
+        return set()
+    return set(column.astype(str))
+
+
 def _stale_tables(run_dir: Path, rows: pd.DataFrame) -> list[str]:
     """Notes naming the derived tables that hold other cases than the rows (a run killed or still going)."""
     notes = []
@@ -146,10 +158,7 @@ def _stale_tables(run_dir: Path, rows: pd.DataFrame) -> list[str]:
         path = run_dir / name
         if not path.is_file():
             continue
-        try:
-            cases = set(_read_table(path)["case_id"].astype(str))
-        except (DataError, KeyError):
-            cases = set()
+        cases = _case_ids(path)
         if cases != set(rows["case_id"].astype(str)):
             notes.append(f"{name} is stale ({len(cases)} cases; {ROWS_FILE} has {rows['case_id'].nunique()}): "
                          f"the report is built from {ROWS_FILE}")
