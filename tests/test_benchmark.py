@@ -68,8 +68,9 @@ def test_rows_schema_and_run_folder(hippo3: Path, tmp_path: Path) -> None:
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["status"] == "completed" and manifest["model"]["name"] == "oracle"
     assert manifest["dataset"]["layout"] == "msd" and manifest["dataset"]["file_count"] == 6
-    assert manifest["protocol"] == {"name": "medsam2", "options": {"seed": 0, "key_slice": "middle",
-                                                                    "video_frame": "first-present", "margin": 0}}
+    assert manifest["protocol"] == {"name": "medsam2", "options": {
+        "seed": 0, "key_slice": "middle", "video_frame": "first-present", "margin": 0, "largest_component": True,
+        "native_seed": "box", "video_prompt": "box"}}
     assert manifest["environment"]["python"] and manifest["counts"] == {"cases_done": 3, "rows": 6, "failed_rows": 0}
     assert "hippocampus_004 dice anterior=" in (out / "run.log").read_text()
 

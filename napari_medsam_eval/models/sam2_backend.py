@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator
 import numpy as np
 
 from ..prompt import Prompt
+from ..postprocess import SEEDS
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 from .checkpoint_files import shape_text
 
@@ -72,6 +73,9 @@ from .sam2_build import (  # noqa: F401 - re-exported: callers and tests import 
     _parse_dtype,
     _has_sam2_cuda_extension,
     fill_holes_cpu,
+    POSTPROCESSING_MODES,
+    check_postprocessing,
+    postprocessing_off,
     _sam2_package_dir,
     resolve_config,
     load_model_config,
@@ -114,8 +118,10 @@ class SAM2Backend(SegmentationBackend):
         offload_video_to_cpu: bool | None = None,
         offload_state_to_cpu: bool = False,
         cache_size: int = 8,
+        postprocessing: str = "auto",
     ) -> None:
         self.model = model
+        self.postprocessing = check_postprocessing(postprocessing)
         self.name = name
         self.config_path = Path(config_path)
         self.checkpoint = checkpoint
@@ -183,7 +189,8 @@ class SAM2Backend(SegmentationBackend):
         if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (1, 3))):
             raise ValueError(f"{self.name}: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
         timings: dict[str, float] = {}
-        with self._inference():
+        plain = self.postprocessing == "off"  # one image: MedSAM2's scripts have no 2D case, "auto" keeps it
+        with self._inference(), (postprocessing_off(self.model) if plain else contextlib.nullcontext()):
             start = time.perf_counter()
             images, height, width = prepare_frames(array[None], self.image_size)
             state = init_state_from_frames(
@@ -223,19 +230,28 @@ class SAM2Backend(SegmentationBackend):
         *,
         reverse: bool = True,
         progress: SliceProgress | None = None,
+        seed: str = "box",
     ) -> np.ndarray:
         """Segment every frame from a prompt on ``prompt.slice_index``.
 
         Forward pass from the prompted frame to the last; with ``reverse`` (volumes) the
         state is reset, the frame prompted again and a backward pass runs to frame 0;
-        the passes are merged by union of ``logits > 0`` (MedSAM2's 3D inference).
-        ``reverse=False`` is the forward-only video protocol. ``progress(done, total)``
+        the passes are merged by union of ``logits > 0`` (MedSAM2's 3D inference,
+        ``medsam2_infer_3D_CT.py``). ``reverse=False`` is the forward-only video protocol
+        (``medsam2_infer_video.py``). ``seed="mask"`` is MedSAM2's RECIST / npz script
+        (``medsam2_infer_CT_lesion_npz_recist.py``): the prompt's own mask on the key frame
+        (``logits > 0``) is added with ``add_new_mask`` and seeds both passes instead of
+        the prompt. Volumes are normalised in float64, videos in float32, as those
+        scripts do (:func:`prepare_frames`); with ``postprocessing="auto"`` a video runs
+        without the video post-processing, as ``medsam2_infer_video.py`` builds its model. ``progress(done, total)``
         is called after every frame (the key frame counted once, so ``total`` is T, or
         T - slice_index forward-only); returning False raises
         :class:`napari_medsam_eval.propagation.Cancelled` with the partial result.
         Returns a bool array (T, H, W).
         """
         self._check_sam2_prompt(prompt)
+        if seed not in SEEDS:
+            raise ValueError(f"{self.name}: seed must be one of {SEEDS}, got {seed!r}")
         array = _check_frames(frames)
         count, height, width = array.shape[:3]
         key = prompt.slice_index
@@ -254,8 +270,9 @@ class SAM2Backend(SegmentationBackend):
         started = time.perf_counter()
         from ..errors import Cancelled
 
-        images, height, width = prepare_frames(array, self.image_size)
-        with self._inference():
+        images, height, width = prepare_frames(array, self.image_size, float64=reverse)
+        plain = self.postprocessing == "off" or (self.postprocessing == "auto" and not reverse)
+        with self._inference(), (postprocessing_off(self.model) if plain else contextlib.nullcontext()):
             state = init_state_from_frames(
                 self.model, images, height, width,
                 offload_video_to_cpu=self._offload_video(images),
@@ -264,11 +281,17 @@ class SAM2Backend(SegmentationBackend):
             )
             del images
             key_features = None
+            seed_mask = None
             try:
                 for backward in passes:
                     if key_features is not None:  # the key frame's features from the first pass
                         state["cached_features"] = {key: key_features}
-                    self._add_prompt(state, key, prompt)
+                    if seed_mask is None:
+                        logits = self._add_prompt(state, key, prompt)
+                        if seed == "mask":  # one mask per object (box), at video resolution
+                            seed_mask = (logits > 0)[:, 0].cpu().numpy()
+                    for obj_id, mask in enumerate(() if seed_mask is None else seed_mask, start=1):
+                        self.model.add_new_mask(state, key, obj_id, mask)
                     key_features = state["cached_features"].get(key)
                     for frame_idx, _, logits in self.model.propagate_in_video(
                         state, start_frame_idx=key, reverse=backward
@@ -332,6 +355,7 @@ class SAM2Backend(SegmentationBackend):
             "autocast_dtype": self._effective_autocast(),
             "image_size": self.image_size,
             "hole_filling": fill,
+            "postprocessing": self.postprocessing,
             "sam2_version": sam2_version,
             "torch_version": torch.__version__,
         }
@@ -353,6 +377,8 @@ def _build(
     offload_state_to_cpu: bool,
     cache_size: int,
     num_threads: int | None,
+    fill_holes: bool = True,
+    postprocessing: Any = "auto",
 ) -> SAM2Backend:
     from .device import configure_cpu_threads
 
@@ -362,7 +388,13 @@ def _build(
     path = None if checkpoint is None else check_checkpoint_file(checkpoint)
     digest = None if path is None else sha256_file(path)
     label, expected = ("MedSAM2", MEDSAM2_EXPECTED) if name == "medsam2" else ("SAM2", SAM2_EXPECTED)
-    model = build_video_predictor(config_path, path, torch_device, seed=seed, model_name=label, expected=expected)
+    if not isinstance(fill_holes, bool):
+        from .checkpoint_files import ModelOptionError, plain
+
+        raise ModelOptionError(f"fill_holes must be true or false, got {plain(fill_holes)}")
+    postprocessing = check_postprocessing(postprocessing)
+    model = build_video_predictor(config_path, path, torch_device, seed=seed, model_name=label, expected=expected,
+                                  fill_holes=fill_holes, medsam2_attention=name == "medsam2")
     return SAM2Backend(
         model,
         name=name,
@@ -375,6 +407,7 @@ def _build(
         offload_video_to_cpu=offload_video_to_cpu,
         offload_state_to_cpu=offload_state_to_cpu,
         cache_size=cache_size,
+        postprocessing=postprocessing,
     )
 
 
@@ -400,6 +433,8 @@ def build_medsam2(
     offload_state_to_cpu: bool = False,
     cache_size: int = 8,
     num_threads: int | None = None,
+    fill_holes: bool = True,
+    postprocessing: Any = "auto",
 ) -> SAM2Backend:
     """MedSAM2: SAM2.1 Hiera-T at 512 (config shipped here) with a MedSAM2 checkpoint.
 
@@ -411,7 +446,12 @@ def build_medsam2(
     meaningless. ``offload_video_to_cpu`` (None: only videos over 2 GiB) and
     ``offload_state_to_cpu`` are the stock predictor's memory options; ``cache_size``
     is the number of slices whose image features :meth:`SAM2Backend.segment` keeps;
-    ``num_threads`` sets torch's CPU threads (:func:`models.device.configure_cpu_threads`).
+    ``num_threads`` sets torch's CPU threads (:func:`models.device.configure_cpu_threads`);
+    ``fill_holes=False`` turns off the post-processing's hole filling, as MedSAM2's scripts
+    run without sam2's CUDA extension (on the CPU); by default it runs everywhere, as
+    MedSAM2 runs it on a GPU. ``postprocessing``: when the video predictor's post-processing
+    (dynamic multimask fallback, binarised prompted masks in memory, hole filling) runs:
+    ``"auto"`` as MedSAM2's scripts (volumes yes, videos no), ``"on"`` or ``"off"``.
     """
     _check_checkpoint_choice(checkpoint, random_init, "MedSAM2", MEDSAM2_CHECKPOINT_SOURCE)
     config_path = MEDSAM2_CONFIG if config is None else resolve_config(config)
@@ -419,6 +459,7 @@ def build_medsam2(
         name="medsam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
         random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
         offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
+        fill_holes=fill_holes, postprocessing=postprocessing,
     )
 
 
@@ -434,6 +475,8 @@ def build_sam2(
     offload_state_to_cpu: bool = False,
     cache_size: int = 8,
     num_threads: int | None = None,
+    fill_holes: bool = True,
+    postprocessing: Any = "auto",
 ) -> SAM2Backend:
     """A stock SAM2/SAM2.1 model (or any SAM2-architecture checkpoint with its config).
 
@@ -448,6 +491,7 @@ def build_sam2(
         name="sam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
         random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
         offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
+        fill_holes=fill_holes, postprocessing=postprocessing,
     )
 
 

@@ -313,6 +313,69 @@ def instantiate_video_predictor(cfg: Any) -> Any:
     return _predictor_class()(**kwargs)
 
 
+#: when the video predictor's post-processing (:data:`VIDEO_POSTPROCESSING`) runs: "auto" as
+#: MedSAM2's scripts (its 3D scripts build with it, ``medsam2_infer_video.py`` with
+#: ``apply_postprocessing=False``), or always / never
+POSTPROCESSING_MODES = ("auto", "on", "off")
+
+
+def check_postprocessing(mode: Any) -> str:
+    """A ``postprocessing`` option as one of :data:`POSTPROCESSING_MODES` (true/false read as on/off)."""
+    if isinstance(mode, bool):
+        return "on" if mode else "off"
+    if mode not in POSTPROCESSING_MODES:
+        from .checkpoint_files import ModelOptionError, plain
+
+        raise ModelOptionError(f"postprocessing must be one of {', '.join(POSTPROCESSING_MODES)}, got {plain(mode)}")
+    return str(mode)
+
+
+@contextlib.contextmanager
+def postprocessing_off(model: Any) -> Any:
+    """The model without the video post-processing while the block runs: no dynamic multimask
+    fallback, no binarised prompted masks in memory, no hole filling (sam2's
+    ``build_sam2_video_predictor(apply_postprocessing=False)``); restored afterwards."""
+    decoder = model.sam_mask_decoder
+    saved = (decoder.dynamic_multimask_via_stability, model.binarize_mask_from_pts_for_mem_enc,
+             model.fill_hole_area, getattr(model, "cpu_fill_hole_area", 0))
+    decoder.dynamic_multimask_via_stability = False
+    model.binarize_mask_from_pts_for_mem_enc = False
+    model.fill_hole_area = 0
+    model.cpu_fill_hole_area = 0
+    try:
+        yield model
+    finally:
+        (decoder.dynamic_multimask_via_stability, model.binarize_mask_from_pts_for_mem_enc,
+         model.fill_hole_area, model.cpu_fill_hole_area) = saved
+
+
+def attention_as_medsam2(model: Any, device: "torch.device") -> None:
+    """Run the attention of ``model``'s SAM decoder and memory attention with the kernels
+    MedSAM2's ``sam2`` package picks, so its masks are reproduced to the bit.
+
+    MedSAM2's ``sam2/modeling/sam/transformer.py`` (github.com/bowang-lab/MedSAM2 at 332f30d)
+    wraps each ``scaled_dot_product_attention`` in ``sdp_kernel(enable_flash=use_flash_attn,
+    enable_math=..., ...)`` from ``get_sdpa_settings()``: without CUDA, flash attention is
+    off and the math kernel runs; the image encoder (Hiera) is not wrapped. sam2 1.1.0
+    dropped the wrapper, so on the CPU torch picks its flash kernel there, whose sums differ
+    in the last bit (about 1e-6 in the decoder's tokens). On CUDA (Ampere or newer, where
+    MedSAM2 asks for flash attention) torch's own choice is kept.
+    """
+    if device.type != "cpu":
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def with_math_kernel(forward: Any) -> Any:
+        @functools.wraps(forward)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with sdpa_kernel([SDPBackend.MATH]):
+                return forward(*args, **kwargs)
+        return wrapped
+
+    for module in (model.memory_attention, model.sam_mask_decoder.transformer):
+        module.forward = with_math_kernel(module.forward)
+
+
 def build_video_predictor(
     config_path: str | Path,
     checkpoint: str | Path | None,
@@ -322,9 +385,17 @@ def build_video_predictor(
     seed: int = 0,
     model_name: str = "SAM2",
     expected: str = SAM2_EXPECTED,
+    fill_holes: bool = True,
+    medsam2_attention: bool = False,
 ) -> Any:
     """Build the video predictor from a config, load ``checkpoint`` (strict) or keep
-    seeded random weights when it is None, move it to ``device``, eval mode."""
+    seeded random weights when it is None, move it to ``device``, eval mode.
+
+    ``fill_holes``: the post-processing's hole filling (holes up to 8 low-res pixels),
+    with sam2's CUDA extension where it is there, else on the CPU with SciPy;
+    False turns it off, as MedSAM2's and sam2's own code run without the extension
+    (they skip it with a warning, e.g. on the CPU). ``medsam2_attention``: attention
+    kernels as MedSAM2's own sam2 package picks them (:func:`attention_as_medsam2`)."""
     import torch
 
     cfg = load_model_config(config_path, VIDEO_POSTPROCESSING if postprocessing else None)
@@ -349,8 +420,12 @@ def build_video_predictor(
         del state_dict
     model = model.to(device)
     model.eval()
+    if medsam2_attention:
+        attention_as_medsam2(model, device)
     fill_area = int(getattr(model, "fill_hole_area", 0) or 0)
-    if fill_area > 0 and not (device.type == "cuda" and _has_sam2_cuda_extension()):
+    if not fill_holes:
+        model.fill_hole_area = 0
+    elif fill_area > 0 and not (device.type == "cuda" and _has_sam2_cuda_extension()):
         model.fill_hole_area = 0
         model.cpu_fill_hole_area = fill_area
     return model

@@ -47,28 +47,40 @@ def _check_frames(frames: np.ndarray) -> np.ndarray:
     return array
 
 
-def prepare_frames(frames: np.ndarray, image_size: int) -> tuple["torch.Tensor", int, int]:
+def prepare_frames(frames: np.ndarray, image_size: int, *, float64: bool = False) -> tuple["torch.Tensor", int, int]:
     """Frames (T, H, W) or (T, H, W, 3) as the model's normalised input (T, 3, S, S) float32.
 
     As MedSAM2: uint8 (see :func:`to_uint8`), each frame to RGB and resized to SxS with
     PIL (bicubic, aspect not kept), /255, ImageNet mean/std. Returns the CPU tensor and
     the original height and width.
+
+    The arithmetic follows MedSAM2's scripts to the last bit, because a random or
+    barely-trained model turns a 1-ulp input difference into flipped pixels:
+    ``float64=True`` is its 3D scripts (``medsam2_infer_3D_CT.py``, the RECIST npz
+    script: /255 and the normalisation in float64 numpy/torch, cast to float32 when
+    the frame is encoded); ``float64=False`` is its video script (sam2's
+    ``load_video_frames``: /255 in float64 stored as float32, the normalisation in
+    float32). The cast happens frame by frame, so float64 costs no more memory.
     """
     import torch
     from PIL import Image
 
     array = to_uint8(_check_frames(frames))
     count, height, width = array.shape[:3]
-    resized = np.empty((count, image_size, image_size, 3), dtype=np.uint8)
-    for index in range(count):
-        image = Image.fromarray(np.ascontiguousarray(array[index])).convert("RGB")
-        resized[index] = np.asarray(image.resize((image_size, image_size), Image.Resampling.BICUBIC))
-    images = torch.from_numpy(resized).permute(0, 3, 1, 2).float().div_(255.0)
+    images = torch.empty((count, 3, image_size, image_size), dtype=torch.float32)
     mean = torch.tensor(IMAGENET_MEAN, dtype=torch.float32)[:, None, None]
     std = torch.tensor(IMAGENET_STD, dtype=torch.float32)[:, None, None]
-    images -= mean
-    images /= std
-    return images.contiguous(), height, width
+    for index in range(count):
+        image = Image.fromarray(np.ascontiguousarray(array[index])).convert("RGB")
+        resized = np.asarray(image.resize((image_size, image_size), Image.Resampling.BICUBIC)).transpose(2, 0, 1)
+        scaled = torch.from_numpy(resized / 255.0)  # float64, as numpy divides
+        if float64:
+            images[index] = (scaled - mean) / std  # float64 throughout, one cast on assignment
+        else:
+            images[index] = scaled  # cast to float32 first, as sam2 stores the frames
+            images[index] -= mean
+            images[index] /= std
+    return images, height, width
 
 
 def init_state_from_frames(

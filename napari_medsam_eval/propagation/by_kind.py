@@ -13,6 +13,11 @@ spatial shape and what happened (cancelled or not, slices done, seconds).
   script refuses, is segmented on its slice).
 * ``video``: :func:`~.walk.propagate_video` forward from the prompted frame
   (``how="slice"``: that frame only).
+
+A propagated volume keeps only its largest 3D connected component when the prompt's
+``info`` asks for it (:mod:`napari_medsam_eval.postprocess`; the ``medsam2`` protocol does, as MedSAM2's
+``medsam2_infer_3D_CT.py``); the record's ``rules["largest_component"]`` says how many
+voxels that removed.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt, check_prompt_in_image
 from .official import propagate_official_litemedsam
+from ..postprocess import largest_component, wants_largest_component
 from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
 #: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,
@@ -119,7 +125,13 @@ def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt
         record_official(options["record"], prompt)
         return mask
     walk = propagate_volume if kind == "volume" else propagate_video
-    return walk(backend, image, prompt, margin=margin, progress=progress, case_id=case_id, **options)
+    mask = walk(backend, image, prompt, margin=margin, progress=progress, case_id=case_id, **options)
+    if kind == "volume" and wants_largest_component(prompt.info):
+        kept = largest_component(mask)
+        record = options["record"]
+        record.rules = {**(record.rules or {}), "largest_component": int(mask.sum() - kept.sum())}
+        mask = kept
+    return mask
 
 
 def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: list[Prompt], *,

@@ -41,6 +41,7 @@ from ..prompt import Prompt
 from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
 from .locate import SimilarityLocator
+from ..postprocess import seed_of
 from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)
@@ -78,8 +79,12 @@ class PropagationRecord:
     scores: dict[int, float] = field(default_factory=dict)
 
     def summary(self) -> str:
-        """One line for a status bar: each direction's stop."""
-        return "; ".join(str(stop) for stop in self.stops) or "no propagation"
+        """One line for a status bar: each direction's stop (and what the largest-component step removed)."""
+        text = "; ".join(str(stop) for stop in self.stops) or "no propagation"
+        removed = (self.rules or {}).get("largest_component")
+        if removed is not None and not isinstance(removed, bool):
+            text += f"; largest 3D component kept ({removed} voxels removed)"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {"rules": self.rules, "stops": [s.to_dict() for s in self.stops],
@@ -214,7 +219,12 @@ def _native(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rev
             progress: SliceProgress | None, record: PropagationRecord) -> np.ndarray:
     """A model with its own memory propagates; the record says where its mask ends (reason ``model``)."""
     result = np.zeros(stack.shape[:3], dtype=bool)
-    native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress), dtype=bool)
+    seed = seed_of(prompt.info)
+    if seed != "box" and "mask" not in backend.accepts:
+        raise ValueError(f"a propagation seeded with the key slice's mask needs a model that takes mask prompts; "
+                         f"{getattr(backend, 'name', backend)!s} takes {', '.join(sorted(backend.accepts))}")
+    options = {} if seed == "box" else {"seed": seed}  # a backend's own default is the prompt itself
+    native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress, **options), dtype=bool)
     result[lo : hi + 1] = native[lo : hi + 1]
     z0, present = int(prompt.slice_index), result.reshape(result.shape[0], -1).any(axis=1)
     ways = [("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1))] if reverse else \

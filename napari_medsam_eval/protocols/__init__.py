@@ -53,13 +53,14 @@ from .mazurowski import (
     mazurowski_prompt_set,
     slice_plan,
 )
-from .medsam2 import MedSAM2Protocol, key_frame_index, key_slice_index
+from .medsam2 import MedSAM2Protocol, MedSAM2RecistProtocol, key_frame_index, key_slice_index
 
 #: every protocol class by its registry name
 PROTOCOLS: dict[str, type[PromptProtocol]] = {
     cls.name: cls
     for cls in (
         MedSAM2Protocol,
+        MedSAM2RecistProtocol,
         LiteMedSAM3DBoxProtocol,
         MazurowskiProtocol,
         IterativePointsProtocol,
@@ -104,6 +105,7 @@ __all__ = [
     "MazurowskiPromptSet",
     "MazurowskiProtocol",
     "MedSAM2Protocol",
+    "MedSAM2RecistProtocol",
     "PromptProtocol",
     "Target",
     "build_protocol",

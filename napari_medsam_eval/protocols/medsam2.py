@@ -8,6 +8,15 @@ Sources (see ``docs/protocols.md`` of the shared reference):
   npz evaluation script), then propagation both ways. Video
   (``medsam2_infer_video.py``): the prompt is given on the first frame and
   propagation runs forward.
+
+What MedSAM2's scripts do around the model travels in each prompt's ``info``
+(:mod:`napari_medsam_eval.postprocess`): ``medsam2`` keeps the
+largest 3D connected component of a volume (``medsam2_infer_3D_CT.py``);
+``medsam2-recist`` seeds both passes of a model with memory with the mask the
+box gives on the key slice and keeps every component
+(``medsam2_infer_CT_lesion_npz_recist.py``). ``video_prompt="mask"`` gives the
+ground-truth mask of the key frame instead of its box (``medsam2_infer_video.py``
+seeds frame 0 with it; models that take mask prompts only).
 """
 from __future__ import annotations
 
@@ -17,11 +26,14 @@ from typing import ClassVar
 import numpy as np
 
 from ..prompt import Prompt
+from ..postprocess import LARGEST_COMPONENT, SEED, SEEDS
 from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
 from .geometry import expand_box, tight_box
 
 KEY_SLICE_RULES = ("middle", "largest")
 VIDEO_FRAME_RULES = ("first-present", "first")
+#: what a video's key frame is prompted with: its ground-truth box, or its ground-truth mask
+VIDEO_PROMPTS = ("box", "mask")
 
 
 def key_slice_index(mask: np.ndarray, rule: str = "middle") -> tuple[int | None, dict]:
@@ -89,6 +101,16 @@ class MedSAM2Protocol(PromptProtocol):
             ``info["empty_key_frame"]`` True, so the model gets no prompt for it).
         margin: pixels added on each side of the box, clipped to the image
             (default 0: the tight box).
+        largest_component: volumes; keep only the largest 3D connected
+            component (26-connected) of the propagated mask (default True,
+            ``medsam2_infer_3D_CT.py``'s ``getLargestCC``).
+        native_seed: volumes and videos, models with memory (SAM2/MedSAM2);
+            ``"box"`` (default: both passes start from the box) or ``"mask"``
+            (both start from the mask the box gives on the key slice, added
+            with ``add_new_mask``: the RECIST / npz script). A per-slice model
+            propagates from that mask either way.
+        video_prompt: videos; ``"box"`` (default) or ``"mask"`` (the key frame's
+            ground-truth mask as a mask prompt, as ``medsam2_infer_video.py``).
         seed: recorded only; the protocol draws nothing.
 
     ``info`` holds ``z_range``/``t_range`` and the rule used. A target label
@@ -100,11 +122,18 @@ class MedSAM2Protocol(PromptProtocol):
     key_slice: str = "middle"
     video_frame: str = "first-present"
     margin: int = 0
+    largest_component: bool = True
+    native_seed: str = "box"
+    video_prompt: str = "box"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice(self.name, "key_slice", self.key_slice, KEY_SLICE_RULES)
         check_choice(self.name, "video_frame", self.video_frame, VIDEO_FRAME_RULES)
+        check_choice(self.name, "native_seed", self.native_seed, SEEDS)
+        check_choice(self.name, "video_prompt", self.video_prompt, VIDEO_PROMPTS)
+        if not isinstance(self.largest_component, bool):
+            raise ValueError(f"{self.name}: largest_component must be true or false, got {self.largest_component!r}")
         if int(self.margin) != self.margin or self.margin < 0:
             raise ValueError(f"{self.name}: margin must be a non-negative integer, got {self.margin!r}")
         self.margin = int(self.margin)
@@ -135,6 +164,13 @@ class MedSAM2Protocol(PromptProtocol):
         info["margin"] = self.margin
         if box is None:  # only video_frame="first" with the target absent on frame 0
             return empty_prompt(self.name, target_label, slice_index=key, empty_key_frame=True, **info)
+        info[SEED] = self.native_seed
+        if kind == "volume":
+            info[LARGEST_COMPONENT] = self.largest_component
+        if kind == "video" and self.video_prompt == "mask":
+            info["video_prompt"] = "mask"
+            return Prompt(target_label=target_label, slice_index=key, mask=mask[key].copy(), protocol=self.name,
+                          info=info)
         return Prompt(
             target_label=target_label,
             slice_index=key,
@@ -145,3 +181,20 @@ class MedSAM2Protocol(PromptProtocol):
 
     def _prompts(self, target: Target) -> list[Prompt]:
         return [self.prompt_for_mask(target.mask(lab), target.kind, lab) for lab in target.labels]
+
+
+@dataclass
+class MedSAM2RecistProtocol(MedSAM2Protocol):
+    """MedSAM2's RECIST / npz script: the ``medsam2`` box, both passes of a model with
+    memory seeded with the mask that box gives on the key slice, every component kept.
+
+    Source: ``medsam2_infer_CT_lesion_npz_recist.py --propagate_with_box``
+    (github.com/bowang-lab/MedSAM2 at 332f30d). Its own box comes from a RECIST line
+    (``get_diameter_bbox``); here the ``medsam2`` box is given, as when it was compared
+    (``tests/data/medsam2_reference/PROVENANCE.md``). Options as :class:`MedSAM2Protocol`.
+    """
+
+    name: ClassVar[str] = "medsam2-recist"
+
+    largest_component: bool = False
+    native_seed: str = "mask"
