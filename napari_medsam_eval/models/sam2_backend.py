@@ -13,15 +13,23 @@ does:
   that tensor, field for field as the stock ``SAM2VideoPredictor.init_state`` of sam2
   1.1.0 builds it from a JPEG folder;
 * 3D: prompt the key slice, ``propagate_in_video`` forward, ``reset_state``, prompt
-  again, propagate backward, and merge the two passes by union of ``logits > 0``.
+  again, propagate backward, and merge the two passes by union of ``logits > 0``
+  (``seed="mask"``: both passes start from the key slice's mask, the RECIST script).
 
 The model is built with the video-predictor post-processing of sam2's
 ``build_sam2_video_predictor`` (dynamic multimask fallback, binarised prompted masks in
-memory, holes up to 8 low-res pixels filled). Hole filling needs sam2's CUDA extension;
+memory, holes up to 8 low-res pixels filled); videos run without it by default, as
+``medsam2_infer_video.py`` builds its model. Hole filling needs sam2's CUDA extension;
 where it is missing (CPU, or sam2 built with ``SAM2_BUILD_CUDA=0``) the same rule runs
-on the CPU with SciPy, so results do not depend on how sam2 was installed.
+on the CPU with SciPy, so results do not depend on how sam2 was installed
+(``fill_holes=False``: off, as MedSAM2's scripts run without the extension).
 
-This module is ~460 lines on purpose: the backend and its two registered
+With these, the frame arithmetic of :func:`prepare_frames` and MedSAM2's attention
+kernels (:func:`.sam2_build.attention_as_medsam2`), the masks equal those of MedSAM2's
+own scripts voxel for voxel (README, "MedSAM2 as MedSAM2's own scripts run it";
+``tests/test_medsam2_reference.py``).
+
+This module is ~510 lines on purpose: the backend and its two registered
 builders (MedSAM2, SAM2.1) share one option set and are read together; the
 checkpoint/config helpers (:mod:`.sam2_build`) and in-memory frames
 (:mod:`.sam2_frames`) are split out.
