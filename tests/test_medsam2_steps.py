@@ -51,7 +51,7 @@ def test_protocols_carry_the_steps_in_the_prompt_and_segmenting_applies_them():
     (recist,) = build_protocol("medsam2-recist").prompts(case)
     assert default.info[LARGEST_COMPONENT] is True and seed_of(default.info) == "box"
     assert recist.info[LARGEST_COMPONENT] is False and seed_of(recist.info) == "mask"
-    oracle = OracleBackend(label)  # answers each box with the ground truth inside it
+    oracle = OracleBackend(label)  # answers with the ground truth's slice, both parts
     prompt = Prompt(1, slice_index=3, boxes=[(3, 3, 20, 20)], info=dict(default.info))
     result = segment_by_kind(oracle, case.image, "volume", prompt, rules={"intensity_k": None, "min_iou": None})
     assert result.mask.sum() == (label[1:6, 3:12, 3:12] > 0).sum()  # the 9 voxels apart are gone

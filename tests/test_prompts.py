@@ -429,7 +429,7 @@ def test_box_jitter_depends_on_case_not_on_order():
 
 
 def test_registry_names_options_and_errors():
-    assert set(PROTOCOLS) == {"medsam2", "medsam2-recist", "litemedsam-3dbox", "mazurowski", "iterative-points",
+    assert set(PROTOCOLS) == {"medsam2", "medsam2-recist", "corrections", "litemedsam-3dbox", "mazurowski", "iterative-points",
                               "box-jitter"}
     for name, cls in PROTOCOLS.items():
         protocol = build_protocol(name)

@@ -13,8 +13,9 @@ change happens in the worker's yielded/returned callbacks on the GUI
 thread; errors become napari notifications and the status line.
 
 The results view (table, per-task summary, box plot) is
-:class:`._results_table.ResultsView`; opening a row in the viewer is
-:mod:`._run_case`.
+:class:`._results_table.ResultsView`; below it, for a ``corrections`` run, the
+DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot`,
+hidden for other runs); opening a row in the viewer is :mod:`._run_case`.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from ..models import BACKENDS, DEFAULT_BACKEND
 from ..protocols import PROTOCOLS
 from ..benchmark.request import NEEDS_CHECKPOINT, Progress, RunOutcome, RunRequest, benchmark_job
 from . import _run_case
+from ._effort_plot import EffortPlot
 from ._layers import follow_viewer
 from ._results_table import ResultsView
 from ._theme import theme_colors
@@ -97,6 +99,9 @@ class BenchmarkWidget(Container):
 
         self.results = ResultsView(on_open=self.open_row, colors=theme_colors(napari_viewer))
         self.native.layout().addWidget(self.results)
+        self.effort = EffortPlot(colors=theme_colors(napari_viewer))  # shown for runs with DSC curves only
+        self.native.layout().addWidget(self.effort)
+        self.effort.follow(self.results)
 
         self.model.changed.connect(lambda value: setattr(self.checkpoint, "visible", value in NEEDS_CHECKPOINT))
         self.out_dir.changed.connect(self._on_out_dir)
@@ -140,6 +145,7 @@ class BenchmarkWidget(Container):
             self.load_results(request.out_dir)
         else:
             self.results.clear()
+            self.effort.set_rows([])
         self.rows_dir = request.out_dir
         self.last_table, self.last_status = None, None
         return self.runner.start(
@@ -155,6 +161,7 @@ class BenchmarkWidget(Container):
         self.runner.step(step.done, step.total)
         self.results.add_rows(step.rows)
         if step.rows:
+            self.effort.set_rows(self.results.rows)
             self.rows_added.emit(len(self.results.rows))
 
     def _on_returned(self, table: pd.DataFrame) -> None:
@@ -178,6 +185,7 @@ class BenchmarkWidget(Container):
             self.runner.error(f"cannot read the results in {out_dir}: {error}")
             return 0
         self.results.set_rows(rows)
+        self.effort.set_rows(self.results.rows)
         self.rows_dir = Path(out_dir)
         self.status.value = f"{len(rows)} rows in {Path(out_dir).name}"
         return len(rows)

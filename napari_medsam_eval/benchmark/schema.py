@@ -44,6 +44,11 @@ and read on its own. Column meanings:
 ``prediction_sha256``  SHA-256 of that file, taken after it was written and read
                        back; ``--resume`` redoes a case whose file is missing or
                        no longer matches
+``dice_after``         ``corrections`` protocol only (``""`` otherwise): JSON list of
+``nsd_after``          the DSC / NSD after 0, 1, ..., K interactions (``dice``,
+                       ``nsd`` are the last); :mod:`napari_medsam_eval.effort`
+``noc80`` ``noc85``    interactions until DSC >= 0.80 / 0.85 / 0.90; K + 1 when
+``noc90``              never reached (NaN for other protocols)
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -63,11 +68,11 @@ COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
-    "prediction_path", "prediction_sha256",
+    "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
-                 "time_total_s")
+                 "time_total_s", "noc80", "noc85", "noc90")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s")
 #: the table's order

@@ -24,6 +24,7 @@ one ``segment`` call.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,9 @@ from ..models.base import SegmentationBackend
 from ..prompt import Prompt, prompts_to_json
 from ..intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
+from ..effort import noc_columns
 from ..protocols import PromptProtocol
+from ..protocols.corrections import CorrectionsProtocol, run_corrections
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .timing import SegmentTimer
@@ -220,6 +223,11 @@ class CaseEvaluator:
         if prompt.is_empty or prompt.info.get("empty"):  # nothing asked, nothing scored
             return empty_gt_row(row, f"the ground truth holds no voxel of label {value} in this case")
         try:
+            if isinstance(self.protocol, CorrectionsProtocol):
+                pred = self._correct(case, image, prompt, gt, row)
+                row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+                predictions[value] = pred
+                return row
             if done is None:
                 with SegmentTimer(self.backend) as timer:
                     result = self._segment(case, image, prompt)
@@ -234,6 +242,30 @@ class CaseEvaluator:
             return fail_row(row, error)
         predictions[value] = pred
         return row
+
+    def _correct(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray, row: dict[str, Any]) -> np.ndarray:
+        """The ``corrections`` protocol on one target: its final mask; ``row`` gets the scores after
+        every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``."""
+        scoring = {"seconds": 0.0}
+
+        def score(mask: np.ndarray) -> dict[str, float]:
+            start = time.perf_counter()
+            scores = score_target(mask, gt, case, self.settings.tolerance_mm)
+            scoring["seconds"] += time.perf_counter() - start
+            return {"dice": float(scores["dice"]), "nsd": float(scores["nsd"])}
+
+        with SegmentTimer(self.backend) as timer:
+            pred, steps, anchors = run_corrections(self.backend, image, case.kind, gt, prompt, self.protocol, score,
+                                                   rules=self.settings.propagation, case_id=case.case_id)
+        times = timer.columns()
+        times["time_total_s"] = max(0.0, times["time_total_s"] - scoring["seconds"])
+        dice = [round(step["dice"], 4) for step in steps]
+        row.update(times)
+        row.update({"prompt": prompts_to_json(anchors), "dice_after": json_dumps(dice),
+                    "nsd_after": json_dumps([None if step["nsd"] != step["nsd"] else round(step["nsd"], 4)
+                                             for step in steps]),
+                    **noc_columns([step["dice"] for step in steps])})
+        return pred
 
     def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> PropagationResult:
         return segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,

@@ -1,4 +1,8 @@
-"""``medsam-eval segment IMAGE --box x0 y0 x1 y1 --slice Z --out PRED``: one case, one prompt.
+"""``medsam-eval segment IMAGE --box x0 y0 x1 y1 --slice Z --out PRED``: one case, its prompts.
+
+``--box`` and ``--point`` take an optional last number, the slice they are on; prompts on
+other slices than the first are corrections (anchors), each propagated again up to its
+neighbouring prompts.
 
 The prompted slice/frame is segmented and, for volumes and videos, propagated
 (volumes both ways, videos forward) unless ``--no-propagate``. The mask is
@@ -14,13 +18,14 @@ from pathlib import Path
 import numpy as np
 
 from ..case import Case
-from ..errors import MedsamEvalError
+from ..errors import DataError, MedsamEvalError
 from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, segment_by_kind
+from ..propagation.anchors import AnchoredSegmentation
 from .common import json_options, propagation_option
 
 
@@ -28,10 +33,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("segment", help="segment one image/volume/video from a box or points and write the mask")
     parser.add_argument("image", type=Path, help="image file or folder (any format `info` reads)")
     parser.add_argument("--out", type=Path, required=True, help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha or .png")
-    parser.add_argument("--box", type=float, nargs=4, metavar=("X0", "Y0", "X1", "Y1"), help="inclusive pixel box on the slice")
-    parser.add_argument("--point", type=float, nargs=3, action="append", metavar=("X", "Y", "LABEL"),
-                        help="a point with label 1 (positive) or 0 (negative); repeatable")
-    parser.add_argument("--slice", type=int, help="slice (z) or frame (t) of the prompt; default: the middle slice / first frame")
+    parser.add_argument("--box", type=float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
+                        help="inclusive pixel box, on SLICE when given (else --slice); repeatable: boxes on other "
+                             "slices are corrections, propagated again up to the neighbouring prompts")
+    parser.add_argument("--point", type=float, nargs="+", action="append", metavar="X Y LABEL [SLICE]",
+                        help="a point with label 1 (positive) or 0 (negative), on SLICE when given; repeatable")
+    parser.add_argument("--slice", type=int, help="slice (z) or frame (t) of prompts given without one; default: the "
+                                                  "middle slice / first frame")
     parser.add_argument("--label-value", type=int, default=1, help="value written for the segmented target (default 1)")
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
@@ -50,21 +58,43 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _prompt(args: argparse.Namespace, case: Case) -> Prompt:
-    if args.box is None and not args.point:
-        raise MedsamEvalError("give a prompt: --box X0 Y0 X1 Y1 and/or --point X Y LABEL")
-    slice_index = None
+def _prompts(args: argparse.Namespace, case: Case) -> list[Prompt]:
+    """One prompt per slice named on the command line, in the order the slices first appear."""
+    if not args.box and not args.point:
+        raise MedsamEvalError("give a prompt: --box X0 Y0 X1 Y1 [SLICE] and/or --point X Y LABEL [SLICE]")
+    default = None
     if case.kind != "image":
-        default = case.n_slices() // 2 if case.kind == "volume" else 0
-        slice_index = default if args.slice is None else args.slice
-        if not 0 <= slice_index < case.n_slices():
-            raise MedsamEvalError(f"--slice {slice_index} is outside 0..{case.n_slices() - 1}", case.metadata.get("image_path"))
-    points = [(x, y) for x, y, _ in args.point or []]
-    labels = [int(label) for _, _, label in args.point or []]
-    prompt = Prompt(target_label=args.label_value, slice_index=slice_index, boxes=[tuple(args.box)] if args.box else [],
-                    points=points, point_labels=labels, protocol="manual")
+        default = (case.n_slices() // 2 if case.kind == "volume" else 0) if args.slice is None else args.slice
+    by_slice: dict[int | None, dict[str, list]] = {}
+    for values in args.box or []:
+        box, index = _split(values, 4, "--box X0 Y0 X1 Y1 [SLICE]", case, default)
+        by_slice.setdefault(index, {"boxes": [], "points": [], "labels": []})["boxes"].append(tuple(box))
+    for values in args.point or []:
+        (x, y, label), index = _split(values, 3, "--point X Y LABEL [SLICE]", case, default)
+        entry = by_slice.setdefault(index, {"boxes": [], "points": [], "labels": []})
+        entry["points"].append((x, y))
+        entry["labels"].append(int(label))
     shape_hw = case.image.shape[:2] if case.kind == "image" else case.image.shape[1:3]
-    return check_prompt_in_image(prompt, shape_hw)  # a box partly outside is clipped, with a warning
+    prompts = [Prompt(target_label=args.label_value, slice_index=index, boxes=entry["boxes"], points=entry["points"],
+                      point_labels=entry["labels"], protocol="manual") for index, entry in by_slice.items()]
+    return [check_prompt_in_image(p, shape_hw) for p in prompts]  # a box partly outside is clipped, with a warning
+
+
+def _split(values: list[float], count: int, usage: str, case: Case, default: int | None) -> tuple[list[float], int | None]:
+    """A --box/--point's numbers and its slice (the last number when one more is given)."""
+    if len(values) not in (count, count + 1):
+        raise MedsamEvalError(f"{usage}: got {len(values)} numbers")
+    if case.kind == "image" and len(values) > count:
+        raise MedsamEvalError(f"{usage}: a 2D image has no slices")
+    if len(values) == count:
+        index, named = default, "--slice"
+    else:
+        index, named = int(values[-1]), f"SLICE of {usage.split()[0]}"
+        if index != values[-1]:
+            raise MedsamEvalError(f"{usage}: SLICE must be a whole number, got {values[-1]:g}")
+    if index is not None and not 0 <= index < case.n_slices():
+        raise DataError(f"{named} {index} is outside 0..{case.n_slices() - 1}", case.metadata.get("image_path"))
+    return values[:count], index
 
 
 def _window(text: str | None):
@@ -74,20 +104,34 @@ def _window(text: str | None):
     return level, width
 
 
-def segment_case(case: Case, prompt: Prompt, backend, *, propagate: bool = True, window=None, progress=None,
-                 intensity: str = "auto", rules: str | dict | None = None) -> PropagationResult:
-    """``case`` segmented from ``prompt`` (one slice, or propagated): the mask and where it stopped."""
+def segment_case(case: Case, prompt: Prompt | list[Prompt], backend, *, propagate: bool = True, window=None,
+                 progress=None, intensity: str = "auto", rules: str | dict | None = None) -> PropagationResult:
+    """``case`` segmented from ``prompt`` (one slice, or propagated): the mask and where it stopped.
+
+    Several prompts (on different slices) are anchors: the first is propagated, each next one
+    corrects its slice and is propagated again up to its neighbouring anchors
+    (:class:`~napari_medsam_eval.propagation.anchors.AnchoredSegmentation`).
+    """
     image = prepare_image(case.image, case.kind, case.modality, _window(window), case_intensity(case.metadata, intensity))
-    how = "propagate" if propagate else "slice"
-    return segment_by_kind(backend, image, case.kind, prompt, how=how, progress=progress, case_id=case.case_id,
-                           rules=rules)
+    prompts = prompt if isinstance(prompt, list) else [prompt]
+    if len(prompts) == 1 or case.kind == "image":
+        how = "propagate" if propagate else "slice"
+        return segment_by_kind(backend, image, case.kind, prompts[0], how=how, progress=progress,
+                               case_id=case.case_id, rules=rules)
+    if not propagate:
+        raise MedsamEvalError("prompts on several slices are propagated: leave out --no-propagate")
+    session = AnchoredSegmentation(backend, image, case.kind, rules=rules, case_id=case.case_id)
+    result = session.propagate(prompts[0], progress)
+    for correction in prompts[1:]:
+        result = session.correct(correction, progress)
+    return result
 
 
 def run(args: argparse.Namespace) -> int:
     case = read_case(args.image)
     if args.modality:
         case.modality = args.modality
-    prompt = _prompt(args, case)
+    prompts = _prompts(args, case)
     check_output_path(args.out, case.kind)  # before any model work is spent on it
     options = {**json_options(args.model_options, "--model-options"), "device": args.device}
     if args.checkpoint is not None:
@@ -97,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
             raise MedsamEvalError(f"--engine applies to --model litemedsam only, not {args.model}")
         options["engine"] = args.engine
     backend = build_backend(args.model, **options)
-    backend.check_prompt(prompt)
+    for prompt in prompts:
+        backend.check_prompt(prompt)
     from tqdm import tqdm
 
     with tqdm(total=case.n_slices(), unit="slice", file=sys.stderr, disable=case.kind == "image") as bar:
@@ -106,12 +151,15 @@ def run(args: argparse.Namespace) -> int:
             bar.n = done
             bar.refresh()
 
-        result = segment_case(case, prompt, backend, propagate=not args.no_propagate, window=args.window,
+        result = segment_case(case, prompts, backend, propagate=not args.no_propagate, window=args.window,
                               progress=progress, intensity=args.intensity, rules=propagation_option(args.propagation))
     mask = result.mask
     labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32) * args.label_value
     path = write_mask(labels, args.out, case)
     print(f"wrote {path} ({int(mask.sum())} voxels on {int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim > 2 else 1} slices)")
+    if len(prompts) > 1:
+        print("prompts on slices " + ", ".join(str(p.slice_index) for p in prompts) + " (the first propagated, "
+              "each next one a correction propagated to its neighbours)")
     if result.record.stops:
         print(result.record.summary())
     return 0

@@ -70,6 +70,9 @@ class SegmentationBackend(ABC):
     #: prompt kinds accepted, a subset of {"box", "points", "mask"}
     accepts: frozenset[str] = frozenset()
     propagates_natively: bool = False
+    #: True for a model trained on boxes only (LiteMedSAM): it accepts points but answers them
+    #: poorly, so a simulated user corrects it with boxes (protocols.corrections) and a widget says so
+    box_trained: bool = False
 
     @abstractmethod
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
@@ -82,8 +85,13 @@ class SegmentationBackend(ABC):
         *,
         reverse: bool = True,
         progress: SliceProgress | None = None,
+        **options: object,
     ) -> np.ndarray:
-        """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``."""
+        """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``.
+
+        ``options`` a model with memory may take: ``seed`` (``"box"`` / ``"mask"``, what starts
+        each pass) and ``anchors`` (prompts on other frames, all in its state before it propagates).
+        """
         raise NotImplementedError(f"{self.name} has no native propagation; use napari_medsam_eval.propagation")
 
     def feature_grid(self, image: np.ndarray, cache_key: Hashable | None = None) -> FeatureGrid | None:

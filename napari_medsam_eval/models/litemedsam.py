@@ -171,6 +171,7 @@ class LiteMedSAMBackend(SegmentationBackend):
 
     name = "litemedsam"
     accepts = frozenset({"box", "points"})
+    box_trained = True  # LiteMedSAM was trained on boxes; points are outside its training
     propagates_natively = False
 
     def __init__(

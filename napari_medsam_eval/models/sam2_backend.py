@@ -43,7 +43,7 @@ import contextlib
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Hashable, Iterator
+from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
 
 import numpy as np
 
@@ -239,6 +239,7 @@ class SAM2Backend(SegmentationBackend):
         reverse: bool = True,
         progress: SliceProgress | None = None,
         seed: str = "box",
+        anchors: Sequence[Prompt] = (),
     ) -> np.ndarray:
         """Segment every frame from a prompt on ``prompt.slice_index``.
 
@@ -251,7 +252,10 @@ class SAM2Backend(SegmentationBackend):
         (``logits > 0``) is added with ``add_new_mask`` and seeds both passes instead of
         the prompt. Volumes are normalised in float64, videos in float32, as those
         scripts do (:func:`prepare_frames`); with ``postprocessing="auto"`` a video runs
-        without the video post-processing, as ``medsam2_infer_video.py`` builds its model. ``progress(done, total)``
+        without the video post-processing, as ``medsam2_infer_video.py`` builds its model.
+        ``anchors``: prompts on other frames (corrections, :mod:`napari_medsam_eval.propagation.anchors`),
+        added to the state in every pass before it propagates; the forward pass then starts at
+        the first prompted frame and the reverse pass at the last. ``progress(done, total)``
         is called after every frame (the key frame counted once, so ``total`` is T, or
         T - slice_index forward-only); returning False raises
         :class:`napari_medsam_eval.propagation.Cancelled` with the partial result.
@@ -270,8 +274,15 @@ class SAM2Backend(SegmentationBackend):
         if not 0 <= int(key) < count:
             raise ValueError(f"{self.name}: slice_index {key} is outside the {count} frames")
         key = int(key)
-        passes = [False] + ([True] if reverse and key > 0 else [])
-        total = count if len(passes) == 2 else count - key  # frames, the key frame counted once
+        anchors = list(anchors)
+        for anchor in anchors:
+            self._check_sam2_prompt(anchor)
+            if anchor.slice_index is None or not 0 <= int(anchor.slice_index) < count:
+                raise ValueError(f"{self.name}: an anchor's slice_index {anchor.slice_index} is outside the {count} frames")
+        indices = [key] + [int(a.slice_index) for a in anchors]
+        first, last = min(indices), max(indices)  # the forward pass starts at the first prompt, the reverse at the last
+        passes = [False] + ([True] if reverse and last > 0 else [])
+        total = count if len(passes) == 2 else count - first  # frames, each counted once
         segmentation = np.zeros((count, height, width), dtype=bool)
         visited: dict[str, list[int]] = {"forward": [], "reverse": []}
         done = 0
@@ -301,13 +312,15 @@ class SAM2Backend(SegmentationBackend):
                     for obj_id, mask in enumerate(() if seed_mask is None else seed_mask, start=1):
                         self.model.add_new_mask(state, key, obj_id, mask)
                     key_features = state["cached_features"].get(key)
+                    for anchor in anchors:  # prompts on other frames: all in the state before propagating
+                        self._add_prompt(state, int(anchor.slice_index), anchor)
                     for frame_idx, _, logits in self.model.propagate_in_video(
-                        state, start_frame_idx=key, reverse=backward
+                        state, start_frame_idx=last if backward else first, reverse=backward
                     ):
                         segmentation[frame_idx] |= (logits > 0).any(dim=0)[0].cpu().numpy()
                         visited["reverse" if backward else "forward"].append(int(frame_idx))
-                        if backward and frame_idx == key:
-                            continue  # the key frame was counted by the forward pass
+                        if backward and frame_idx >= first:
+                            continue  # counted by the forward pass
                         done += 1
                         if progress is not None and progress(done, total) is False:
                             raise Cancelled(segmentation, done, total)

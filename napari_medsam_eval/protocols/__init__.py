@@ -54,6 +54,7 @@ from .mazurowski import (
     slice_plan,
 )
 from .medsam2 import MedSAM2Protocol, MedSAM2RecistProtocol, key_frame_index, key_slice_index
+from .corrections import CorrectionsProtocol
 
 #: every protocol class by its registry name
 PROTOCOLS: dict[str, type[PromptProtocol]] = {
@@ -61,6 +62,7 @@ PROTOCOLS: dict[str, type[PromptProtocol]] = {
     for cls in (
         MedSAM2Protocol,
         MedSAM2RecistProtocol,
+        CorrectionsProtocol,
         LiteMedSAM3DBoxProtocol,
         MazurowskiProtocol,
         IterativePointsProtocol,
@@ -104,6 +106,7 @@ __all__ = [
     "LiteMedSAM3DBoxProtocol",
     "MazurowskiPromptSet",
     "MazurowskiProtocol",
+    "CorrectionsProtocol",
     "MedSAM2Protocol",
     "MedSAM2RecistProtocol",
     "PromptProtocol",

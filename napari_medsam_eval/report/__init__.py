@@ -6,7 +6,8 @@
   task or per task and attribute), :func:`overall_summary`, worst and failed cases
 - :mod:`.paired`: :func:`compare_runs`, a paired B - A comparison with a
   bootstrap CI of the median difference and a Wilcoxon signed-rank test
-- :mod:`.figures`: box plots per task, per-slice DSC, paired differences (Agg)
+- :mod:`.figures`: box plots per task, per-slice DSC, paired differences, DSC vs
+  interactions (Agg); :mod:`.effort_section`: the NoC section of a corrections run
 - :mod:`.document`: :func:`write_report` (``report.md``/``report.html``);
   :mod:`.compare_report`: :func:`write_comparison` (``compare.md``)
 - :mod:`.study2d`: the 2D prompt-mode study's table (:func:`study_table`, its

@@ -4,8 +4,10 @@ Sections: the run (from ``manifest.json``, else from the table), the overall
 median (median of task medians and pooled median, both labelled), the
 per-task table (DSC and NSD as median [q25, q75], mean, n, failures), the
 same split by each case attribute with a few values (e.g. SUN-SEG
-difficulty), the box plots, failed cases with their errors and the worst
-cases with their per-slice DSC along z or t.
+difficulty), for a ``corrections`` run the effort section (NoC per task and
+the DSC-vs-interactions curves, :mod:`.effort_section`), the box plots,
+failed cases with their errors and the worst cases with their per-slice DSC
+along z or t.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import pandas as pd
 from ..aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
 from . import markup as mk
+from .effort_section import effort_blocks
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
 from .stats import (DEFAULT_METRICS, METRIC_LABELS, failed_cases, overall_summary, slice_dice_summary,
@@ -162,6 +165,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         header, rows = task_rows(split, ["task", attribute], metrics)
         blocks += [mk.heading(f"Per task and {attribute}", 3),
                    mk.table(header, rows, numeric=[False, False] + [True] * (len(header) - 2))]
+    blocks += effort_blocks(table, figures, FIGURES)  # corrections runs only
     blocks.append(mk.heading("Figures"))
     for metric in metrics:
         if table[metric].notna().any():

@@ -17,6 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
 
 DPI = 120
@@ -143,4 +144,33 @@ def plot_paired_differences(pairs: pd.DataFrame, comparison: pd.DataFrame, path:
     level = int(round(100 * comparison.attrs.get("confidence", 0.95)))
     axes.set_title(f"Paired {label} difference per task\nred: median and {level}% bootstrap CI", fontsize=10)
     axes.grid(axis="y", alpha=0.3)
+    return save_figure(figure, path)
+
+
+def plot_dsc_vs_interactions(curves: dict[str, np.ndarray], path: str | Path) -> Path:
+    """DSC after 0..K interactions per task, as the DSC-vs-clicks curves of RITM / SimpleClick.
+
+    ``curves``: task -> (cases, K + 1) DSC array (:func:`napari_medsam_eval.effort.curves_by_task`).
+    Per task: the median (solid, with markers), the IQR as a band and the mean (dashed), one colour.
+    """
+    figure = _new_figure(6.0, 4.0)
+    axes = figure.add_subplot()
+    colors = [f"C{i % 10}" for i in range(len(curves))]
+    steps = 0
+    for (task, values), color in zip(sorted(curves.items(), key=lambda item: natural_key(item[0])), colors):
+        summary = curve_summary(values)
+        x = summary["interactions"].to_numpy()
+        steps = max(steps, int(x[-1]) if x.size else 0)
+        axes.fill_between(x, summary["q25"], summary["q75"], color=color, alpha=0.2, linewidth=0)
+        axes.plot(x, summary["median"], marker="o", markersize=3, linewidth=1.5, color=color,
+                  label=f"{task} (n={values.shape[0]})")
+        axes.plot(x, summary["mean"], linestyle="--", linewidth=1, color=color)
+    axes.set_xlim(-0.2, steps + 0.2)
+    axes.set_xticks(np.arange(steps + 1))
+    axes.set_ylim(-0.02, 1.02)
+    axes.set_xlabel("interactions (0 = first prompt and its propagation)")
+    axes.set_ylabel("DSC")
+    axes.grid(alpha=0.3)
+    axes.legend(loc="lower right", fontsize=8)
+    axes.set_title("DSC vs interactions: median (band: IQR; dashed: mean)", fontsize=10)
     return save_figure(figure, path)

@@ -1,0 +1,201 @@
+"""One target prompted on several slices or frames (anchors), corrected and propagated again.
+
+A clinician looks at a propagated result, corrects the slice where it went wrong and
+propagates again. :class:`AnchoredSegmentation` holds every prompt given so far, each tied
+to its slice (an *anchor*), and the current mask:
+
+* :meth:`~AnchoredSegmentation.propagate` starts over from one prompt (it becomes the only
+  anchor) and propagates as :func:`~.by_kind.segment_by_kind` does;
+* :meth:`~AnchoredSegmentation.correct` adds a prompt on slice ``k``: on top of that slice's
+  anchor if it has one (:func:`merge_prompt`: a new box replaces the box, new points join
+  the points), else as a new anchor. Slice ``k`` is segmented again and the propagation runs
+  from ``k`` in both directions (videos: forward) **until the next anchor** or a stop rule;
+  the slices it segmented replace the old ones, so the other anchors' slices, everything
+  beyond them and everything past a stop rule are kept.
+* An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
+  slice ``k``; past the outermost anchor it also empties the rest of the stack on that side
+  (the object ends there).
+
+A model with its own memory (SAM2 / MedSAM2) gets all anchors at once: they are added to
+its state before it propagates (it takes prompts on several frames; an absent anchor is an
+empty mask prompt), and its whole result replaces the mask.
+
+Core module: no Qt, no napari. The Segment widget, ``medsam-eval segment`` and the
+``corrections`` protocol drive it.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+import numpy as np
+
+from ..models.base import SegmentationBackend
+from ..postprocess import LARGEST_COMPONENT
+from ..progress import SliceProgress
+from ..prompt import Prompt
+from .by_kind import PropagationResult, segment_by_kind
+from .walk import PropagationRecord
+
+#: prompt.info key of an anchor that says "the target is absent on this slice"
+ABSENT = "absent"
+
+
+def absent_prompt(target_label: int, slice_index: int, protocol: str = "manual") -> Prompt:
+    """An anchor saying the target is not on ``slice_index`` (the user erased it there)."""
+    return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={ABSENT: True})
+
+
+def is_absent(prompt: Prompt) -> bool:
+    return bool(prompt.info.get(ABSENT))
+
+
+def merge_prompt(old: Prompt | None, new: Prompt) -> Prompt:
+    """The anchor after ``new`` is given on a slice that holds ``old``.
+
+    A new box replaces the old box(es); new points are added to the old points; a mask
+    prompt or an absent prompt replaces everything; a box or points given after an absent
+    prompt start a new anchor.
+    """
+    if old is None or is_absent(new) or new.mask is not None or is_absent(old) or old.mask is not None:
+        return new
+    return dataclasses.replace(
+        old,
+        boxes=list(new.boxes) if new.boxes else list(old.boxes),
+        points=list(old.points) + list(new.points),
+        point_labels=list(old.point_labels) + list(new.point_labels),
+        protocol=new.protocol,
+        info={**old.info, **new.info},
+    )
+
+
+@dataclass
+class AnchoredSegmentation:
+    """One target of one prepared image (``kind`` ``volume`` or ``video``), its anchors and mask."""
+
+    backend: SegmentationBackend
+    image: np.ndarray
+    kind: str
+    rules: Any = None
+    case_id: Hashable = None
+    anchors: dict[int, Prompt] = field(default_factory=dict)
+    mask: np.ndarray | None = None
+    #: what the last propagation did (where it stopped), for a status line
+    last: PropagationResult | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("volume", "video"):
+            raise ValueError(f"anchors are slices of a volume or frames of a video, not of a {self.kind!r}")
+        self.image = np.asarray(self.image)
+
+    @property
+    def n_slices(self) -> int:
+        return int(self.image.shape[0])
+
+    def anchor_list(self) -> list[Prompt]:
+        """The anchors in slice order."""
+        return [self.anchors[k] for k in sorted(self.anchors)]
+
+    # ------------------------------------------------------------------ prompting
+    def propagate(self, prompt: Prompt, progress: SliceProgress | None = None) -> PropagationResult:
+        """Start over: ``prompt`` becomes the only anchor and is propagated through the stack."""
+        k = self._slice_of(prompt)
+        if is_absent(prompt):
+            raise ValueError("the first prompt of a segmentation cannot say the target is absent")
+        self.anchors = {k: prompt}
+        result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(prompt),
+                                 progress=progress, case_id=self.case_id, rules=self.rules)
+        self.mask = np.asarray(result.mask, dtype=bool).copy()
+        self.last = result
+        return result
+
+    def correct(self, prompt: Prompt, progress: SliceProgress | None = None) -> PropagationResult:
+        """Add ``prompt`` on its slice (merged with that slice's anchor) and propagate again
+        from there up to the neighbouring anchors (module doc)."""
+        if self.mask is None:
+            return self.propagate(prompt, progress)
+        k = self._slice_of(prompt)
+        anchor = merge_prompt(self.anchors.get(k), prompt)
+        self.anchors[k] = anchor
+        if getattr(self.backend, "propagates_natively", False):
+            return self._native(progress)
+        lo, hi = self._free_range(k)
+        if is_absent(anchor):
+            self._erase(k, lo, hi)
+            self.last = PropagationResult(self.mask.copy(), anchor, done=1, total=1, record=PropagationRecord())
+            return self.last
+        limits = {"z_limits": (lo, hi)} if self.kind == "volume" else {"end_frame": hi}
+        result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(anchor), progress=progress,
+                                 case_id=self.case_id, rules=self.rules, **limits)
+        if not result.cancelled:
+            kept_lo, kept_hi = _kept_range(result.record, k, lo, hi)
+            self.mask[kept_lo : kept_hi + 1] = np.asarray(result.mask, dtype=bool)[kept_lo : kept_hi + 1]
+        self.last = result
+        return dataclasses.replace(result, mask=self.mask.copy())
+
+    # ------------------------------------------------------------------ helpers
+    def _slice_of(self, prompt: Prompt) -> int:
+        if prompt.slice_index is None:
+            raise ValueError("an anchor needs the slice (or frame) it was given on: slice_index is None")
+        k = int(prompt.slice_index)
+        if not 0 <= k < self.n_slices:
+            raise ValueError(f"slice {k} is outside the stack of {self.n_slices} slices (0..{self.n_slices - 1})")
+        return k
+
+    def _free_range(self, k: int) -> tuple[int, int]:
+        """The slices a correction on ``k`` may change: between the neighbouring anchors (exclusive);
+        videos only forward from ``k``."""
+        below = [a for a in self.anchors if a < k]
+        above = [a for a in self.anchors if a > k]
+        lo = k if self.kind == "video" else (max(below) + 1 if below else 0)
+        hi = min(above) - 1 if above else self.n_slices - 1
+        return lo, hi
+
+    def _erase(self, k: int, lo: int, hi: int) -> None:
+        """Absent on ``k``: empty it, and the rest of its side past the outermost present anchor."""
+        present = [a for a, p in self.anchors.items() if not is_absent(p)]
+        self.mask[k] = False
+        if self.kind == "video" or all(a < k for a in present):
+            self.mask[k : hi + 1] = False
+        elif all(a > k for a in present):
+            self.mask[lo : k + 1] = False
+
+    def _native(self, progress: SliceProgress | None) -> PropagationResult:
+        """A model with memory: every anchor in its state, then its own propagation of the whole stack."""
+        anchors = [_native_prompt(p, self.image.shape[1:3]) for p in self.anchor_list()]
+        present = [p for p in anchors if not is_absent(p)]
+        if not present:
+            raise ValueError("every anchor says the target is absent: nothing to propagate")
+        first, others = present[0], [p for p in anchors if p is not present[0]]
+        frames = self.backend.propagate(self.image, first, reverse=self.kind == "volume", progress=progress,
+                                        anchors=others)
+        self.mask = np.asarray(frames, dtype=bool).copy()
+        self.last = PropagationResult(self.mask.copy(), first, record=PropagationRecord())
+        return self.last
+
+
+def _kept_range(record: PropagationRecord, k: int, lo: int, hi: int) -> tuple[int, int]:
+    """The slices a correction's walk segmented: from where it stopped going down to where it
+    stopped going up (``last`` of each direction). Slices past a stop keep what they had."""
+    kept_lo = kept_hi = k
+    for stop in record.stops:
+        if stop.direction == "down":
+            kept_lo = min(kept_lo, stop.last)
+        else:  # up / forward
+            kept_hi = max(kept_hi, stop.last)
+    return max(lo, kept_lo), min(hi, kept_hi)
+
+
+def _no_component_step(prompt: Prompt) -> Prompt:
+    """Anchors may hold parts the largest-component step would drop: it is not applied to them."""
+    if not prompt.info.get(LARGEST_COMPONENT):
+        return prompt
+    return dataclasses.replace(prompt, info={**prompt.info, LARGEST_COMPONENT: False})
+
+
+def _native_prompt(prompt: Prompt, shape_hw: tuple[int, ...]) -> Prompt:
+    """An absent anchor as a model with memory takes it: an empty mask prompt on that frame."""
+    if not is_absent(prompt):
+        return prompt
+    return dataclasses.replace(prompt, mask=np.zeros(tuple(int(v) for v in shape_hw), dtype=bool))

@@ -1,0 +1,145 @@
+"""A simulated user who corrects a propagated volume or video: the ``corrections`` protocol.
+
+The first prompt is the ``medsam2`` box on the key slice (middle of the target; videos:
+the first frame holding it), propagated. Then, up to ``interactions`` times (K, default 5):
+
+1. **where**: the slice / frame with the largest error, false positives plus false
+   negatives; ties go to the lowest index. Videos: only frames from the prompted one on (the
+   ones the protocol segments). No error anywhere: the run is done (the curve is carried
+   forward).
+2. **what**, by the documented rule:
+   * a model that takes points (SAM, MedSAM2/SAM2): one click at the interior point of the
+     largest error region of that slice (8-connected; the pixel farthest from the region's
+     border, :func:`~.geometry.interior_point`), positive in a missed region, negative in a
+     false one (the RITM / SimpleClick convention, also the 2D iterative protocol's). It is
+     added on top of that slice's anchor; a slice without one starts from the box of its
+     current prediction (when it has one), so the click refines what the user sees.
+   * a box-only model, or one trained on boxes only (LiteMedSAM, whose ``box_trained`` says
+     so): the ground truth's tight box on that slice; where the
+     ground truth is empty there, an *absent* anchor (the user erases the slice: the object
+     ends here). Slices that already hold an anchor are not chosen again for such a model
+     (a second box there would be the same box).
+3. the correction is an anchor (:mod:`napari_medsam_eval.propagation.anchors`): that slice is
+   segmented again and propagated to the neighbouring anchors.
+
+After each interaction the DSC and NSD of the whole case are recorded (``dice_after``,
+``nsd_after``); NoC@80/85/90 follow (:mod:`napari_medsam_eval.effort`). The click's ties are
+broken by a draw from one RNG seeded with ``seed`` per target.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Hashable, Iterable
+
+import numpy as np
+
+from ..models.base import SegmentationBackend
+from ..prompt import Prompt
+from .geometry import DT_BACKENDS, interior_point, tight_box
+from .medsam2 import MedSAM2Protocol
+
+#: a step's scores: {"dice": ..., "nsd": ...} of the whole case's prediction
+Scorer = Callable[[np.ndarray], dict[str, float]]
+
+
+@dataclass
+class CorrectionsProtocol(MedSAM2Protocol):
+    """The ``medsam2`` first prompt, then up to ``interactions`` simulated corrections.
+
+    Source: the simulated-user protocols of interactive segmentation (RITM, Sofiiuk et al.
+    2022; SimpleClick, Liu et al. 2023; SAM-Med3D's click counts), applied to propagated
+    volumes and videos: largest-error slice, click at the interior point of its largest
+    error region, or the slice's ground-truth box for a box-only model (module doc).
+
+    Options as :class:`MedSAM2Protocol` (the first prompt), plus ``interactions`` (K, >= 0,
+    default 5). ``largest_component`` defaults to False here: corrections may add parts.
+    """
+
+    name: ClassVar[str] = "corrections"
+    kinds: ClassVar[tuple[str, ...]] = ("volume", "video")
+
+    largest_component: bool = False
+    interactions: int = 5
+    dt_backend: str = "opencv-c"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if isinstance(self.interactions, bool) or int(self.interactions) != self.interactions or self.interactions < 0:
+            raise ValueError(f"{self.name}: interactions must be a whole number >= 0, got {self.interactions!r}")
+        self.interactions = int(self.interactions)
+        if self.dt_backend not in DT_BACKENDS:
+            raise ValueError(f"{self.name}: dt_backend must be one of {DT_BACKENDS}, got {self.dt_backend!r}")
+
+
+def worst_slice(prediction: np.ndarray, truth: np.ndarray, start: int = 0, skip: Iterable[int] = ()) -> int | None:
+    """The slice from ``start`` on with the most false positives plus false negatives (the
+    lowest index on a tie), ``skip`` left out; None when there is no error there."""
+    errors = (np.asarray(prediction, bool) != np.asarray(truth, bool)).reshape(len(truth), -1).sum(axis=1)
+    errors[:start] = 0
+    errors[list(skip)] = 0
+    if not errors.any():
+        return None
+    return int(np.argmax(errors))
+
+
+def corrects_with_boxes(backend: SegmentationBackend) -> bool:
+    """Whether a simulated user corrects ``backend`` with boxes: it takes no points, or was
+    trained on boxes only (LiteMedSAM, ``box_trained``)."""
+    return "points" not in backend.accepts or bool(getattr(backend, "box_trained", False))
+
+
+def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bool, target_label: int,
+               anchor: Prompt | None = None, rng: np.random.Generator | None = None,
+               dt_backend: str = "opencv-c") -> Prompt:
+    """The simulated user's correction on slice ``k`` (module doc, step 2)."""
+    from ..propagation.anchors import absent_prompt
+
+    pred_k, gt_k = np.asarray(prediction[k], bool), np.asarray(truth[k], bool)
+    if with_boxes:
+        box = tight_box(gt_k)
+        if box is None:
+            return absent_prompt(target_label, k, protocol=CorrectionsProtocol.name)
+        return Prompt(target_label, slice_index=k, boxes=[box], protocol=CorrectionsProtocol.name,
+                      info={"correction": "box"})
+    region = largest_region(pred_k != gt_k)
+    x, y, _ties = interior_point(region, rng, dt_backend)  # type: ignore[misc] - the region is not empty
+    label = int(gt_k[y, x])
+    click = Prompt(target_label, slice_index=k, points=[(x, y)], point_labels=[label],
+                   protocol=CorrectionsProtocol.name, info={"correction": "click"})
+    if anchor is None and pred_k.any():
+        click.boxes = [tight_box(pred_k)]  # the click refines what the user sees on that slice
+    return click
+
+
+def largest_region(error: np.ndarray) -> np.ndarray:
+    """The largest 8-connected region of a 2D error mask (the first in raster order on a tie)."""
+    from ..postprocess import largest_component
+
+    return largest_component(error)
+
+
+def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, truth: np.ndarray,
+                    first: Prompt, protocol: CorrectionsProtocol, score: Scorer, *, rules: Any = None,
+                    case_id: Hashable = None) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
+    """The simulated user on one target: the final mask, the scores after 0..K interactions
+    and the anchors in slice order."""
+    from ..propagation.anchors import AnchoredSegmentation
+
+    truth = np.asarray(truth, bool)
+    session = AnchoredSegmentation(backend, image, kind, rules=rules, case_id=case_id)
+    session.propagate(first)
+    scores = [score(session.mask)]
+    start = int(first.slice_index) if kind == "video" else 0
+    rng = np.random.default_rng(protocol.seed)
+    with_boxes = corrects_with_boxes(backend)
+    for _ in range(protocol.interactions):
+        # a box-corrected model has had the best box a user can draw on an anchored slice: look elsewhere
+        k = worst_slice(session.mask, truth, start, skip=session.anchors if with_boxes else ())
+        if k is None:
+            scores.append(scores[-1])
+            continue
+        fix = correction(session.mask, truth, k, with_boxes, int(first.target_label), session.anchors.get(k),
+                         rng, protocol.dt_backend)
+        session.correct(fix)
+        scores.append(score(session.mask))
+    return session.mask, scores, session.anchor_list()

@@ -1,0 +1,65 @@
+"""The report's "Effort (corrections)" section: NoC per task and the DSC-vs-interactions figure.
+
+Only a run whose table holds DSC curves (the ``corrections`` protocol's
+``dice_after``) gets it; :func:`effort_blocks` returns nothing otherwise, so
+the report of any other run is unchanged. The numbers come from
+:mod:`napari_medsam_eval.effort`, which the Benchmark widget reads too.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ..effort import NOC_COLUMNS, NOC_THRESHOLDS, curves_by_task, effort_table, format_noc
+from . import markup as mk
+from .figures import plot_dsc_vs_interactions
+
+#: the figure's file name, under the report's ``figures/``
+EFFORT_FIGURE = "dsc_vs_interactions.png"
+
+
+def effort_header() -> list[str]:
+    """Columns of the NoC table: task, n, K, median DSC after 0 and after K, then per threshold NoC and reach."""
+    header = ["task", "n", "K", "median DSC after 0", "median DSC after K"]
+    for threshold in NOC_THRESHOLDS:
+        header += [f"median NoC@{threshold:.2f}", f"reached {threshold:.2f} (% of cases)"]
+    return header
+
+
+def effort_rows(effort: pd.DataFrame) -> list[list]:
+    """One line per task of :func:`~napari_medsam_eval.effort.effort_table`, NoC as people read it."""
+    rows = []
+    for _, row in effort.iterrows():
+        k = int(row["interactions"])
+        # effort_table names the last step's column by its K ("dice_5"), which may differ between tasks
+        cells: list = [row["task"], int(row["n"]), k, float(row["dice_0"]), float(row[f"dice_{k}"])]
+        for name in NOC_COLUMNS:
+            cells += [format_noc(float(row[f"median_{name}"]), k), f"{100 * float(row[f'reached_{name}']):.1f} %"]
+        rows.append(cells)
+    return rows
+
+
+def effort_blocks(table: pd.DataFrame, figures: Path, prefix: str) -> list[tuple]:
+    """The section's blocks (empty without curves); writes the figure to ``figures``, or removes a stale one.
+
+    ``prefix`` is the figures folder as the report links it (``"figures"``).
+    """
+    curves = curves_by_task(table)
+    if not curves:
+        (figures / EFFORT_FIGURE).unlink(missing_ok=True)  # from an earlier report of other rows
+        return []
+    header = effort_header()
+    plot_dsc_vs_interactions(curves, figures / EFFORT_FIGURE)
+    thresholds = ", ".join(f"{t:.2f}" for t in NOC_THRESHOLDS)
+    return [
+        mk.heading("Effort (corrections)"),
+        mk.paragraph(f"DSC after each simulated correction, and NoC: the number of interactions until the DSC "
+                     f"reaches {thresholds} (0 = the first prompt and its propagation already does)."),
+        mk.table(header, effort_rows(effort_table(table)), numeric=[False] + [True] * (len(header) - 1)),
+        mk.paragraph("NoC counts K + 1 when a case never reaches the threshold within K interactions, so a median "
+                     "above K reads '> K (not reached)'; 'reached' is the share of cases reaching it within K. "
+                     "Failed cases are left out.", note=True),
+        mk.paragraph("Median DSC per number of interactions (band: q25-q75 over cases; dashed: mean)"),
+        mk.image(f"{prefix}/{EFFORT_FIGURE}", "DSC vs interactions per task"),
+    ]
