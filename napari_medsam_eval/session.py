@@ -12,6 +12,7 @@ benchmark uses::
     slice_mask = session.segment_slice(prompt).mask           # one slice, (H, W)
     result = session.propagate(prompt)                        # whole volume/video, PropagationResult
     result = yield from session.iter_propagate(prompt)        # the same, yielding (done, total)
+    result = session.correct(fix)                             # a prompt on a wrong slice, propagated again
 
 Intensities are prepared once per image with
 :func:`napari_medsam_eval.intensity.prepare_image` (uint8 passes through
@@ -37,6 +38,13 @@ result - and emits :attr:`~Session.backend_changed`,
 the change: the long calls run in workers and emit nothing; a GUI hands
 their results to :meth:`Session.publish_slice` / :meth:`Session.publish` on
 its own thread, where the handlers may change layers.
+
+Corrections: a propagation of a volume or video starts an
+:class:`~napari_medsam_eval.propagation.anchors.AnchoredSegmentation` whose only
+anchor is its prompt; :meth:`Session.correct` / :meth:`Session.iter_correct` add a
+prompt on a wrong slice to it (that slice is segmented again and propagated up to the
+neighbouring anchors) and :meth:`Session.anchors` lists the anchors. It is dropped when
+the image or the backend changes; a correction of another target label starts over.
 """
 from __future__ import annotations
 
@@ -49,11 +57,13 @@ import numpy as np
 from psygnal import Signal
 
 from .case import infer_kind
+from .errors import Cancelled
 from .intensity import prepare_image
 from .models.base import SegmentationBackend, SegmentResult
 from .progress import SliceProgress, iterate_progress
 from .prompt import Prompt, check_prompt_in_image
-from .propagation import DEFAULT_MARGIN, PropagationResult, segment_by_kind
+from .propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
+from .propagation.anchors import AnchoredSegmentation
 
 
 class NoModelError(RuntimeError):
@@ -103,6 +113,8 @@ class Session:
     _base_id: str = field(default="image", repr=False)
     _generation: int = field(default=0, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: the current target's anchors and mask (volumes/videos), see :meth:`correct`
+    _anchored: AnchoredSegmentation | None = field(default=None, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # -- model and image ----------------------------------------------------
@@ -122,6 +134,7 @@ class Session:
     def set_backend(self, backend: SegmentationBackend | None, spec: Hashable = None) -> None:
         """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
         self.backend, self.backend_spec = backend, spec
+        self._anchored = None
         self.backend_changed.emit(backend)
 
     def has_backend(self, spec: Hashable) -> bool:
@@ -165,6 +178,7 @@ class Session:
         prepared = prepare_image(image, kind, modality, window)
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
+        self._anchored = None
         self._generation += 1
         # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
         # answer a new image from an old one's cache entry
@@ -305,25 +319,92 @@ class Session:
         ``cancel`` (a :class:`threading.Event`, by default a new one that
         :meth:`cancel` sets) or ``progress`` returning False stops the run after
         its current slice: the result then holds the partial mask and
-        ``cancelled``.
+        ``cancelled``. A complete run of a volume or video starts a new anchored
+        segmentation (:meth:`correct`) whose only anchor is ``prompt``.
         """
         self._need_image()
         backend = self._need_backend()
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
-
-        def callback(done: int, total: int) -> bool:
-            if progress is not None and progress(done, total) is False:
-                return False
-            return not token.is_set()
-
+        callback = _stopping(progress, token)
         margin = self.margin if margin is None else int(margin)
         with self._lock:  # one model call at a time, even when a cancelled run is ending its slice
             if token.is_set():
                 empty = np.zeros(self.volume.shape[:2] if self.kind == "image" else self.volume.shape[:3], dtype=bool)
                 return PropagationResult(empty, prompt, cancelled=True)
-            return segment_by_kind(backend, self.volume, self.kind, prompt, margin=margin, progress=callback,
-                                   case_id=self.image_id, **options)
+            result = segment_by_kind(backend, self.volume, self.kind, prompt, margin=margin, progress=callback,
+                                     case_id=self.image_id, **options)
+            if not result.cancelled:  # a cancelled run changes no layer: the anchors that match them stay
+                self._start_anchors(backend, prompt, result, margin, options)
+            return result
+
+    def _start_anchors(self, backend: SegmentationBackend, prompt: Prompt, result: PropagationResult,
+                       margin: int, options: dict[str, Any]) -> None:
+        """A new anchored segmentation of ``result``: ``prompt`` its only anchor, ``result.mask`` its mask.
+
+        Seeded with the result rather than running ``AnchoredSegmentation.propagate``, so that a
+        propagation is exactly what it was (that one skips the prompt's largest-component step);
+        its rules are the ones this run resolved, so corrections propagate with the same margin.
+        """
+        self._anchored = None
+        if (self.kind not in ("volume", "video") or prompt.slice_index is None
+                or options.get("how", "propagate") != "propagate"):
+            return
+        rules = resolve_rules(self.kind, options.get("rules"), margin=margin,
+                              stop_when_empty=options.get("stop_when_empty"), min_iou=options.get("min_iou"))
+        self._anchored = AnchoredSegmentation(backend, self.volume, self.kind, rules=rules, case_id=self.image_id,
+                                              anchors={int(prompt.slice_index): prompt},
+                                              mask=np.asarray(result.mask, dtype=bool).copy(), last=result)
+
+    def _current_anchors(self, target_label: int | None = None) -> AnchoredSegmentation | None:
+        """The kept anchored segmentation when it belongs to this backend, image (and ``target_label``)."""
+        anchored = self._anchored
+        if anchored is None or anchored.backend is not self.backend or anchored.case_id != self.image_id:
+            return None
+        if target_label is not None and any(p.target_label != int(target_label) for p in anchored.anchors.values()):
+            return None
+        return anchored
+
+    def anchors(self) -> list[Prompt]:
+        """The prompts of the current anchored segmentation in slice order (empty when there is none).
+
+        Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
+        anchored = self._current_anchors()
+        anchors = {} if anchored is None else dict(anchored.anchors)
+        return [anchors[k] for k in sorted(anchors)]
+
+    def drop_anchors(self) -> None:
+        """Forget the anchored segmentation (a GUI whose image choice changed); the next correction propagates."""
+        self._anchored = None
+
+    def correct(
+        self,
+        prompt: Prompt,
+        *,
+        progress: SliceProgress | None = None,
+        cancel: threading.Event | None = None,
+        **options: Any,
+    ) -> PropagationResult:
+        """Add ``prompt`` on its slice to the current anchored segmentation and propagate from there.
+
+        :meth:`AnchoredSegmentation.correct <napari_medsam_eval.propagation.anchors.AnchoredSegmentation.correct>`:
+        the returned result's ``mask`` is the whole updated mask. Without an anchored
+        segmentation of this image, backend and target label (or on a 2D image) this is
+        :meth:`propagate` (``options`` go to it). ``cancel`` / ``progress`` as in
+        :meth:`propagate`; a cancelled correction changes neither the mask nor the anchors
+        (the result then holds the kept mask and ``cancelled``).
+        """
+        self._need_image()
+        self._need_backend()
+        token = cancel if cancel is not None else threading.Event()
+        self._cancel = token
+        with self._lock:
+            anchored = self._current_anchors(prompt.target_label)
+            if anchored is None or anchored.mask is None:
+                return self.propagate(prompt, progress=progress, cancel=token, **options)
+            if token.is_set():
+                return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
+            return _correct_or_restore(anchored, prompt, _stopping(progress, token))
 
     def iter_propagate(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
@@ -344,6 +425,16 @@ class Session:
         self._cancel = token
         return (yield from iterate_progress(
             lambda progress: self.propagate(prompt, progress=progress, cancel=token, **kwargs),
+            token, name="medsam-eval-propagation"))
+
+    def iter_correct(
+        self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
+    ) -> Generator[tuple[int, int], None, PropagationResult]:
+        """:meth:`correct` as a generator, as :meth:`iter_propagate` is :meth:`propagate`'s."""
+        token = cancel if cancel is not None else threading.Event()
+        self._cancel = token
+        return (yield from iterate_progress(
+            lambda progress: self.correct(prompt, progress=progress, cancel=token, **kwargs),
             token, name="medsam-eval-propagation"))
 
     # -- results (on the GUI's thread) -------------------------------------------
@@ -370,6 +461,35 @@ class Session:
             self.set_image(image, **kwargs)
         if self.volume is None:
             raise NoImageError("no image set: choose an image first")
+
+
+def _stopping(progress: SliceProgress | None, token: threading.Event) -> SliceProgress:
+    """A progress callback that passes ``progress`` on and answers False (stop) once ``token`` is set."""
+
+    def callback(done: int, total: int) -> bool:
+        if progress is not None and progress(done, total) is False:
+            return False
+        return not token.is_set()
+    return callback
+
+
+def _correct_or_restore(anchored: AnchoredSegmentation, prompt: Prompt, progress: SliceProgress) -> PropagationResult:
+    """``anchored.correct(prompt)``; its anchors as they were when the run is cancelled or fails.
+
+    ``AnchoredSegmentation.correct`` keeps its mask on a cancelled run but has already
+    stored the new anchor, and a model with memory raises :class:`Cancelled` from it.
+    """
+    anchors, last = dict(anchored.anchors), anchored.last
+    try:
+        result = anchored.correct(prompt, progress)
+    except Cancelled as stop:
+        result = PropagationResult(anchored.mask.copy(), prompt, cancelled=True, done=stop.done, total=stop.total)
+    except BaseException:
+        anchored.anchors, anchored.last = anchors, last
+        raise
+    if result.cancelled:
+        anchored.anchors, anchored.last = anchors, last
+    return result
 
 
 def same_geometry(a: Prompt, b: Prompt) -> bool:

@@ -222,3 +222,20 @@ def test_corrections_on_a_colonoscopy_video(shared_data: Path, tmp_path: Path):
     assert row["status"] == "ok" and len(curve) == 3
     anchors = json.loads(row["prompt"])
     assert all(a["slice_index"] >= anchors[0]["slice_index"] for a in anchors)  # frames after the prompted one
+
+
+def test_medsam2_takes_every_anchor_into_its_memory():
+    """The SAM2/MedSAM2 path (seeded random weights: the code path, not the masks): a correction
+    re-runs its propagation with both prompts in the state, forward from the first prompted
+    frame and backward from the last."""
+    pytest.importorskip("sam2")
+    from napari_medsam_eval.models.sam2_backend import build_medsam2
+
+    backend = build_medsam2(random_init=True, device="cpu")
+    volume = np.random.default_rng(0).integers(0, 255, (5, 48, 48), dtype=np.uint8)
+    session = AnchoredSegmentation(backend, volume, "volume")
+    session.propagate(Prompt(1, slice_index=1, boxes=[(10, 10, 30, 30)]))
+    assert backend.last_run["forward_frames"] == [1, 2, 3, 4] and backend.last_run["reverse_frames"] == [1, 0]
+    result = session.correct(Prompt(1, slice_index=3, points=[(20, 20)], point_labels=[0]))
+    assert backend.last_run["forward_frames"] == [1, 2, 3, 4] and backend.last_run["reverse_frames"] == [3, 2, 1, 0]
+    assert result.mask.shape == volume.shape and [p.slice_index for p in session.anchor_list()] == [1, 3]

@@ -6,7 +6,7 @@ built, slices are segmented and volumes propagated in napari thread workers
 (:class:`._worker.WorkerRunner`); their results go to the session on the GUI
 thread, and the layers change in the handlers of the session's events
 (``backend_changed``, ``prompt_changed``, ``slice_ready``, ``result_ready``).
-Errors become napari notifications.
+Errors become napari notifications. *Correct slice* and the anchor list: :mod:`._anchors`.
 """
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from ..propagation import PropagationResult
 from ..protocols import PROTOCOLS
 from ..session import Session
 from . import _layers, _prompt_layers
+from ._anchors import correction_controls, start_propagation
 from ._result_layers import write_prediction
 from ._worker import WorkerRunner
 
@@ -66,14 +67,15 @@ class SegmentWidget(Container):
         self.margin = SpinBox(label="propagation margin", min=0, max=100, value=self.session.margin)
         self.segment_button = PushButton(text="Segment slice")
         self.propagate_button = PushButton(text="Propagate")
+        self.correct_button, self.anchor_list = correction_controls(self)
         self.cancel_button = PushButton(text="Cancel", enabled=False)
         self.status = Label(label="status", value="no model loaded")
         self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.gt_layer,
                      self.target_label, self.box_layer, self.point_layer, self.new_prompt_layers_button, self.protocol,
                      self.prompt_slice, self.mode, self.gt_prompt_button, self.margin, self.segment_button,
-                     self.propagate_button, self.cancel_button, self.status])
+                     self.propagate_button, self.correct_button, self.anchor_list, self.cancel_button, self.status])
         self.runner = WorkerRunner(self.status, [self.load_button, self.gt_prompt_button, self.segment_button,
-                                                 self.propagate_button], self.cancel_button)
+                                                 self.propagate_button, self.correct_button], self.cancel_button)
 
         self.load_button.changed.connect(lambda: self.load_model())
         for button, action in ((self.new_prompt_layers_button, self.new_prompt_layers), (self.cancel_button, self.cancel),
@@ -194,16 +196,20 @@ class SegmentWidget(Container):
         return self._run(propagate=False)
 
     def propagate(self) -> Any:
-        """Propagate the prompt through the volume/video in a generator worker with progress and Cancel."""
+        """Propagate the prompt (the only anchor then) in a generator worker with progress and Cancel."""
         return self._run(propagate=True)
 
-    def _run(self, propagate: bool) -> Any:
-        """Start segmenting the current prompt (loading the chosen model first when needed); the worker or None."""
+    def correct_slice(self) -> Any:
+        """Add the prompt drawn on the current slice as an anchor and propagate from it (as Propagate)."""
+        return self._run(propagate=True, correct=True)
+
+    def _run(self, propagate: bool, correct: bool = False) -> Any:
+        """Start a job on the prompt (a correction's: on the slice on screen), model loaded first; worker or None."""
         if self.busy:
             return None
         try:
-            data, kwargs = _layers.image_args(self._image())
-            prompt = self.current_prompt()
+            data, kwargs = _layers.image_args(image := self._image())
+            prompt = self.current_prompt(_layers.current_index(self.viewer, image) if correct else None)
         except ValueError as exc:
             return self.runner.error(str(exc))
         self.session.use_image(data, **kwargs)  # prepared in the worker
@@ -211,10 +217,7 @@ class SegmentWidget(Container):
             return self._with_model(lambda: self.runner.start(
                 self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index} ...",
                 returned=lambda result: self.session.publish_slice(prompt, result.mask)))
-        return self._with_model(lambda: self.runner.start(
-            self.session.iter_propagate, prompt, margin=int(self.margin.value), cancellable=True,
-            text="propagating ...", progress=f"propagating label {prompt.target_label}", returned=self.session.publish,
-            steps=lambda done, total: f"propagating: {done}/{total}", total=self.session.n_slices))
+        return self._with_model(lambda: start_propagation(self, prompt, correct))
 
     def _with_model(self, then: Callable[[], Any]) -> Any:
         """Call ``then`` now if the chosen model is loaded, else after loading it off-thread."""

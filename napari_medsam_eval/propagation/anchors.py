@@ -12,6 +12,9 @@ to its slice (an *anchor*), and the current mask:
   from ``k`` in both directions (videos: forward) **until the next anchor** or a stop rule;
   the slices it segmented replace the old ones, so the other anchors' slices, everything
   beyond them and everything past a stop rule are kept.
+A cancelled propagation or correction changes nothing: the anchors and the mask stay as
+they were.
+
 * An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
   slice ``k``; past the outermost anchor it also empties the rest of the stack on that side
   (the object ends there).
@@ -31,6 +34,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
+from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..postprocess import LARGEST_COMPONENT
 from ..progress import SliceProgress
@@ -103,11 +107,12 @@ class AnchoredSegmentation:
         k = self._slice_of(prompt)
         if is_absent(prompt):
             raise ValueError("the first prompt of a segmentation cannot say the target is absent")
-        self.anchors = {k: prompt}
         result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(prompt),
                                  progress=progress, case_id=self.case_id, rules=self.rules)
-        self.mask = np.asarray(result.mask, dtype=bool).copy()
-        self.last = result
+        if not result.cancelled:  # a cancelled start keeps what was there
+            self.anchors = {k: prompt}
+            self.mask = np.asarray(result.mask, dtype=bool).copy()
+            self.last = result
         return result
 
     def correct(self, prompt: Prompt, progress: SliceProgress | None = None) -> PropagationResult:
@@ -116,8 +121,19 @@ class AnchoredSegmentation:
         if self.mask is None:
             return self.propagate(prompt, progress)
         k = self._slice_of(prompt)
+        before = dict(self.anchors)
         anchor = merge_prompt(self.anchors.get(k), prompt)
         self.anchors[k] = anchor
+        try:
+            result = self._correct(k, anchor, progress)
+        except BaseException:
+            self.anchors = before
+            raise
+        if result.cancelled:  # nothing changes: the anchor was not segmented
+            self.anchors = before
+        return result
+
+    def _correct(self, k: int, anchor: Prompt, progress: SliceProgress | None) -> PropagationResult:
         if getattr(self.backend, "propagates_natively", False):
             return self._native(progress)
         lo, hi = self._free_range(k)
@@ -128,9 +144,10 @@ class AnchoredSegmentation:
         limits = {"z_limits": (lo, hi)} if self.kind == "volume" else {"end_frame": hi}
         result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(anchor), progress=progress,
                                  case_id=self.case_id, rules=self.rules, **limits)
-        if not result.cancelled:
-            kept_lo, kept_hi = _kept_range(result.record, k, lo, hi)
-            self.mask[kept_lo : kept_hi + 1] = np.asarray(result.mask, dtype=bool)[kept_lo : kept_hi + 1]
+        if result.cancelled:
+            return dataclasses.replace(result, mask=self.mask.copy())
+        kept_lo, kept_hi = _kept_range(result.record, k, lo, hi)
+        self.mask[kept_lo : kept_hi + 1] = np.asarray(result.mask, dtype=bool)[kept_lo : kept_hi + 1]
         self.last = result
         return dataclasses.replace(result, mask=self.mask.copy())
 
@@ -168,8 +185,11 @@ class AnchoredSegmentation:
         if not present:
             raise ValueError("every anchor says the target is absent: nothing to propagate")
         first, others = present[0], [p for p in anchors if p is not present[0]]
-        frames = self.backend.propagate(self.image, first, reverse=self.kind == "volume", progress=progress,
-                                        anchors=others)
+        try:
+            frames = self.backend.propagate(self.image, first, reverse=self.kind == "volume", progress=progress,
+                                            anchors=others)
+        except Cancelled as stop:
+            return PropagationResult(self.mask.copy(), first, cancelled=True, done=stop.done, total=stop.total)
         self.mask = np.asarray(frames, dtype=bool).copy()
         self.last = PropagationResult(self.mask.copy(), first, record=PropagationRecord())
         return self.last
