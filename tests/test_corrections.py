@@ -65,16 +65,20 @@ def test_merge_prompt_replaces_the_box_and_adds_points():
     assert merge_prompt(absent_prompt(1, 3), old) is old
 
 
-def test_a_correction_changes_only_the_slices_between_its_neighbouring_anchors():
+def test_a_correction_changes_only_the_slices_nearer_to_it_than_to_another_anchor():
     label = _stack()
     session = AnchoredSegmentation(_InsideBox(label), np.zeros(label.shape, np.uint8), "volume", rules=OPEN_RULES)
     session.propagate(Prompt(1, slice_index=4, boxes=[(5, 5, 8, 8)]))  # a too small box: the oracle answers inside it
     first = session.mask.copy()
     assert first[4].sum() == 16 and first[7].sum() == 49  # the prompted slice as asked, the walk widens its boxes
     session.correct(Prompt(1, slice_index=6, boxes=[(5, 5, 11, 11)]))  # the full box on slice 6
-    assert np.array_equal(session.mask[:5], first[:5])  # the first anchor and below: kept
-    assert session.mask[6].sum() == 49 and session.mask[5:8].sum() == 3 * 49
-    assert [p.slice_index for p in session.anchor_list()] == [4, 6]
+    assert np.array_equal(session.mask[:6], first[:6])  # the first anchor, below it, and 5 (as near to 4 as to 6)
+    assert session.mask[6].sum() == 49 and session.mask[6:8].sum() == 2 * 49
+    after_six = session.mask.copy()
+    session.correct(Prompt(1, slice_index=2, boxes=[(5, 5, 11, 11)]))
+    assert np.array_equal(session.mask[4:], after_six[4:])  # 3 is as near to 2 as to 4: kept too
+    assert session.mask[1:3].sum() == 2 * 49 and np.array_equal(session.mask[3], first[3])
+    assert [p.slice_index for p in session.anchor_list()] == [2, 4, 6]
     session.correct(absent_prompt(1, 7))  # the object "ends" at 7 (past the outermost anchor)
     assert not session.mask[7:].any() and session.mask[6].sum() == 49
 

@@ -9,8 +9,9 @@ to its slice (an *anchor*), and the current mask:
 * :meth:`~AnchoredSegmentation.correct` adds a prompt on slice ``k``: on top of that slice's
   anchor if it has one (:func:`merge_prompt`: a new box replaces the box, new points join
   the points), else as a new anchor. Slice ``k`` is segmented again and the propagation runs
-  from ``k`` in both directions (videos: forward) **until the next anchor** or a stop rule;
-  the slices it segmented replace the old ones, so the other anchors' slices, everything
+  from ``k`` in both directions (videos: forward) **towards the next anchor**, up to the
+  slices nearer to that anchor than to ``k``, or to a stop rule; the slices it segmented
+  replace the old ones, so the other anchors' slices, the slices nearer to them, everything
   beyond them and everything past a stop rule are kept.
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
@@ -161,12 +162,17 @@ class AnchoredSegmentation:
         return k
 
     def _free_range(self, k: int) -> tuple[int, int]:
-        """The slices a correction on ``k`` may change: between the neighbouring anchors (exclusive);
-        videos only forward from ``k``."""
+        """The slices a correction on ``k`` may change: those nearer to ``k`` than to a neighbouring
+        anchor (a slice as near to both keeps what it had), to the end of the stack where there
+        is no anchor beyond; videos only forward from ``k``.
+
+        Each slice between two anchors thus comes from the nearer one: a propagated mask drifts
+        with every slice it is carried, so the nearer prompt is the better one.
+        """
         below = [a for a in self.anchors if a < k]
         above = [a for a in self.anchors if a > k]
-        lo = k if self.kind == "video" else (max(below) + 1 if below else 0)
-        hi = min(above) - 1 if above else self.n_slices - 1
+        lo = k if self.kind == "video" else ((max(below) + k) // 2 + 1 if below else 0)
+        hi = -(-(k + min(above)) // 2) - 1 if above else self.n_slices - 1
         return lo, hi
 
     def _erase(self, k: int, lo: int, hi: int) -> None:
