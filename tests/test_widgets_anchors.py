@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval._widgets import SegmentWidget
-from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._anchors import describe_anchor
 from napari_medsam_eval._widgets._layers import current_index, from_image_coords, go_to_index
 from napari_medsam_eval._widgets._prompt_layers import box_vertices
@@ -18,32 +17,12 @@ from napari_medsam_eval.metrics import compute_dice
 from napari_medsam_eval.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import absent_prompt, merge_prompt
 from napari_medsam_eval.protocols.geometry import tight_box
+from test_widgets_segment import _wait, backend, errors  # noqa: F401 - the same fixtures and wait
+
 
 pytestmark = pytest.mark.gui
 
 LESION = "CT_Lesion_000010_01_01_078-090.npz"
-TIMEOUT_MS = 600_000
-
-
-@pytest.fixture(scope="module")
-def backend():
-    from napari_medsam_eval.session import Session
-
-    return Session.build_backend("litemedsam", device="cpu")
-
-
-@pytest.fixture
-def errors(monkeypatch):
-    seen: list[str] = []
-    monkeypatch.setattr(worker_module, "show_error", seen.append)
-    return seen
-
-
-def _wait(qtbot, worker):
-    """Until ``worker`` has finished and its finished handlers have run (see test_widgets_segment)."""
-    from superqt.utils._qthreading import WorkerBase
-
-    qtbot.waitUntil(lambda: worker not in WorkerBase._worker_set, timeout=TIMEOUT_MS)
 
 
 def _lines(widget: SegmentWidget) -> list[str]:
