@@ -274,7 +274,10 @@ class Session:
                 self.prompt_changed.emit(prompt)
                 return prompt
         where = f" on slice {slice_index}" if slice_index is not None else ""
-        raise ValueError(f"label {target_label} is absent from the ground truth{where}: nothing to prompt")
+        region = label_map if slice_index is None or kind == "image" else label_map[int(slice_index)]
+        present = ", ".join(str(int(v)) for v in np.unique(region) if v > 0) or "none"
+        raise ValueError(f"label {target_label} is absent from the ground truth{where} (labels present: {present}): "
+                         "nothing to prompt")
 
     def resolve_prompt(self, prompt: Prompt) -> Prompt:
         """:attr:`gt_prompt` itself (with its protocol and details) when ``prompt`` asks the same

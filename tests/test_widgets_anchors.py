@@ -41,7 +41,7 @@ def test_correct_slice_updates_that_slice_and_lists_the_anchors(make_napari_view
     first = widget.prompt_from_ground_truth()
     z0 = first.slice_index
     _wait(qtbot, widget.propagate())
-    layer = viewer.layers["prediction [label 1]"]
+    layer = viewer.layers[f"{image.name} prediction"]
     before = layer.data.copy()
     assert _lines(widget) == [describe_anchor(first)] and _lines(widget)[0].startswith(f"slice {z0}: box (")
 
@@ -66,7 +66,7 @@ def test_correct_slice_updates_that_slice_and_lists_the_anchors(make_napari_view
 
     result = widget.last_result
     assert not result.cancelled and result.prompt.slice_index == k
-    assert viewer.layers["prediction [label 1]"] is layer  # replaced, not added
+    assert viewer.layers[f"{image.name} prediction"] is layer  # replaced, not added
     after = layer.data == 1
     assert (after[k] != (before[k] == 1)).any()
     assert compute_dice(after[k], truth[k]) > compute_dice(before[k] == 1, truth[k])

@@ -189,14 +189,23 @@ def test_prompt_layers_round_trip_with_scale(hippo):
     world_boxes.add_rectangles(np.array([[z, y0, x0], [z, y0, x1], [z, y1, x1], [z, y1, x0]]))
     assert prompt_from_layers(image, 11, 1, world_boxes, None).boxes == [(11.0, 27.0, 26.0, 43.0)]
 
-    # toggling: selected points flip, else the next point's label
+    # toggling: while adding, T sets the NEXT point's label (the point napari selected last keeps its own);
+    # in select mode the points the user selected flip
+    points.mode = "add"
     points.selected_data = {1}
-    toggle_point_label(points)
+    assert toggle_point_label(points) == 0 and points.features["label"].tolist() == [1, 0]
+    assert toggle_point_label(points) == 1
+    points.mode = "select"
+    points.selected_data = {1}
+    assert toggle_point_label(points) is None
     assert points.features["label"].tolist() == [1, 1]
     points.selected_data = set()
     (key,) = [k for k in points.keymap if str(k) == "T"]  # the 'T' key calls the toggle
     assert points.keymap[key](points) == 0
     points.add([[11, 5, 5]])
     assert points.features["label"].tolist() == [1, 1, 0]
+    points.selected_data = {0}  # napari copies a selected point's features into its defaults ...
+    points.add([[11, 6, 6]])
+    assert points.features["label"].tolist() == [1, 1, 0, 0]  # ... the chosen polarity wins
     assert tuple(points.face_color[-1][:3]) == (1.0, 0.0, 0.0)  # negative: red
     assert tuple(points.face_color[0][:3]) == (0.0, 1.0, 0.0)  # positive: green

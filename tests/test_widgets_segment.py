@@ -48,8 +48,12 @@ def errors(monkeypatch):
 
 def _open_hippocampus(viewer, shared_data):
     root = shared_data / "hippocampus_mri"
-    (image,) = viewer.open(str(root / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
+    image, *rest = viewer.open(str(root / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
     label = read_label(root / "labelsTr" / f"{HIPPO}.nii.gz").array
+    if rest:  # the reader brings the MSD image's label
+        (gt,) = rest
+        np.testing.assert_array_equal(gt.data, label)
+        return image, gt
     gt = viewer.add_labels(label, name=f"{HIPPO} ground truth", scale=image.scale, metadata={"role": "ground_truth"})
     return image, gt
 
@@ -122,7 +126,7 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     assert widget.busy and not widget.segment_button.enabled
     _wait(qtbot, worker)
     assert not widget.busy and widget.segment_button.enabled
-    layer = viewer.layers["prediction [label 2]"]
+    layer = viewer.layers[f"{image.name} prediction"]
     z = prompt.slice_index
     # the same slice through the core (the session's cache answers it: no second encode)
     calls = backend.encoder_calls
@@ -140,7 +144,7 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     assert drawn.protocol == "manual" and drawn.boxes == [(13.0, 8.0, 30.0, 25.0)] and drawn.slice_index == z
     worker = widget.segment_slice()
     _wait(qtbot, worker)
-    assert viewer.layers["prediction [label 2]"] is layer  # replaced, not added
+    assert viewer.layers[f"{image.name} prediction"] is layer  # replaced, not added
     expected = backend.segment(prepare_intensity(image.data, "MR")[z], drawn, cache_key=widget.session.cache_key(z)).mask
     np.testing.assert_array_equal(layer.data[z] == 2, expected)
     assert backend.encoder_calls == calls  # still that slice's one encoding
@@ -189,7 +193,7 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
 
     result = widget.last_result
     assert not result.cancelled and result.prompt is prompt and result.done == n
-    layer = viewer.layers["prediction [label 1]"]
+    layer = viewer.layers[f"{image.name} prediction"]
     # the core on the same inputs: same backend, same prompt, same cache keys
     core = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, case_id=widget.session.image_id)
     np.testing.assert_array_equal(layer.data == 1, core)
@@ -206,8 +210,8 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
     widget.margin.value = 6
     worker = widget.propagate()
     _wait(qtbot, worker)
-    assert viewer.layers["prediction [label 1]"] is layer
-    assert len([x for x in viewer.layers if x.name.startswith("prediction")]) == 1
+    assert viewer.layers[f"{image.name} prediction"] is layer
+    assert len([x for x in viewer.layers if x.name.endswith("prediction")]) == 1
     core6 = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, margin=6,
                              case_id=widget.session.image_id)
     if prompt.info.get("largest_component"):  # the medsam2 protocol's step (segment_by_kind applies it)
@@ -244,7 +248,7 @@ def test_cancel_stops_propagation(make_napari_viewer, shared_data, backend, qtbo
     result = widget.last_result
     assert result.cancelled and 1 <= result.done < result.total == image.data.shape[0]
     assert result.mask[prompt.slice_index].any() and result.mask.sum() > 0  # partial, kept off the layers
-    assert "prediction [label 1]" not in viewer.layers
+    assert f"{image.name} prediction" not in viewer.layers
     assert widget.status.value.startswith("cancelled after")
     assert not widget.busy and widget.propagate_button.enabled
     assert not errors
@@ -273,7 +277,7 @@ def test_video_propagates_forward_from_the_current_frame(make_napari_viewer, sha
     _wait(qtbot, worker)
     result = widget.last_result
     assert not result.cancelled and result.done == result.total == 4
-    layer = viewer.layers["prediction [label 1]"]
+    layer = viewer.layers[f"{image.name} prediction"]
     assert layer.data.shape == case.label.shape and not layer.data[:t0].any()
     core = propagate_video(backend, image.data, prompt, case_id=widget.session.image_id)
     np.testing.assert_array_equal(layer.data == 1, core)
@@ -289,7 +293,7 @@ def test_2d_image_segment_and_propagate(make_napari_viewer, shared_data, backend
     from napari_medsam_eval._reader import read_layers
 
     # the manifest's reader patterns do not list .jpg (yet): the reader's layer data, added directly
-    ((data, kwargs, _kind),) = read_layers(str(root / "images" / f"{name}.jpg"))
+    (data, kwargs, _kind), *_ = read_layers(str(root / "images" / f"{name}.jpg"))
     image = viewer.add_image(data, **kwargs)
     assert image.rgb and image.ndim == 2
     label = read_label(root / "masks" / f"{name}.png").array
@@ -300,13 +304,13 @@ def test_2d_image_segment_and_propagate(make_napari_viewer, shared_data, backend
     assert prompt.slice_index is None and prompt.boxes
     assert widget.box_layer.value.ndim == 2
     _wait(qtbot, widget.segment_slice())
-    layer = viewer.layers["prediction [label 1]"]
+    layer = viewer.layers[f"{image.name} prediction"]
     core = backend.segment(image.data, prompt, cache_key=widget.session.cache_key(None)).mask
     np.testing.assert_array_equal(layer.data == 1, core)
     assert compute_dice(core, label == 1) > 0.5
     _wait(qtbot, widget.propagate())
     assert widget.last_result.done == widget.last_result.total == 1
-    np.testing.assert_array_equal(viewer.layers["prediction [label 1]"].data == 1, core)
+    np.testing.assert_array_equal(viewer.layers[f"{image.name} prediction"].data == 1, core)
     assert not errors
 
 

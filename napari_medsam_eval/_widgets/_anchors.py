@@ -18,6 +18,8 @@ from magicgui.widgets import PushButton, Select
 
 from ..prompt import Prompt, plain_number
 from ..propagation.anchors import is_absent
+from ._layers import layer_kind
+from ._propagation_options import propagation_options
 
 if TYPE_CHECKING:
     from ..session import Session
@@ -95,13 +97,19 @@ def start_propagation(widget: "SegmentWidget", prompt: Prompt, correct: bool) ->
     """Start ``widget``'s session propagating ``prompt`` (or correcting with it) in its worker runner.
 
     The same worker either way: off the GUI thread, ``(done, total)`` progress, Cancel;
+    the widget's propagation options (:mod:`._propagation_options`) go to the session;
     the result goes to :meth:`Session.publish` (the prediction layer, the anchor list).
     """
     session = widget.session
+    try:
+        options = propagation_options(widget.propagation_box, layer_kind(widget._image()), session.n_slices,
+                                      prompt.slice_index)
+    except ValueError as exc:
+        return widget.runner.error(str(exc))
     job, verb = (session.iter_correct, "correcting") if correct else (session.iter_propagate, "propagating")
     where = f" from slice {prompt.slice_index}" if correct else ""
     return widget.runner.start(
-        job, prompt, margin=int(widget.margin.value), cancellable=True, text=f"{verb}{where} ...",
+        job, prompt, **options, cancellable=True, text=f"{verb}{where} ...",
         progress=f"{verb} label {prompt.target_label}", returned=session.publish,
         steps=lambda done, total: f"{verb}: {done}/{total}", total=session.n_slices)
 

@@ -1,21 +1,27 @@
 """The Segment dock widget: a thin shell around :class:`napari_medsam_eval.session.Session`.
 
-Prompts live in ordinary layers (a Shapes layer of boxes, a Points layer of
-positive/negative points, key ``T`` toggles a point's label). The model is
-built, slices are segmented and volumes propagated in napari thread workers
-(:class:`._worker.WorkerRunner`); their results go to the session on the GUI
-thread, and the layers change in the handlers of the session's events
-(``backend_changed``, ``prompt_changed``, ``slice_ready``, ``result_ready``).
-Errors become napari notifications. *Correct slice* and the anchor list: :mod:`._anchors`.
+Prompts live in ordinary layers: boxes in a Shapes layer, positive/negative
+points in a Points layer (the polarity of the *next* point is chosen first,
+in the widget or with key ``T``). The layers the user is drawing in are used
+(the active Shapes / Points layer is picked). The model is built, slices
+segmented and volumes propagated in napari thread workers
+(:class:`._worker.WorkerRunner`, progress bar in the widget, every input
+locked while a job runs); results go to the session on the GUI thread and
+into the image's prediction layer (one value per object,
+:mod:`._prediction_layer`). Objects, attempts and undo: :mod:`._objects`;
+corrections: :mod:`._anchors`; propagation options: :mod:`._propagation_options`;
+keys: :mod:`._shortcuts`. Errors become napari notifications.
 """
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import ComboBox, Container, FileEdit, Label, PushButton, SpinBox
+from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, RadioButtons, \
+    SpinBox
 from napari.layers import Image, Labels, Points, Shapes
-from napari.utils.notifications import show_info
+from napari.utils.notifications import show_info, show_warning
 
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..prompt import Prompt
@@ -24,7 +30,10 @@ from ..protocols import PROTOCOLS
 from ..session import Session
 from . import _layers, _prompt_layers
 from ._anchors import correction_controls, start_propagation
-from ._result_layers import write_prediction
+from ._objects import ObjectControls
+from ._prediction_layer import write_object
+from ._propagation_options import propagation_controls
+from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts, with_shortcut
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -34,64 +43,105 @@ if TYPE_CHECKING:
 MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam") if name in BACKENDS]
 DEVICE_CHOICES = ["auto", "cpu", "cuda", "mps"]
 PROMPT_SLICE_CHOICES = ["key slice", "current slice"]
+POLARITIES = {"positive": 1, "negative": 0}
+BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Draw a box around the object "
+                 "(points are used as given).")
 
 
 class SegmentWidget(Container):
     """Pick a model and an image, prompt (drawn or from ground truth), segment a slice or propagate."""
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
-        super().__init__(labels=True)
+        super().__init__(labels=True, scrollable=True)
         self.viewer = napari_viewer
         self.session = Session()
         choices = _layers.layer_choices
-        # model
-        self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND)
+        self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND,
+                              tooltip="LiteMedSAM runs on the CPU with its shipped weights; the others need a file")
         self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None,
                                    tooltip="empty: LiteMedSAM's shipped weights; MedSAM2/SAM2/SAM need a file")
-        self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto")
-        self.load_button = PushButton(text="Load model")
-        # data
-        self.image_layer = ComboBox(label="image", choices=choices(napari_viewer, Image))
-        self.gt_layer = ComboBox(label="ground truth", nullable=True,
-                                 choices=choices(napari_viewer, Labels, ("prediction", "overlay")))
-        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1)
-        self.box_layer = ComboBox(label="boxes", nullable=True, choices=choices(napari_viewer, Shapes))
-        self.point_layer = ComboBox(label="points", nullable=True, choices=choices(napari_viewer, Points))
-        self.new_prompt_layers_button = PushButton(text="New prompt layers")
-        # prompts from ground truth
-        self.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2")
-        self.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice")
-        self.mode = SpinBox(label="mazurowski mode", min=1, max=5, value=1, visible=False)
-        self.gt_prompt_button = PushButton(text="Prompt from ground truth")
-        # running
-        self.margin = SpinBox(label="propagation margin", min=0, max=100, value=self.session.margin)
-        self.segment_button = PushButton(text="Segment slice")
-        self.propagate_button = PushButton(text="Propagate")
+        self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip="where the model runs")
+        self.load_button = PushButton(text="Load model", tooltip="build the model now (else on first use)")
+        self.image_layer = ComboBox(label="image", choices=choices(napari_viewer, Image), tooltip="the image to segment")
+        self.box_layer = ComboBox(label="boxes", nullable=True, choices=choices(napari_viewer, Shapes),
+                                  tooltip="the Shapes layer with box prompts (the one you draw in is picked)")
+        self.point_layer = ComboBox(label="points", nullable=True, choices=choices(napari_viewer, Points),
+                                    tooltip="the Points layer with point prompts (the one you draw in is picked)")
+        self.polarity = RadioButtons(label="next point", choices=list(POLARITIES), value="positive",
+                                     orientation="horizontal", tooltip="the label of the next point you place: "
+                                     "positive (green) or negative (red); key T switches")
+        self.new_prompt_layers_button = PushButton(text="New prompt layers", tooltip="a box and a point layer")
+        self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,
+                                    tooltip="the label value the object gets in the prediction layer")
+        self.objects = ObjectControls(self)
+        self.use_gt = CheckBox(text="prompts from ground truth", value=True,
+                               tooltip="show or fold the ground-truth controls")
+        self.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip="the Labels layer of the truth",
+                                 choices=choices(napari_viewer, Labels, ("prediction", "overlay", "changes")))
+        self.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2",
+                                 tooltip="how a prompt is made from the ground truth (README, Protocols)")
+        self.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice",
+                                     tooltip="the protocol's key slice, or the slice on screen")
+        self.mode = SpinBox(label="mazurowski mode", min=1, max=5, value=1, visible=False,
+                            tooltip="the prompt mode of Mazurowski et al. 2023")
+        self.gt_prompt_button = PushButton(text="Prompt from ground truth", tooltip="draw the protocol's prompt")
+        self.propagation_box = propagation_controls(self.session.margin)
+        self.margin = self.propagation_box.margin
+        self.segment_button = PushButton(text="Segment slice", tooltip=with_shortcut(
+            "segment the slice on screen from its prompt", "segment_slice"))
+        self.propagate_button = PushButton(text="Propagate", tooltip=with_shortcut(
+            "segment the whole volume / video from the prompt", "propagate"))
         self.correct_button, self.anchor_list = correction_controls(self)
-        self.cancel_button = PushButton(text="Cancel", enabled=False)
+        self.correct_button.tooltip = with_shortcut(self.correct_button.tooltip, "correct_slice")
+        self.cancel_button = PushButton(text="Cancel", enabled=False, tooltip=with_shortcut(
+            "stop the running job after its current slice", "cancel"))
+        self.progress = ProgressBar(label="progress", value=0, min=0, max=1)
         self.status = Label(label="status", value="no model loaded")
-        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.gt_layer,
-                     self.target_label, self.box_layer, self.point_layer, self.new_prompt_layers_button, self.protocol,
-                     self.prompt_slice, self.mode, self.gt_prompt_button, self.margin, self.segment_button,
-                     self.propagate_button, self.correct_button, self.anchor_list, self.cancel_button, self.status])
-        self.runner = WorkerRunner(self.status, [self.load_button, self.gt_prompt_button, self.segment_button,
-                                                 self.propagate_button, self.correct_button], self.cancel_button)
+        self.status.native.setWordWrap(True)
+        self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
+        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.box_layer,
+                     self.point_layer, self.polarity, self.new_prompt_layers_button, self.target_label, self.objects,
+                     self.use_gt, *self._gt_controls[:3], self.mode, self.gt_prompt_button, self.propagation_box,
+                     self.segment_button, self.propagate_button, self.correct_button, self.anchor_list,
+                     self.cancel_button, self.progress, self.status])
+        locked = [self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.box_layer,
+                  self.point_layer, self.new_prompt_layers_button, self.target_label, self.objects, self.gt_layer,
+                  self.protocol, self.prompt_slice, self.mode, self.gt_prompt_button, self.propagation_box,
+                  self.segment_button, self.propagate_button, self.correct_button]
+        self.runner = WorkerRunner(self.status, locked, self.cancel_button, self.progress)
+        self._connect(napari_viewer)
 
-        self.load_button.changed.connect(lambda: self.load_model())
-        for button, action in ((self.new_prompt_layers_button, self.new_prompt_layers), (self.cancel_button, self.cancel),
+    def _connect(self, viewer: "napari.viewer.Viewer") -> None:
+        for button, action in ((self.load_button, self.load_model), (self.cancel_button, self.cancel),
+                               (self.new_prompt_layers_button, self.new_prompt_layers),
                                (self.gt_prompt_button, self.prompt_from_ground_truth),
                                (self.segment_button, self.segment_slice), (self.propagate_button, self.propagate)):
-            button.changed.connect(action)  # methods without parameters: called without the button's value
+            button.changed.connect(lambda *_a, act=action: act())
         self.protocol.changed.connect(lambda value: setattr(self.mode, "visible", value == "mazurowski"))
+        self.use_gt.changed.connect(self._fold_ground_truth)
+        self.polarity.changed.connect(lambda _v: self._apply_polarity())
+        self.point_layer.changed.connect(lambda _v: self._apply_polarity())
         self.image_layer.changed.connect(self._pick_defaults)
         self.session.backend_changed.connect(self._on_backend)
         self.session.prompt_changed.connect(self._show_prompt)
         self.session.slice_ready.connect(self._show_slice)
         self.session.result_ready.connect(self._show_result)
-        events = napari_viewer.layers.events
-        _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
-                                     (events.inserted, events.removed, events.reordered)], on_close=self.runner.stop)
+        events = viewer.layers.events
+        self._unbind = bind_shortcuts(viewer, self._shortcut_actions())
+        _layers.follow_viewer(self, [*[(event, self._refresh_choices) for event in
+                                       (events.inserted, events.removed, events.reordered)],
+                                     (viewer.layers.selection.events.active, self._follow_active)],
+                              on_close=self._close)
         self._refresh_choices()
+
+    def _shortcut_actions(self) -> dict[str, Callable[[], Any]]:
+        objects = {"undo": self.objects.undo, "next_object": lambda: self.objects.step(+1),
+                   "previous_object": lambda: self.objects.step(-1)}
+        return {action: objects.get(action) or getattr(self, action) for action in SEGMENT_SHORTCUTS}
+
+    def _close(self) -> None:
+        self.runner.stop()
+        self._unbind()
 
     @property
     def busy(self) -> bool:
@@ -113,6 +163,35 @@ class SegmentWidget(Container):
             _layers.pick_missing(self.gt_layer, layers, "ground_truth", Labels, _layers.spatial_shape(image))
             _layers.pick_missing(self.box_layer, layers, "prompt_boxes", image=image.name)
             _layers.pick_missing(self.point_layer, layers, "prompt_points", image=image.name)
+
+    def _follow_active(self, _event: Any = None) -> None:
+        """The layer the user draws in (the active Shapes / Points layer of the image's size) is the prompt layer."""
+        active, image = self.viewer.layers.selection.active, self.image_layer.value
+        if self.busy or image is None or not isinstance(active, (Shapes, Points)) or active.ndim != image.ndim:
+            return
+        combo = self.box_layer if isinstance(active, Shapes) else self.point_layer
+        if combo.value is not active:
+            self.reset_choices()
+            combo.value = active
+
+    def _fold_ground_truth(self, shown: bool) -> None:
+        for widget in self._gt_controls:
+            widget.visible = bool(shown)
+        self.mode.visible = bool(shown) and self.protocol.value == "mazurowski"
+
+    def _apply_polarity(self) -> None:
+        """The next point's label (the widget's choice) on the point layer; T flips it there."""
+        points = self.point_layer.value
+        if points is None:
+            return
+        _prompt_layers.adopt_point_layer(points)
+        _prompt_layers.set_next_point_label(points, POLARITIES[self.polarity.value])
+        points.bind_key(_prompt_layers.TOGGLE_KEY, self._toggle_key, overwrite=True)
+
+    def _toggle_key(self, points: Points) -> None:
+        new = _prompt_layers.toggle_point_label(points)
+        if new is not None:
+            self.polarity.value = next(name for name, value in POLARITIES.items() if value == new)
 
     def _image(self) -> Image:
         return _layers.checked_image(self.image_layer.value)
@@ -136,6 +215,9 @@ class SegmentWidget(Container):
         if self.busy:
             return None
         spec = self._model_spec()
+        if spec[0] != "litemedsam" and spec[1] is None:
+            return self.runner.error(f"{spec[0]} needs a checkpoint file: choose it in the 'checkpoint' field "
+                                     "(LiteMedSAM needs none)")
 
         def after() -> None:  # once this worker has finished and freed the UI
             if then is not None and self.session.has_backend(spec):
@@ -180,11 +262,8 @@ class SegmentWidget(Container):
         self.status.value = f"{prompt.protocol} prompt for label {prompt.target_label} on slice {prompt.slice_index}"
 
     def current_prompt(self, index: int | None = None) -> Prompt:
-        """The prompt drawn on slice ``index`` (default: the current one, else the only prompted one).
-
-        When the layers still show the last ground-truth prompt, that prompt
-        itself is returned (with its protocol and details).
-        """
+        """The prompt drawn on slice ``index`` (default: the current one, else the only prompted one);
+        the last ground-truth prompt itself when the layers still show it."""
         drawn = _prompt_layers.drawn_prompt(self.viewer, self._image(), int(self.target_label.value),
                                             self.box_layer.value, self.point_layer.value, index)
         return self.session.resolve_prompt(drawn)
@@ -213,11 +292,21 @@ class SegmentWidget(Container):
         except ValueError as exc:
             return self.runner.error(str(exc))
         self.session.use_image(data, **kwargs)  # prepared in the worker
-        if not propagate:
-            return self._with_model(lambda: self.runner.start(
-                self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index} ...",
-                returned=lambda result: self.session.publish_slice(prompt, result.mask)))
-        return self._with_model(lambda: start_propagation(self, prompt, correct))
+        self._started = (time.perf_counter(), "correct" if correct else "propagate" if propagate else "segment slice")
+
+        def start() -> Any:
+            self._warn_points(prompt)
+            if propagate:
+                return start_propagation(self, prompt, correct)
+            return self.runner.start(self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index}",
+                                     returned=lambda result: self.session.publish_slice(prompt, result.mask))
+        return self._with_model(start)
+
+    def _warn_points(self, prompt: Prompt) -> None:
+        """Points with a model trained on boxes: say so (a single point gives a few pixels)."""
+        backend = self.session.backend
+        if prompt.points and getattr(backend, "box_trained", False):
+            show_warning(BOX_ONLY_HINT.format(model=self.session.model_name))
 
     def _with_model(self, then: Callable[[], Any]) -> Any:
         """Call ``then`` now if the chosen model is loaded, else after loading it off-thread."""
@@ -228,11 +317,20 @@ class SegmentWidget(Container):
         self.runner.cancel()
 
     def _write(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None) -> Labels:
+        """Write the object into the image's prediction layer and keep the attempt; the drawing layer stays active."""
         name = self.session.image_name  # the image the job ran on (the choice may have changed since)
         image = self.viewer.layers[name] if name in self.viewer.layers else self._image()
-        return write_prediction(self.viewer, image, prompt.target_label, mask, index=index,
-                                metadata={"prompt": prompt.to_dict(), "model": self.session.model_name,
-                                          "stops": stops or []})
+        active = self.viewer.layers.selection.active
+        layer = write_object(self.viewer, image, prompt.target_label, mask, index=index,
+                             metadata={"prompt": prompt.to_dict(), "model": self.session.model_name,
+                                       "stops": stops or []})
+        layer.bind_key("Control-Z", lambda _layer: self.objects.undo(), overwrite=True)  # not a paint undo
+        if active is not None and active in self.viewer.layers:
+            self.viewer.layers.selection.active = active
+        started, action = getattr(self, "_started", (time.perf_counter(), "segment"))
+        self.objects.record(layer, prompt.target_label, action=action, prompt=prompt.to_dict(),
+                            seconds=time.perf_counter() - started)
+        return layer
 
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         layer = self._write(prompt, mask, prompt.slice_index)

@@ -1,0 +1,62 @@
+"""How predictions and ground truth look in napari, defined once (README, "Colours").
+
+Ground truth is drawn *filled* in cool colours (label 1 deep sky blue, 2 sea
+green, ...); a prediction is drawn as a *contour* in warm colours (label 1
+orange, 2 yellow, ...), so the two are told apart without toggling layers and
+the ground truth stays visible under the prediction's outline. The TP / FP /
+FN overlay of a comparison keeps its own colours (lime / magenta / cyan, in
+``_widgets/_result_layers``). Colours cycle for label values past the
+palette's length; values above :data:`PALETTE_SIZE` are drawn in the
+palette's first colour.
+
+Plain data (colour names, a dict colormap), so the reader imports no napari:
+``Labels(..., colormap=ground_truth_colormap())`` and napari turns the dict
+into a direct colormap.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+#: fill colours of ground-truth labels 1, 2, ... (cycled)
+GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",
+                        "lightskyblue", "seagreen", "slateblue")
+#: contour colours of predicted labels 1, 2, ... (cycled)
+PREDICTION_PALETTE = ("orange", "yellow", "orangered", "hotpink", "gold", "coral", "violet", "khaki")
+#: how many label values get a palette colour (the rest: the first colour)
+PALETTE_SIZE = 255
+#: a prediction's contour width in screen pixels, and its opacity
+PREDICTION_CONTOUR = 2
+PREDICTION_OPACITY = 1.0
+GROUND_TRUTH_OPACITY = 0.45
+
+
+def palette_colormap(palette: tuple[str, ...]) -> dict[Any, str]:
+    """``{value: colour}`` for values 1..:data:`PALETTE_SIZE` cycling ``palette``; 0 transparent."""
+    colors: dict[Any, str] = {None: palette[0], 0: "transparent"}
+    colors.update({value: palette[(value - 1) % len(palette)] for value in range(1, PALETTE_SIZE + 1)})
+    return colors
+
+
+def ground_truth_colormap() -> dict[Any, str]:
+    return palette_colormap(GROUND_TRUTH_PALETTE)
+
+
+def prediction_colormap() -> dict[Any, str]:
+    return palette_colormap(PREDICTION_PALETTE)
+
+
+def ground_truth_kwargs() -> dict[str, Any]:
+    """Labels layer keyword arguments of a ground-truth layer (reader layer data, ``add_labels``)."""
+    return {"colormap": ground_truth_colormap(), "opacity": GROUND_TRUTH_OPACITY}
+
+
+def style_prediction(layer: Any) -> Any:
+    """Give a Labels layer the prediction look (warm palette, contour); returns it."""
+    layer.colormap = prediction_colormap()
+    layer.contour = PREDICTION_CONTOUR
+    layer.opacity = PREDICTION_OPACITY
+    return layer
+
+
+__all__ = ["GROUND_TRUTH_PALETTE", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
+           "ground_truth_kwargs", "palette_colormap", "prediction_colormap", "style_prediction"]

@@ -1,0 +1,165 @@
+"""Several objects and undo in the Segment widget: the object controls and the attempt history.
+
+Each object is a target label; all of an image's objects live in one
+prediction layer (:mod:`._prediction_layer`), one value each. *Next* /
+*previous object* step through the label values present in the ground truth
+(without one: +1 / -1), named from the ground truth's ``label_names``; the
+prompt layers keep each object's boxes and points apart (switching saves the
+current object's and shows the next one's). Every published result is an
+:class:`~napari_medsam_eval.attempts.Attempt`; *Undo* (Ctrl+Z) puts back the
+object's mask before the last attempt and *Changes* shows what the last
+attempt of the object changed (added green, removed red).
+"""
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from magicgui.widgets import Container, Label, PushButton
+from napari.layers import Labels
+
+from ..attempts import ADDED, REMOVED, Attempt, AttemptHistory
+from ._layers import find_layer, transform_kwargs
+from ._prediction_layer import object_mask, write_object
+from ._shortcuts import with_shortcut
+
+if TYPE_CHECKING:
+    from .segment import SegmentWidget
+
+CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
+
+
+_PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()
+
+
+def present_labels(layer: Labels | None) -> list[int]:
+    """The label values (> 0) in a ground-truth layer, ascending (cached while its data are the same)."""
+    if layer is None:
+        return []
+    cached = _PRESENT.get(layer)
+    if cached is not None and cached[0] is layer.data:
+        return list(cached[1])
+    values = [int(v) for v in np.unique(np.asarray(layer.data)) if v > 0]
+    _PRESENT[layer] = (layer.data, values)
+    return values
+
+
+def object_name(layer: Labels | None, value: int) -> str:
+    """The ground truth's name of label ``value`` (``label_names`` metadata), else ``label N``."""
+    names = (layer.metadata.get("label_names") or {}) if layer is not None else {}
+    name = names.get(value, names.get(str(value))) if isinstance(names, dict) else None
+    return f"label {value} ({name})" if name else f"label {value}"
+
+
+class ObjectControls(Container):
+    """Previous / next object, the object's name, Undo and Changes, for one Segment widget."""
+
+    def __init__(self, widget: "SegmentWidget") -> None:
+        self.widget = widget
+        self.history = AttemptHistory()
+        self._prompts: dict[tuple[str, int], tuple[Any, Any]] = {}  # (image, label) -> (boxes, points) data
+        self._shown = int(widget.target_label.value)
+        self.previous_button = PushButton(text="< object", tooltip=with_shortcut(
+            "the previous object: the next lower label value in the ground truth", "previous_object"))
+        self.next_button = PushButton(text="object >", tooltip=with_shortcut(
+            "the next object: the next higher label value in the ground truth (its prompts kept apart)",
+            "next_object"))
+        self.undo_button = PushButton(text="Undo", tooltip=with_shortcut(
+            "put back the prediction before the last attempt (any object)", "undo"))
+        self.changes_button = PushButton(text="Changes", tooltip="show what the last attempt of this object "
+                                         "changed: added pixels green, removed red")
+        self.title = Label(value=object_name(None, self._shown))
+        super().__init__(widgets=[self.previous_button, self.title, self.next_button, self.undo_button,
+                                  self.changes_button], layout="horizontal", labels=False)
+        self.previous_button.changed.connect(lambda: self.step(-1))
+        self.next_button.changed.connect(lambda: self.step(+1))
+        self.undo_button.changed.connect(lambda: self.undo())
+        self.changes_button.changed.connect(lambda: self.show_changes())
+        widget.target_label.changed.connect(self._on_target)
+
+    # -- objects --------------------------------------------------------------
+
+    def step(self, direction: int) -> int:
+        """Go to the next (+1) or previous (-1) object; returns its label value."""
+        current = int(self.widget.target_label.value)
+        present = present_labels(self.widget.gt_layer.value)
+        later = [v for v in present if (v > current if direction > 0 else v < current)]
+        if later:
+            value = later[0] if direction > 0 else later[-1]
+        elif present:  # wrap around
+            value = present[0] if direction > 0 else present[-1]
+        else:
+            value = max(1, current + direction)
+        self.widget.target_label.value = value
+        return value
+
+    def _on_target(self, value: int) -> None:
+        """The target changed: keep the old object's prompts, show the new one's, name it."""
+        image = self.widget.image_layer.value
+        boxes, points = self.widget.box_layer.value, self.widget.point_layer.value
+        if image is not None and value != self._shown:
+            self._prompts[(image.name, self._shown)] = (
+                [np.array(s) for s in boxes.data] if boxes is not None else [],
+                (np.array(points.data), points.features.copy()) if points is not None else None)
+            boxes_data, points_data = self._prompts.get((image.name, int(value)), ([], None))
+            if boxes is not None:
+                boxes.data = []
+                if boxes_data:
+                    boxes.add_rectangles(boxes_data)
+            if points is not None:
+                points.data = points_data[0] if points_data else np.empty((0, points.ndim))
+                if points_data is not None:
+                    points.features = points_data[1]
+        self._shown = int(value)
+        self.title.value = object_name(self.widget.gt_layer.value, int(value))
+
+    # -- attempts ---------------------------------------------------------------
+
+    def record(self, prediction: Labels, target_label: int, *, action: str, prompt: dict[str, Any],
+               seconds: float = 0.0) -> Attempt:
+        """Keep the object's whole mask after a published result as an attempt."""
+        return self.history.record(Attempt.of(
+            prediction.metadata.get("image", ""), target_label, object_mask(prediction, target_label),
+            action=action, model=self.widget.session.model_name, prompt=prompt, seconds=seconds))
+
+    def undo(self) -> Attempt | None:
+        """Put back the object's mask before the last attempt (the corrections start over); None: nothing."""
+        if self.widget.busy:
+            return None
+        undone = self.history.undo()
+        if undone is None:
+            self.widget.status.value = "nothing to undo"
+            return None
+        attempt, before = undone
+        viewer = self.widget.viewer
+        if attempt.image not in viewer.layers:
+            self.widget.status.value = f"cannot undo: image {attempt.image} is no longer open"
+            return None
+        write_object(viewer, viewer.layers[attempt.image], attempt.target_label, before)
+        self.widget.session.drop_anchors()
+        self.widget.target_label.value = attempt.target_label
+        self.widget.status.value = f"undid: {attempt.describe()}"
+        return attempt
+
+    def show_changes(self) -> Labels | None:
+        """A Labels layer of what the object's last attempt changed (added / removed)."""
+        image = self.widget.image_layer.value
+        target = int(self.widget.target_label.value)
+        changes = None if image is None else self.history.changes(image.name, target)
+        if changes is None:
+            self.widget.status.value = f"no attempt of label {target} yet"
+            return None
+        name = f"{image.name} changes [label {target}]"
+        layer = find_layer(self.widget.viewer, name, Labels, changes.shape)
+        if layer is None:
+            layer = self.widget.viewer.add_labels(changes, name=name, colormap=CHANGE_COLORS, opacity=0.8,
+                                                  metadata={"role": "changes"}, **transform_kwargs(image))
+        else:
+            layer.data = changes
+        added, removed = int((changes == ADDED).sum()), int((changes == REMOVED).sum())
+        self.widget.status.value = f"label {target}, last attempt: {added} pixels added, {removed} removed"
+        return layer
+
+
+__all__ = ["ObjectControls", "object_name", "present_labels"]

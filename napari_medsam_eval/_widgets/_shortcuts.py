@@ -1,0 +1,57 @@
+"""Keyboard shortcuts of the Segment widget, defined once: bound on the viewer, shown in tooltips.
+
+Keys are napari key names (``Shift-S``); they are bound on the viewer
+(napari's keymap: an active layer's own binding of the same key wins, so
+every key here is one napari's layers leave free; Ctrl+Z is also bound on
+the prediction layer, whose own Ctrl+Z would undo a paint stroke) and unbound
+when the widget closes. README, "Keyboard shortcuts", lists the same table.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+#: action (a widget method's name) -> key
+SEGMENT_SHORTCUTS: dict[str, str] = {
+    "segment_slice": "Shift-S",
+    "propagate": "Shift-P",
+    "correct_slice": "Shift-C",
+    "cancel": "Shift-X",
+    "undo": "Control-Z",
+    "next_object": "Shift-N",
+    "previous_object": "Shift-B",
+}
+
+
+def key_text(key: str) -> str:
+    """``Shift-S`` -> ``Shift+S`` (as people write shortcuts)."""
+    return key.replace("Control", "Ctrl").replace("-", "+")
+
+
+def with_shortcut(tooltip: str, action: str, shortcuts: Mapping[str, str] = SEGMENT_SHORTCUTS) -> str:
+    """``tooltip`` followed by the action's key, e.g. ``segment the slice on screen (Shift+S)``."""
+    return f"{tooltip} ({key_text(shortcuts[action])})" if action in shortcuts else tooltip
+
+
+def bind_shortcuts(target: Any, actions: Mapping[str, Callable[[], Any]],
+                   shortcuts: Mapping[str, str] = SEGMENT_SHORTCUTS) -> Callable[[], None]:
+    """Bind each action's key on ``target`` (a viewer or a layer); returns a function that unbinds them."""
+    bound: list[str] = []
+    for action, call in actions.items():
+        key = shortcuts[action]
+        target.bind_key(key, _ignoring_argument(call), overwrite=True)
+        bound.append(key)
+
+    def unbind() -> None:
+        for key in bound:
+            target.bind_key(key, None)
+        bound.clear()
+    return unbind
+
+
+def _ignoring_argument(call: Callable[[], Any]) -> Callable[[Any], None]:
+    def on_key(_target: Any) -> None:  # napari passes the viewer / layer; return nothing (no key-release part)
+        call()
+    return on_key
+
+
+__all__ = ["SEGMENT_SHORTCUTS", "bind_shortcuts", "key_text", "with_shortcut"]
