@@ -1,40 +1,58 @@
 """napari reader: any file or folder the core reads, as image (+ ground-truth labels) layers.
 
-Thin: :func:`napari_medsam_eval.io.read_case` does the work; this module only
-turns a Case into napari layer data with ``scale`` from the spacing. It
-returns None (never raises) for paths it cannot read, as npe2 expects: an
-unknown suffix or folder, an empty file, and a file whose first bytes
-contradict its suffix (a text file named ``.png``, a PNG named ``.npz``) are
-refused before any reading. The suffixes are those of
-:mod:`napari_medsam_eval.io.formats`, listed in ``napari.yaml``.
+Thin: :func:`napari_medsam_eval.datasets.opening.open_path` decides what a path
+is (an image with the ground truth its dataset layout pairs with it, a ground
+truth alone, a dataset folder's first case); this module turns the result into
+napari layer data with ``scale`` from the spacing.
+
+Accepting and refusing: npe2 calls :func:`napari_get_reader` only for paths
+matching the manifest's patterns (every suffix of
+:mod:`napari_medsam_eval.io.formats`, and folders). A path with one of our
+suffixes, or a folder, is accepted even when its content is wrong (a text file
+named ``.nii.gz``): the returned reader then raises our
+:class:`~napari_medsam_eval.errors.DataError` ("<file>: is a text file, not a
+gzip-compressed NIfTI file"), which napari shows, where returning None would only
+give napari's "... refused the file" with no reason.
+
+Choosing this reader without a question: napari asks which reader to use
+whenever several match a path (its builtin reader claims ``*.nii.gz``, ``*.npz``
+... and every folder too) unless ``settings.plugins.extension2reader`` names
+one (npe2 has no reader priority, and the order of patterns or of napari.yaml
+plays no part). The first time this reader runs in a viewer,
+:func:`claim_reader_preferences` names it for the medical formats (NIfTI, NRRD,
+MetaImage, DICOM, MedSAM npz: the builtins fail on them or lose spacing and
+ground truth) and for folders, wherever the user has not chosen a reader, and
+says so in a notification. A preference the user set is never
+changed; PNG/JPEG/TIFF/BMP and videos, which the builtins read too, are left to
+napari's question.
 """
 from __future__ import annotations
 
+import os
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Callable
 
 from .case import Case
-from .errors import MedsamEvalError
-from .io import detect_format, read_case
-from .io.formats import format_suffix, looks_like_text
+from .datasets.opening import GroundTruthFile, Opened, open_path
+from .errors import DataError
+from .io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, VIDEO_SUFFIXES, content_problem,
+                         format_suffix, is_dicom_file_marked)
 
 LayerData = tuple[Any, dict[str, Any], str]
 
-#: the first bytes a file with this suffix must start with (any one of them)
-MAGIC: dict[str, tuple[bytes, ...]] = {
-    ".png": (b"\x89PNG\r\n\x1a\n",),
-    ".jpg": (b"\xff\xd8\xff",),
-    ".jpeg": (b"\xff\xd8\xff",),
-    ".tif": (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"),
-    ".tiff": (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"),
-    ".bmp": (b"BM",),
-    ".npz": (b"PK\x03\x04", b"PK\x05\x06"),
-    ".nii.gz": (b"\x1f\x8b",),
-}
+#: the plugin's name in napari (``name`` in napari.yaml)
+PLUGIN_NAME = "napari-medsam-eval"
 #: Case.metadata keys (ITK order) that place a mask on the source image's grid
 GEOMETRY_KEYS = ("spacing_xyz", "origin", "direction")
-#: formats whose (header) file is text
-TEXT_SUFFIXES = (".nhdr", ".mhd")
+#: every file suffix the reader accepts (listed as patterns in napari.yaml)
+READER_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
+#: napari matches a folder as its real path with a trailing separator
+FOLDER_PATTERN = "*" + os.sep
+#: patterns this reader claims in napari's preferences (see the module doc)
+CLAIMED_PATTERNS = tuple(f"*{suffix}" for suffix in SITK_SUFFIXES + NPZ_SUFFIXES) + (FOLDER_PATTERN,)
+
+_claimed_in_this_session = False
 
 
 def case_to_layer_data(case: Case) -> list[LayerData]:
@@ -55,43 +73,95 @@ def case_to_layer_data(case: Case) -> list[LayerData]:
     return layers
 
 
+def ground_truth_layer_data(ground_truth: GroundTruthFile) -> LayerData:
+    """A ground truth opened by itself, as a Labels layer on its file's grid."""
+    metadata = {"label_names": ground_truth.label_names, "role": "ground_truth", "kind": ground_truth.kind,
+                "geometry": ground_truth.geometry, "label_path": str(ground_truth.path)}
+    return (ground_truth.label, {"name": ground_truth.path.name, "scale": list(ground_truth.spacing.values),
+                                 "metadata": metadata}, "labels")
+
+
+def opened_to_layer_data(opened: Opened) -> list[LayerData]:
+    """The layers of what :func:`open_path` found; a dataset folder's case says which dataset it came from."""
+    if opened.ground_truth is not None:
+        return [ground_truth_layer_data(opened.ground_truth)]
+    assert opened.case is not None
+    layers = case_to_layer_data(opened.case)
+    if opened.layout is not None:
+        layers[0][1]["metadata"].update(dataset_layout=opened.layout, dataset_cases=opened.n_cases)
+    return layers
+
+
 def napari_get_reader(path: str | list[str]) -> Callable[[str], list[LayerData]] | None:
-    """Return a reader for ``path`` when the core knows its format, else None."""
+    """:func:`read_layers` for a folder or a file with one of our suffixes, else None.
+
+    Cheap (names only): whether the content is readable is for :func:`read_layers`
+    to say, with a message naming the file and the problem.
+    """
     if isinstance(path, list):
         if len(path) != 1:
             return None
         path = path[0]
     path = Path(path)
-    try:
-        detect_format(path)
-        if path.is_file() and not _content_fits_suffix(path):
-            return None
-    except (MedsamEvalError, OSError):
+    if not path.exists():
         return None
+    if not (path.is_dir() or format_suffix(path) in READER_SUFFIXES or is_dicom_file_marked(path)):
+        return None
+    _claim_once()
     return read_layers
 
 
-def _content_fits_suffix(path: Path) -> bool:
-    """Whether the file's first bytes fit its suffix (cheap: reads at most 512 bytes)."""
-    if path.stat().st_size == 0:
-        return False
-    suffix = format_suffix(path)
-    if suffix in MAGIC:
-        with open(path, "rb") as handle:
-            head = handle.read(16)
-        return head.startswith(MAGIC[suffix])
-    if suffix in TEXT_SUFFIXES:
-        return True
-    if suffix == ".dcm":  # a Part 10 file says so at byte 128; an older one must at least be binary
-        with open(path, "rb") as handle:
-            handle.seek(128)
-            if handle.read(4) == b"DICM":
-                return True
-    return not looks_like_text(path)
-
-
 def read_layers(path: str | list[str]) -> list[LayerData]:
-    """The layers of the case at ``path`` (image, and ground truth when found beside it)."""
+    """The layers at ``path`` (see :mod:`napari_medsam_eval.datasets.opening`); a :class:`DataError`
+    naming the file and the problem when it cannot be read."""
     if isinstance(path, list):
         path = path[0]
-    return case_to_layer_data(read_case(path))
+    path = Path(path)
+    problem = content_problem(path) if path.is_file() else None
+    if problem is not None:
+        raise DataError(problem, path)
+    return opened_to_layer_data(open_path(path))
+
+
+def claim_reader_preferences(settings: Any = None) -> list[str]:
+    """Name this reader in napari's ``plugins.extension2reader`` for :data:`CLAIMED_PATTERNS`.
+
+    A pattern is left alone when any existing preference already matches the
+    files (or folders) it stands for, whichever reader it names: the user's
+    choice wins. ``settings`` defaults to napari's. Returns the patterns added.
+    """
+    if settings is None:
+        from napari.settings import get_settings
+
+        settings = get_settings()
+    current = dict(settings.plugins.extension2reader)
+    added = [pattern for pattern in CLAIMED_PATTERNS
+             if not any(fnmatch(_example_path(pattern), key) for key in current)]
+    if added:
+        settings.plugins.extension2reader = {**current, **{pattern: PLUGIN_NAME for pattern in added}}
+    return added
+
+
+def _example_path(pattern: str) -> str:
+    """A path napari would match against ``pattern``: ``*.nii.gz`` -> ``/example/case.nii.gz``."""
+    root = f"{os.sep}example{os.sep}"
+    return root if pattern == FOLDER_PATTERN else root + "case" + pattern.lstrip("*")
+
+
+def _claim_once() -> None:
+    """:func:`claim_reader_preferences` once per session, only inside a napari viewer, announced."""
+    global _claimed_in_this_session
+    if _claimed_in_this_session:
+        return
+    from napari import current_viewer
+
+    if current_viewer() is None:  # a script or test calling the reader directly: napari's settings stay as they are
+        return
+    _claimed_in_this_session = True
+    added = claim_reader_preferences()
+    if added:
+        from napari.utils.notifications import show_info
+
+        shown = ", ".join("folders" if p == FOLDER_PATTERN else p.lstrip("*") for p in added)
+        show_info(f"MedSAM Eval now opens {shown} without asking which reader to use "
+                  "(change this in Preferences > Plugins).")

@@ -75,21 +75,27 @@ def test_reader_patterns_cover_every_core_format():
     assert any(w.display_name == "Benchmark" for w in manifest.contributions.widgets)
 
 
-@pytest.mark.parametrize(("name", "content"), [
-    ("text.png", b"not an image at all\n"),
-    ("text.jpg", b"hello"),
-    ("text.tif", b"hello\n"),
-    ("text.dcm", b"this is a text file, not DICOM\n"),
-    ("empty.dcm", b""),
-    ("text.nii.gz", b"text named like NIfTI\n"),
-    ("png_named.npz", b"\x89PNG\r\n\x1a\n" + bytes(64)),
-    ("notes.xyz", b"\x00\x01\x02"),
+@pytest.mark.parametrize(("name", "content", "problem"), [
+    ("text.png", b"not an image at all\n", "is a text file, not a PNG file"),
+    ("text.jpg", b"hello", "is a text file, not a JPEG file"),
+    ("text.tif", b"hello\n", "is a text file, not a TIFF file"),
+    ("text.dcm", b"this is a text file, not DICOM\n", "is a text file, not a .dcm file"),
+    ("empty.dcm", b"", "file is empty (0 bytes)"),
+    ("text.nii.gz", b"text named like NIfTI\n", "is a text file, not a gzip-compressed NIfTI file"),
+    ("png_named.npz", b"\x89PNG\r\n\x1a\n" + bytes(64), "is not a valid npz (zip archive) file"),
 ])
-def test_reader_refuses_files_it_cannot_read(tmp_path, name, content):
+def test_reader_takes_our_suffixes_and_says_why_it_cannot_read_them(tmp_path, name, content, problem):
+    """A file named like ours is accepted (names only), and reading it says which file and why, where
+    refusing it would leave napari's "... refused the file" with no reason."""
+    from napari_medsam_eval.errors import DataError
+
     path = tmp_path / name
     path.write_bytes(content)
-    assert napari_get_reader(str(path)) is None
-    assert napari_get_reader([str(path)]) is None
+    reader = napari_get_reader(str(path))
+    assert reader is not None and napari_get_reader([str(path)]) is reader
+    with pytest.raises(DataError) as raised:
+        reader(str(path))
+    assert str(raised.value).startswith(f"{path}: {problem}")
 
 
 def test_reader_refuses_missing_and_several_paths(tmp_path):

@@ -25,9 +25,21 @@ from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs
 
 _PATIENT = re.compile(r"^patient\d+$", re.IGNORECASE)
 _SEQUENCE = re.compile(r"^(patient\d+)_(2CH|4CH)_half_sequence\.nii(\.gz)?$", re.IGNORECASE)
+_SEQUENCE_GT = re.compile(r"^(patient\d+)_(2CH|4CH)_half_sequence_gt\.nii(\.gz)?$", re.IGNORECASE)
 _SPLIT_FILES = {"training": "train", "validation": "validation", "testing": "test"}
 
 CAMUS_LABELS = {1: "lv_endocardium", 2: "myocardium", 3: "left_atrium"}
+
+
+def camus_label_path(image: str | Path) -> Path:
+    """``..._half_sequence.nii.gz`` -> ``..._half_sequence_gt.nii.gz`` (its ground truth, beside it)."""
+    image = Path(image)
+    return image.with_name(image.name.replace("_half_sequence.", "_half_sequence_gt."))
+
+
+def is_camus_label(path: str | Path) -> bool:
+    """A CAMUS ground-truth sequence (``..._half_sequence_gt.nii.gz``)."""
+    return _SEQUENCE_GT.match(Path(path).name) is not None
 
 
 def _patients_folder(root: Path) -> Path:
@@ -88,7 +100,7 @@ class CAMUSLayout(DatasetLayout):
                 continue
             for image, match in _sequences(patient):
                 name, view = match.group(1), match.group(2).upper()
-                label = image.with_name(image.name.replace("_half_sequence.", "_half_sequence_gt."))
+                label = camus_label_path(image)
                 info = read_info_cfg(patient / f"Info_{view}.cfg")
                 refs.append(self.ref(
                     root, f"{name}_{view}", {"image": image, "label": label},

@@ -44,6 +44,21 @@ def label_candidates(case_folder: Path) -> list[Path]:
     return files + ([folder] if folder.is_dir() else [])
 
 
+def case_label_of(image_folder: str | Path) -> Path | None:
+    """``<case>/image/`` -> its one ``<case>/label.*`` (None when absent or ambiguous)."""
+    image_folder = Path(image_folder)
+    if image_folder.name != IMAGE_FOLDER or not image_folder.is_dir():
+        return None
+    found = label_candidates(image_folder.parent)
+    return found[0] if len(found) == 1 else None
+
+
+def is_case_label(path: str | Path) -> bool:
+    """``<case>/label.nii.gz`` (or a ``label/`` DICOM folder) beside ``<case>/image/``: a ground truth."""
+    path = Path(path)
+    return (path.parent / IMAGE_FOLDER).is_dir() and path in label_candidates(path.parent)
+
+
 def _has_dicom(folder: Path) -> bool:
     return any(is_dicom_file(p) for p in visible_files(folder)[:_SNIFF])
 

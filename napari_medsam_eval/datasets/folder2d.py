@@ -15,6 +15,7 @@ from .layouts import find_label_file
 from ..io.formats import IMAGE2D_SUFFIXES, format_suffix, strip_suffix
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_files
 
+IMAGES_FOLDER, MASKS_FOLDER = "images", "masks"
 #: mask stems tried after ``<stem>`` itself
 MASK_STEM_SUFFIXES = ("_segmentation", "_mask", "_Segmentation", "_Mask")
 #: images looked at by :meth:`ImageMaskFolderLayout.detect`
@@ -37,6 +38,19 @@ def find_mask(image: Path, mask_dir: Path) -> Path | None:
     return None
 
 
+def masks_folder_of(image: str | Path) -> Path | None:
+    """``<root>/images/x.jpg`` -> ``<root>/masks`` when it exists (this layout and SAM-Med2D's)."""
+    folder = Path(image).parent
+    masks = folder.parent / MASKS_FOLDER
+    return masks if folder.name == IMAGES_FOLDER and masks.is_dir() else None
+
+
+def is_mask_file(path: str | Path) -> bool:
+    """A file in ``<root>/masks`` beside ``<root>/images``: a mask, never an image to segment."""
+    folder = Path(path).parent
+    return folder.name == MASKS_FOLDER and (folder.parent / IMAGES_FOLDER).is_dir()
+
+
 class ImageMaskFolderLayout(DatasetLayout):
     """``images/`` + ``masks/`` with one mask per image, same stem."""
 
@@ -46,15 +60,15 @@ class ImageMaskFolderLayout(DatasetLayout):
 
     def detect(self, path: str | Path) -> bool:
         path = Path(path)
-        images, masks = path / "images", path / "masks"
+        images, masks = path / IMAGES_FOLDER, path / MASKS_FOLDER
         if not images.is_dir() or not masks.is_dir():
             return False
         return any(find_mask(image, masks) for image in image_files(images)[:_SAMPLE])
 
     def list_cases(self, path: str | Path) -> list[CaseRef]:
         root = Path(path)
-        refs = [self.ref(root, strip_suffix(image), {"image": image, "label": find_mask(image, root / "masks")})
-                for image in image_files(root / "images")]
+        refs = [self.ref(root, strip_suffix(image), {"image": image, "label": find_mask(image, root / MASKS_FOLDER)})
+                for image in image_files(root / IMAGES_FOLDER)]
         return unique_case_ids(refs, root)
 
     def _read(self, ref: CaseRef) -> Case:

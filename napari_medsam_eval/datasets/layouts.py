@@ -63,6 +63,20 @@ def sunseg_mask_folder(frame_folder: str | Path) -> Path | None:
     return None
 
 
+def sunseg_frame_folder(mask_folder: str | Path) -> Path | None:
+    """``.../GT/<case>`` -> ``.../Frame/<case>`` when that folder exists, else None (the inverse of
+    :func:`sunseg_mask_folder`: a folder it returns is a SUN-SEG ground-truth clip)."""
+    mask_folder = Path(mask_folder)
+    if mask_folder.parent.name not in _SUNSEG_MASK_DIRS:
+        return None
+    frames = [d for d in mask_folder.parent.parent.iterdir() if d.name.lower() == "frame"] \
+        if mask_folder.parent.parent.is_dir() else []
+    for frame in frames:
+        if (frame / mask_folder.name).is_dir() and sunseg_mask_folder(frame / mask_folder.name) == mask_folder:
+            return frame / mask_folder.name
+    return None
+
+
 def msd_dataset_info(image_path: str | Path) -> dict[str, Any]:
     """``modality`` and ``label_names`` from an MSD ``dataset.json`` next to ``imagesTr``/``imagesTs``.
 

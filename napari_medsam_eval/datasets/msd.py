@@ -34,6 +34,20 @@ from .base import CaseRef, DatasetLayout, unique_case_ids, visible_files
 _OTHER_CHANNEL = re.compile(r"_(\d{4})$")
 #: (images folder, labels folder, split attribute)
 _SPLITS = (("imagesTr", "labelsTr", "train"), ("imagesTs", "labelsTs", "test"))
+#: image folder name -> its label folder name
+LABEL_FOLDERS = {images: labels for images, labels, _ in _SPLITS}
+
+
+def msd_label_folder(image: str | Path) -> Path | None:
+    """``<root>/imagesTr/x.nii.gz`` -> ``<root>/labelsTr`` (``imagesTs`` -> ``labelsTs``), when it exists."""
+    folder = Path(image).parent
+    labels = LABEL_FOLDERS.get(folder.name)
+    return folder.parent / labels if labels and (folder.parent / labels).is_dir() else None
+
+
+def is_msd_label(path: str | Path) -> bool:
+    """A file in an MSD / nnU-Net ``labelsTr``/``labelsTs`` folder (a ground truth, never an image)."""
+    return Path(path).parent.name in LABEL_FOLDERS.values()
 
 
 def _channel_zero_images(folder: Path) -> list[Path]:

@@ -95,16 +95,62 @@ def looks_like_text(path: str | Path, n_bytes: int = 512) -> bool:
     return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
 
 
-def is_dicom_file(path: Path) -> bool:
-    """A ``.dcm`` file, or any file with ``DICM`` at byte 128 (DICOM Part 10)."""
-    if path.suffix.lower() == ".dcm":
-        return True
+#: the first bytes a file with this suffix starts with (any one of them), and the format's name
+MAGIC: dict[str, tuple[tuple[bytes, ...], str]] = {
+    ".png": ((b"\x89PNG\r\n\x1a\n",), "PNG"),
+    ".jpg": ((b"\xff\xd8\xff",), "JPEG"),
+    ".jpeg": ((b"\xff\xd8\xff",), "JPEG"),
+    ".tif": ((b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"), "TIFF"),
+    ".tiff": ((b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+"), "TIFF"),
+    ".bmp": ((b"BM",), "BMP"),
+    ".npz": ((b"PK\x03\x04", b"PK\x05\x06"), "npz (zip archive)"),
+    ".nii.gz": ((b"\x1f\x8b",), "gzip-compressed NIfTI"),
+    ".nrrd": ((b"NRRD",), "NRRD"),
+    ".nhdr": ((b"NRRD",), "NRRD header"),
+}
+#: formats whose file (or header) starts as text: only the reader can judge them
+_TEXT_HEADER_SUFFIXES = (".mha", ".mhd")
+
+
+def content_problem(path: str | Path) -> str | None:
+    """Why a file's first bytes contradict its suffix (a text file named ``.nii.gz``, a PNG named
+    ``.npz``, an empty file), or None when they fit. Cheap: reads at most 512 bytes, so a reader
+    can say this instead of a decoder's generic failure."""
+    path = Path(path)
+    if path.stat().st_size == 0:
+        return "file is empty (0 bytes)"
+    suffix = format_suffix(path)
+    if suffix in _TEXT_HEADER_SUFFIXES:
+        return None
+    if suffix in MAGIC:
+        magics, name = MAGIC[suffix]
+        with open(path, "rb") as handle:
+            head = handle.read(16)
+        if head.startswith(magics):
+            return None
+        if looks_like_text(path):
+            return f"is a text file, not a {name} file"
+        return f"is not a valid {name} file (its first bytes do not match: damaged, or named with the wrong suffix)"
+    if suffix == ".dcm" and is_dicom_file_marked(path):
+        return None
+    if looks_like_text(path):
+        return f"is a text file, not a {suffix or 'image'} file"
+    return None
+
+
+def is_dicom_file_marked(path: Path) -> bool:
+    """The DICOM Part 10 ``DICM`` marker at byte 128."""
     try:
         with open(path, "rb") as handle:
             handle.seek(_DICOM_MARKER_OFFSET)
             return handle.read(4) == b"DICM"
     except OSError:
         return False
+
+
+def is_dicom_file(path: Path) -> bool:
+    """A ``.dcm`` file, or any file with ``DICM`` at byte 128 (DICOM Part 10)."""
+    return path.suffix.lower() == ".dcm" or is_dicom_file_marked(path)
 
 
 def image_files_in(folder: Path) -> list[Path]:
