@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval._layer_style import PREDICTION_CONTOUR
-from napari_medsam_eval._widgets import segment as segment_module
+from napari_medsam_eval._widgets import _drawing as drawing_module
 from napari_medsam_eval._widgets._layers import from_image_coords
 from napari_medsam_eval._widgets._prompt_layers import box_vertices
 from napari_medsam_eval._widgets._shortcuts import SEGMENT_SHORTCUTS, key_text
@@ -34,7 +34,7 @@ def _key(viewer, key):
 @pytest.fixture
 def warnings_shown(monkeypatch):
     seen: list[str] = []
-    monkeypatch.setattr(segment_module, "show_warning", seen.append)
+    monkeypatch.setattr(drawing_module, "show_warning", seen.append)
     return seen
 
 

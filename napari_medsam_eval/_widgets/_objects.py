@@ -12,6 +12,7 @@ attempt of the object changed (added green, removed red).
 """
 from __future__ import annotations
 
+import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +21,7 @@ from magicgui.widgets import Container, Label, PushButton
 from napari.layers import Labels
 
 from ..attempts import ADDED, REMOVED, Attempt, AttemptHistory
+from ..prompt import Prompt
 from ._layers import find_layer, transform_kwargs
 from ._prediction_layer import object_mask, write_object
 from ._shortcuts import with_shortcut
@@ -116,12 +118,27 @@ class ObjectControls(Container):
 
     # -- attempts ---------------------------------------------------------------
 
-    def record(self, prediction: Labels, target_label: int, *, action: str, prompt: dict[str, Any],
-               seconds: float = 0.0) -> Attempt:
-        """Keep the object's whole mask after a published result as an attempt."""
-        return self.history.record(Attempt.of(
-            prediction.metadata.get("image", ""), target_label, object_mask(prediction, target_label),
-            action=action, model=self.widget.session.model_name, prompt=prompt, seconds=seconds))
+    def commit(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None) -> Labels:
+        """Write a result as its object into the image's prediction layer and keep it as an attempt.
+
+        The layer the user was drawing in stays the active one; Ctrl+Z on the
+        prediction layer is this Undo (not napari's paint undo).
+        """
+        widget, viewer = self.widget, self.widget.viewer
+        name = widget.session.image_name  # the image the job ran on (the choice may have changed since)
+        image = viewer.layers[name] if name in viewer.layers else widget._image()
+        active = viewer.layers.selection.active
+        layer = write_object(viewer, image, prompt.target_label, mask, index=index,
+                             metadata={"prompt": prompt.to_dict(), "model": widget.session.model_name,
+                                       "stops": stops or []})
+        layer.bind_key("Control-Z", lambda _layer: self.undo(), overwrite=True)
+        if active is not None and active in viewer.layers:
+            viewer.layers.selection.active = active
+        started, action = getattr(widget, "_started", (time.perf_counter(), "segment"))
+        self.history.record(Attempt.of(image.name, prompt.target_label, object_mask(layer, prompt.target_label),
+                                       action=action, model=widget.session.model_name, prompt=prompt.to_dict(),
+                                       seconds=time.perf_counter() - started))
+        return layer
 
     def undo(self) -> Attempt | None:
         """Put back the object's mask before the last attempt (the corrections start over); None: nothing."""

@@ -18,10 +18,9 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, RadioButtons, \
-    SpinBox
+from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels, Points, Shapes
-from napari.utils.notifications import show_info, show_warning
+from napari.utils.notifications import show_info
 
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..prompt import Prompt
@@ -30,8 +29,8 @@ from ..protocols import PROTOCOLS
 from ..session import Session
 from . import _layers, _prompt_layers
 from ._anchors import correction_controls, start_propagation
+from ._drawing import follow_drawing, polarity_control, warn_points
 from ._objects import ObjectControls
-from ._prediction_layer import write_object
 from ._propagation_options import propagation_controls
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts, with_shortcut
 from ._worker import WorkerRunner
@@ -43,9 +42,6 @@ if TYPE_CHECKING:
 MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam") if name in BACKENDS]
 DEVICE_CHOICES = ["auto", "cpu", "cuda", "mps"]
 PROMPT_SLICE_CHOICES = ["key slice", "current slice"]
-POLARITIES = {"positive": 1, "negative": 0}
-BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Draw a box around the object "
-                 "(points are used as given).")
 
 
 class SegmentWidget(Container):
@@ -67,9 +63,7 @@ class SegmentWidget(Container):
                                   tooltip="the Shapes layer with box prompts (the one you draw in is picked)")
         self.point_layer = ComboBox(label="points", nullable=True, choices=choices(napari_viewer, Points),
                                     tooltip="the Points layer with point prompts (the one you draw in is picked)")
-        self.polarity = RadioButtons(label="next point", choices=list(POLARITIES), value="positive",
-                                     orientation="horizontal", tooltip="the label of the next point you place: "
-                                     "positive (green) or negative (red); key T switches")
+        self.polarity = polarity_control()
         self.new_prompt_layers_button = PushButton(text="New prompt layers", tooltip="a box and a point layer")
         self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,
                                     tooltip="the label value the object gets in the prediction layer")
@@ -104,11 +98,8 @@ class SegmentWidget(Container):
                      self.use_gt, *self._gt_controls[:3], self.mode, self.gt_prompt_button, self.propagation_box,
                      self.segment_button, self.propagate_button, self.correct_button, self.anchor_list,
                      self.cancel_button, self.progress, self.status])
-        locked = [self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.box_layer,
-                  self.point_layer, self.new_prompt_layers_button, self.target_label, self.objects, self.gt_layer,
-                  self.protocol, self.prompt_slice, self.mode, self.gt_prompt_button, self.propagation_box,
-                  self.segment_button, self.propagate_button, self.correct_button]
-        self.runner = WorkerRunner(self.status, locked, self.cancel_button, self.progress)
+        free = (self.polarity, self.use_gt, self.anchor_list, self.cancel_button, self.progress, self.status)
+        self.runner = WorkerRunner(self.status, [w for w in self if w not in free], self.cancel_button, self.progress)
         self._connect(napari_viewer)
 
     def _connect(self, viewer: "napari.viewer.Viewer") -> None:
@@ -119,8 +110,6 @@ class SegmentWidget(Container):
             button.changed.connect(lambda *_a, act=action: act())
         self.protocol.changed.connect(lambda value: setattr(self.mode, "visible", value == "mazurowski"))
         self.use_gt.changed.connect(self._fold_ground_truth)
-        self.polarity.changed.connect(lambda _v: self._apply_polarity())
-        self.point_layer.changed.connect(lambda _v: self._apply_polarity())
         self.image_layer.changed.connect(self._pick_defaults)
         self.session.backend_changed.connect(self._on_backend)
         self.session.prompt_changed.connect(self._show_prompt)
@@ -128,10 +117,9 @@ class SegmentWidget(Container):
         self.session.result_ready.connect(self._show_result)
         events = viewer.layers.events
         self._unbind = bind_shortcuts(viewer, self._shortcut_actions())
-        _layers.follow_viewer(self, [*[(event, self._refresh_choices) for event in
-                                       (events.inserted, events.removed, events.reordered)],
-                                     (viewer.layers.selection.events.active, self._follow_active)],
-                              on_close=self._close)
+        _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
+                                     (events.inserted, events.removed, events.reordered)], on_close=self._close)
+        follow_drawing(self)
         self._refresh_choices()
 
     def _shortcut_actions(self) -> dict[str, Callable[[], Any]]:
@@ -164,34 +152,10 @@ class SegmentWidget(Container):
             _layers.pick_missing(self.box_layer, layers, "prompt_boxes", image=image.name)
             _layers.pick_missing(self.point_layer, layers, "prompt_points", image=image.name)
 
-    def _follow_active(self, _event: Any = None) -> None:
-        """The layer the user draws in (the active Shapes / Points layer of the image's size) is the prompt layer."""
-        active, image = self.viewer.layers.selection.active, self.image_layer.value
-        if self.busy or image is None or not isinstance(active, (Shapes, Points)) or active.ndim != image.ndim:
-            return
-        combo = self.box_layer if isinstance(active, Shapes) else self.point_layer
-        if combo.value is not active:
-            self.reset_choices()
-            combo.value = active
-
     def _fold_ground_truth(self, shown: bool) -> None:
         for widget in self._gt_controls:
             widget.visible = bool(shown)
         self.mode.visible = bool(shown) and self.protocol.value == "mazurowski"
-
-    def _apply_polarity(self) -> None:
-        """The next point's label (the widget's choice) on the point layer; T flips it there."""
-        points = self.point_layer.value
-        if points is None:
-            return
-        _prompt_layers.adopt_point_layer(points)
-        _prompt_layers.set_next_point_label(points, POLARITIES[self.polarity.value])
-        points.bind_key(_prompt_layers.TOGGLE_KEY, self._toggle_key, overwrite=True)
-
-    def _toggle_key(self, points: Points) -> None:
-        new = _prompt_layers.toggle_point_label(points)
-        if new is not None:
-            self.polarity.value = next(name for name, value in POLARITIES.items() if value == new)
 
     def _image(self) -> Image:
         return _layers.checked_image(self.image_layer.value)
@@ -295,18 +259,12 @@ class SegmentWidget(Container):
         self._started = (time.perf_counter(), "correct" if correct else "propagate" if propagate else "segment slice")
 
         def start() -> Any:
-            self._warn_points(prompt)
+            warn_points(self.session, prompt)
             if propagate:
                 return start_propagation(self, prompt, correct)
             return self.runner.start(self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index}",
                                      returned=lambda result: self.session.publish_slice(prompt, result.mask))
         return self._with_model(start)
-
-    def _warn_points(self, prompt: Prompt) -> None:
-        """Points with a model trained on boxes: say so (a single point gives a few pixels)."""
-        backend = self.session.backend
-        if prompt.points and getattr(backend, "box_trained", False):
-            show_warning(BOX_ONLY_HINT.format(model=self.session.model_name))
 
     def _with_model(self, then: Callable[[], Any]) -> Any:
         """Call ``then`` now if the chosen model is loaded, else after loading it off-thread."""
@@ -316,24 +274,8 @@ class SegmentWidget(Container):
         """Stop the running propagation after its current slice."""
         self.runner.cancel()
 
-    def _write(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None) -> Labels:
-        """Write the object into the image's prediction layer and keep the attempt; the drawing layer stays active."""
-        name = self.session.image_name  # the image the job ran on (the choice may have changed since)
-        image = self.viewer.layers[name] if name in self.viewer.layers else self._image()
-        active = self.viewer.layers.selection.active
-        layer = write_object(self.viewer, image, prompt.target_label, mask, index=index,
-                             metadata={"prompt": prompt.to_dict(), "model": self.session.model_name,
-                                       "stops": stops or []})
-        layer.bind_key("Control-Z", lambda _layer: self.objects.undo(), overwrite=True)  # not a paint undo
-        if active is not None and active in self.viewer.layers:
-            self.viewer.layers.selection.active = active
-        started, action = getattr(self, "_started", (time.perf_counter(), "segment"))
-        self.objects.record(layer, prompt.target_label, action=action, prompt=prompt.to_dict(),
-                            seconds=time.perf_counter() - started)
-        return layer
-
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
-        layer = self._write(prompt, mask, prompt.slice_index)
+        layer = self.objects.commit(prompt, mask, prompt.slice_index)
         self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
 
     def _show_result(self, result: PropagationResult) -> None:
@@ -341,7 +283,7 @@ class SegmentWidget(Container):
             self.status.value = f"cancelled after {result.done} of {result.total} slices; layers unchanged"
             show_info(self.status.value)
             return
-        layer = self._write(result.prompt, result.mask, stops=[s.to_dict() for s in result.record.stops])
+        layer = self.objects.commit(result.prompt, result.mask, stops=[s.to_dict() for s in result.record.stops])
         self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name}"
 
 
