@@ -33,6 +33,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Callable
 
+from ._layer_style import ground_truth_kwargs
 from .case import Case
 from .datasets.opening import GroundTruthFile, Opened, open_path
 from .errors import DataError
@@ -69,7 +70,7 @@ def case_to_layer_data(case: Case) -> list[LayerData]:
         label_meta = {"label_names": case.label_names, "role": "ground_truth", "kind": case.kind,
                       "geometry": geometry}
         layers.append((case.label, {"name": f"{case.case_id} ground truth", "scale": scale,
-                                    "metadata": label_meta}, "labels"))
+                                    "metadata": label_meta, **ground_truth_kwargs()}, "labels"))
     return layers
 
 
@@ -78,7 +79,7 @@ def ground_truth_layer_data(ground_truth: GroundTruthFile) -> LayerData:
     metadata = {"label_names": ground_truth.label_names, "role": "ground_truth", "kind": ground_truth.kind,
                 "geometry": ground_truth.geometry, "label_path": str(ground_truth.path)}
     return (ground_truth.label, {"name": ground_truth.path.name, "scale": list(ground_truth.spacing.values),
-                                 "metadata": metadata}, "labels")
+                                 "metadata": metadata, **ground_truth_kwargs()}, "labels")
 
 
 def opened_to_layer_data(opened: Opened) -> list[LayerData]:

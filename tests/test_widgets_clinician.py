@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_medsam_eval._layer_style import PREDICTION_CONTOUR
+from napari_medsam_eval._layer_style import GROUND_TRUTH_PALETTE, PREDICTION_CONTOUR, PREDICTION_PALETTE
 from napari_medsam_eval._widgets import _drawing as drawing_module
 from napari_medsam_eval._widgets._layers import from_image_coords
 from napari_medsam_eval._widgets._prompt_layers import box_vertices
@@ -93,6 +93,10 @@ def test_colours_objects_undo_and_changes(make_napari_viewer, shared_data, backe
     # prediction and ground truth are told apart: other colours, the prediction as a contour
     assert not np.allclose(prediction.get_color(1), gt.get_color(1))
     assert prediction.contour == PREDICTION_CONTOUR and gt.contour == 0
+    from matplotlib.colors import to_rgb  # the documented colours: ground truth label 1 deep sky blue, prediction orange
+
+    np.testing.assert_allclose(gt.get_color(1)[:3], to_rgb(GROUND_TRUTH_PALETTE[0]), atol=1e-6)
+    np.testing.assert_allclose(prediction.get_color(1)[:3], to_rgb(PREDICTION_PALETTE[0]), atol=1e-6)
 
     # the next object: label 2 (present in the ground truth), its own prompt, the same layer
     boxes = widget.box_layer.value

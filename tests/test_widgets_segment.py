@@ -262,12 +262,12 @@ def test_video_propagates_forward_from_the_current_frame(make_napari_viewer, sha
 
     root = shared_data / "cvc_clinicdb_video"
     viewer = make_napari_viewer()
-    (image,) = viewer.open(str(root / "Frame" / "seq01"), plugin="napari-medsam-eval")
+    image, gt = viewer.open(str(root / "Frame" / "seq01"), plugin="napari-medsam-eval")  # the clip brings its GT/
     assert image.rgb and image.metadata["kind"] == "video"
     case = read_case(root / "Frame" / "seq01", root / "GT" / "seq01")
-    gt = viewer.add_labels(case.label, name="polyp", metadata={"role": "ground_truth"})
+    np.testing.assert_array_equal(gt.data, case.label)
     widget = _widget(viewer, backend)
-    widget.gt_layer.value = gt
+    assert widget.gt_layer.value is gt
     widget.prompt_slice.value = "current slice"
     t0 = image.data.shape[0] - 4
     viewer.dims.set_current_step(0, t0)
@@ -292,7 +292,7 @@ def test_2d_image_segment_and_propagate(make_napari_viewer, shared_data, backend
     viewer = make_napari_viewer()
     from napari_medsam_eval._reader import read_layers
 
-    # the manifest's reader patterns do not list .jpg (yet): the reader's layer data, added directly
+    # the reader's layer data, added directly (napari would ask which reader opens a .jpg)
     (data, kwargs, _kind), *_ = read_layers(str(root / "images" / f"{name}.jpg"))
     image = viewer.add_image(data, **kwargs)
     assert image.rgb and image.ndim == 2

@@ -1,0 +1,44 @@
+"""The attempt history behind Undo and Changes (core, no Qt), on a real hippocampus label map."""
+from __future__ import annotations
+
+import numpy as np
+
+from napari_medsam_eval.attempts import ADDED, REMOVED, Attempt, AttemptHistory, mask_changes
+from napari_medsam_eval.io import read_label
+
+
+def test_undo_goes_back_one_attempt_of_any_object(shared_data):
+    label = read_label(shared_data / "hippocampus_mri" / "labelsTr" / "hippocampus_015.nii.gz").array
+    one, two = label == 1, label == 2
+    grown = one.copy()
+    grown[:, 1:, :] |= one[:, :-1, :]  # a second, larger attempt of object 1
+    history = AttemptHistory()
+    history.record(Attempt.of("hippo", 1, one, action="propagate", model="litemedsam"))
+    history.record(Attempt.of("hippo", 2, two, action="segment slice"))
+    history.record(Attempt.of("hippo", 1, grown, action="correct"))
+    np.testing.assert_array_equal(history.attempts[-1].mask, grown)  # bit-packed, unpacked alike
+    changes = history.changes("hippo", 1)
+    assert (changes == ADDED).sum() == (grown & ~one).sum() > 0 and not (changes == REMOVED).any()
+    attempt, before = history.undo()
+    assert attempt.action == "correct" and attempt.target_label == 1
+    np.testing.assert_array_equal(before, one)  # object 1's previous attempt, not object 2's
+    attempt, before = history.undo()
+    assert attempt.target_label == 2 and not before.any()  # object 2 had no earlier attempt
+    attempt, before = history.undo()
+    assert attempt.target_label == 1 and not before.any()
+    assert history.undo() is None and history.changes("hippo", 1) is None
+
+
+def test_history_keeps_the_latest_attempts_and_changes_check_shapes():
+    history = AttemptHistory(limit=3)
+    masks = [np.eye(4, dtype=bool) * (i % 2 == 0) for i in range(5)]
+    for i, mask in enumerate(masks):
+        history.record(Attempt.of("img", 1, mask, action=f"attempt {i}"))
+    assert [a.action for a in history.attempts] == ["attempt 2", "attempt 3", "attempt 4"]
+    assert "label 1" in history.attempts[0].describe() and "4 pixels" in history.attempts[0].describe()
+    try:
+        mask_changes(np.zeros((2, 2)), np.zeros((3, 3)))
+    except ValueError as exc:
+        assert "different shapes" in str(exc)
+    else:
+        raise AssertionError("shapes were not checked")
