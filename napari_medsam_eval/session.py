@@ -43,8 +43,8 @@ Corrections: a propagation of a volume or video starts an
 :class:`~napari_medsam_eval.propagation.anchors.AnchoredSegmentation` whose only
 anchor is its prompt; :meth:`Session.correct` / :meth:`Session.iter_correct` add a
 prompt on a wrong slice to it (that slice is segmented again and propagated up to the
-neighbouring anchors) and :meth:`Session.anchors` lists the anchors. It is dropped when
-the image or the backend changes; a correction of another target label starts over.
+neighbouring anchors) and :meth:`Session.anchors` lists the anchors. Each target label keeps
+its own (several objects); they are dropped when the image or the backend changes.
 """
 from __future__ import annotations
 
@@ -113,8 +113,9 @@ class Session:
     _base_id: str = field(default="image", repr=False)
     _generation: int = field(default=0, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-    #: the current target's anchors and mask (volumes/videos), see :meth:`correct`
-    _anchored: AnchoredSegmentation | None = field(default=None, repr=False)
+    #: each target label's anchors and mask (volumes/videos), see :meth:`correct`; the latest target
+    _anchored: dict[int, AnchoredSegmentation] = field(default_factory=dict, repr=False)
+    _anchor_target: int | None = field(default=None, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # -- model and image ----------------------------------------------------
@@ -134,7 +135,7 @@ class Session:
     def set_backend(self, backend: SegmentationBackend | None, spec: Hashable = None) -> None:
         """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
         self.backend, self.backend_spec = backend, spec
-        self._anchored = None
+        self._anchored = {}
         self.backend_changed.emit(backend)
 
     def has_backend(self, spec: Hashable) -> bool:
@@ -178,7 +179,7 @@ class Session:
         prepared = prepare_image(image, kind, modality, window)
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
-        self._anchored = None
+        self._anchored = {}
         self._generation += 1
         # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
         # answer a new image from an old one's cache entry
@@ -349,36 +350,43 @@ class Session:
         propagation is exactly what it was (that one skips the prompt's largest-component step);
         its rules are the ones this run resolved, so corrections propagate with the same margin.
         """
-        self._anchored = None
+        target = int(prompt.target_label)
+        self._anchored.pop(target, None)
         if (self.kind not in ("volume", "video") or prompt.slice_index is None
                 or options.get("how", "propagate") != "propagate"):
             return
         rules = resolve_rules(self.kind, options.get("rules"), margin=margin,
                               stop_when_empty=options.get("stop_when_empty"), min_iou=options.get("min_iou"))
-        self._anchored = AnchoredSegmentation(backend, self.volume, self.kind, rules=rules, case_id=self.image_id,
-                                              anchors={int(prompt.slice_index): prompt},
-                                              mask=np.asarray(result.mask, dtype=bool).copy(), last=result)
+        self._anchored[target] = AnchoredSegmentation(
+            backend, self.volume, self.kind, rules=rules, case_id=self.image_id,
+            anchors={int(prompt.slice_index): prompt}, mask=np.asarray(result.mask, dtype=bool).copy(), last=result)
+        self._anchor_target = target
 
     def _current_anchors(self, target_label: int | None = None) -> AnchoredSegmentation | None:
-        """The kept anchored segmentation when it belongs to this backend, image (and ``target_label``)."""
-        anchored = self._anchored
+        """``target_label``'s (default: the latest target's) anchored segmentation when it belongs to this
+        backend and image."""
+        target = self._anchor_target if target_label is None else int(target_label)
+        anchored = self._anchored.get(target) if target is not None else None
         if anchored is None or anchored.backend is not self.backend or anchored.case_id != self.image_id:
-            return None
-        if target_label is not None and any(p.target_label != int(target_label) for p in anchored.anchors.values()):
             return None
         return anchored
 
-    def anchors(self) -> list[Prompt]:
-        """The prompts of the current anchored segmentation in slice order (empty when there is none).
+    def anchors(self, target_label: int | None = None) -> list[Prompt]:
+        """The prompts of ``target_label``'s (default: the latest target's) anchored segmentation in
+        slice order (empty when there is none); each target keeps its own.
 
         Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
-        anchored = self._current_anchors()
+        anchored = self._current_anchors(target_label)
         anchors = {} if anchored is None else dict(anchored.anchors)
         return [anchors[k] for k in sorted(anchors)]
 
-    def drop_anchors(self) -> None:
-        """Forget the anchored segmentation (a GUI whose image choice changed); the next correction propagates."""
-        self._anchored = None
+    def drop_anchors(self, target_label: int | None = None) -> None:
+        """Forget ``target_label``'s anchored segmentation (None: every target's, a GUI whose image changed);
+        the next correction of that target propagates."""
+        if target_label is None:
+            self._anchored = {}
+        else:
+            self._anchored.pop(int(target_label), None)
 
     def correct(
         self,
@@ -407,7 +415,9 @@ class Session:
                 return self.propagate(prompt, progress=progress, cancel=token, **options)
             if token.is_set():
                 return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
-            return _correct_or_restore(anchored, prompt, _stopping(progress, token))
+            result = _correct_or_restore(anchored, prompt, _stopping(progress, token))
+            self._anchor_target = int(prompt.target_label)
+            return result
 
     def iter_propagate(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any

@@ -117,10 +117,13 @@ def test_anchors_are_dropped_with_the_image_the_backend_or_another_target(sessio
     case, prompt, _truth = lesion
     session.propagate(prompt)
     assert session.anchors() == [prompt]
-    # another target label: the correction starts over from it
+    # another target label (another object): its correction starts over from it; each object keeps its anchors
     other = dataclasses.replace(prompt, target_label=prompt.target_label + 1)
     result = session.correct(other)
-    assert not result.cancelled and session.anchors() == [other]
+    assert not result.cancelled and session.anchors() == [other] == session.anchors(other.target_label)
+    assert session.anchors(prompt.target_label) == [prompt]
+    session.drop_anchors(other.target_label)
+    assert session.anchors(other.target_label) == [] and session.anchors(prompt.target_label) == [prompt]
     session.set_backend(backend, spec="same model, set again")
     assert session.anchors() == []
     session.propagate(prompt)

@@ -12,7 +12,7 @@ per anchor, in slice order::
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from magicgui.widgets import PushButton, Select
 
@@ -50,8 +50,9 @@ class AnchorList(Select):
     refresh rebuilds the list, since magicgui would append a new line at the end.
     """
 
-    def __init__(self, session: "Session") -> None:
-        super().__init__(label="anchors", choices=lambda _widget: [describe_anchor(p) for p in session.anchors()],
+    def __init__(self, session: "Session", target: Callable[[], int | None] = lambda: None) -> None:
+        super().__init__(label="anchors", choices=lambda _widget: [describe_anchor(p) for p in
+                                                                   session.anchors(target())],
                          tooltip="the prompts of the current segmentation, one per slice (Propagate, Correct slice)")
         try:
             from qtpy.QtWidgets import QAbstractItemView
@@ -80,7 +81,7 @@ def correction_controls(widget: "SegmentWidget") -> tuple[PushButton, AnchorList
     """
     button = PushButton(text="Correct slice", tooltip="add the prompt drawn on this slice to the propagated result "
                         "and propagate from it up to the other prompted slices")
-    anchor_list = AnchorList(widget.session)
+    anchor_list = AnchorList(widget.session, lambda: int(widget.target_label.value))
     button.changed.connect(lambda: widget.correct_slice())
 
     def drop(_value: Any = None) -> None:
@@ -88,6 +89,7 @@ def correction_controls(widget: "SegmentWidget") -> tuple[PushButton, AnchorList
         anchor_list.reset_choices()
 
     widget.image_layer.changed.connect(drop)
+    widget.target_label.changed.connect(lambda _value: anchor_list.reset_choices())  # that object's anchors
     for event in (widget.session.result_ready, widget.session.backend_changed):
         event.connect(lambda *_args: anchor_list.reset_choices())
     return button, anchor_list

@@ -154,7 +154,7 @@ class ObjectControls(Container):
             self.widget.status.value = f"cannot undo: image {attempt.image} is no longer open"
             return None
         write_object(viewer, viewer.layers[attempt.image], attempt.target_label, before)
-        self.widget.session.drop_anchors()
+        self.widget.session.drop_anchors(attempt.target_label)
         self.widget.target_label.value = attempt.target_label
         self.widget.status.value = f"undid: {attempt.describe()}"
         return attempt

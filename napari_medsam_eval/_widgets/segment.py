@@ -18,30 +18,22 @@ import time
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, SpinBox
+from magicgui.widgets import Container
 from napari.layers import Image, Labels, Points, Shapes
 from napari.utils.notifications import show_info
 
-from ..models import BACKENDS, DEFAULT_BACKEND
 from ..prompt import Prompt
 from ..propagation import PropagationResult
-from ..protocols import PROTOCOLS
 from ..session import Session
 from . import _layers, _prompt_layers
-from ._anchors import correction_controls, start_propagation
-from ._drawing import follow_drawing, polarity_control, warn_points
-from ._objects import ObjectControls
-from ._propagation_options import propagation_controls
-from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts, with_shortcut
+from ._anchors import start_propagation
+from ._drawing import follow_drawing, warn_points
+from ._segment_controls import MODEL_CHOICES, build_controls
+from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
     import napari
-
-#: models offered (those that segment from prompts alone)
-MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam") if name in BACKENDS]
-DEVICE_CHOICES = ["auto", "cpu", "cuda", "mps"]
-PROMPT_SLICE_CHOICES = ["key slice", "current slice"]
 
 
 class SegmentWidget(Container):
@@ -51,47 +43,7 @@ class SegmentWidget(Container):
         super().__init__(labels=True, scrollable=True)
         self.viewer = napari_viewer
         self.session = Session()
-        choices = _layers.layer_choices
-        self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND,
-                              tooltip="LiteMedSAM runs on the CPU with its shipped weights; the others need a file")
-        self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None,
-                                   tooltip="empty: LiteMedSAM's shipped weights; MedSAM2/SAM2/SAM need a file")
-        self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip="where the model runs")
-        self.load_button = PushButton(text="Load model", tooltip="build the model now (else on first use)")
-        self.image_layer = ComboBox(label="image", choices=choices(napari_viewer, Image), tooltip="the image to segment")
-        self.box_layer = ComboBox(label="boxes", nullable=True, choices=choices(napari_viewer, Shapes),
-                                  tooltip="the Shapes layer with box prompts (the one you draw in is picked)")
-        self.point_layer = ComboBox(label="points", nullable=True, choices=choices(napari_viewer, Points),
-                                    tooltip="the Points layer with point prompts (the one you draw in is picked)")
-        self.polarity = polarity_control()
-        self.new_prompt_layers_button = PushButton(text="New prompt layers", tooltip="a box and a point layer")
-        self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,
-                                    tooltip="the label value the object gets in the prediction layer")
-        self.objects = ObjectControls(self)
-        self.use_gt = CheckBox(text="prompts from ground truth", value=True,
-                               tooltip="show or fold the ground-truth controls")
-        self.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip="the Labels layer of the truth",
-                                 choices=choices(napari_viewer, Labels, ("prediction", "overlay", "changes")))
-        self.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2",
-                                 tooltip="how a prompt is made from the ground truth (README, Protocols)")
-        self.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice",
-                                     tooltip="the protocol's key slice, or the slice on screen")
-        self.mode = SpinBox(label="mazurowski mode", min=1, max=5, value=1, visible=False,
-                            tooltip="the prompt mode of Mazurowski et al. 2023")
-        self.gt_prompt_button = PushButton(text="Prompt from ground truth", tooltip="draw the protocol's prompt")
-        self.propagation_box = propagation_controls(self.session.margin)
-        self.margin = self.propagation_box.margin
-        self.segment_button = PushButton(text="Segment slice", tooltip=with_shortcut(
-            "segment the slice on screen from its prompt", "segment_slice"))
-        self.propagate_button = PushButton(text="Propagate", tooltip=with_shortcut(
-            "segment the whole volume / video from the prompt", "propagate"))
-        self.correct_button, self.anchor_list = correction_controls(self)
-        self.correct_button.tooltip = with_shortcut(self.correct_button.tooltip, "correct_slice")
-        self.cancel_button = PushButton(text="Cancel", enabled=False, tooltip=with_shortcut(
-            "stop the running job after its current slice", "cancel"))
-        self.progress = ProgressBar(label="progress", value=0, min=0, max=1)
-        self.status = Label(label="status", value="no model loaded")
-        self.status.native.setWordWrap(True)
+        build_controls(self, napari_viewer)
         self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
         self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.box_layer,
                      self.point_layer, self.polarity, self.new_prompt_layers_button, self.target_label, self.objects,
