@@ -104,8 +104,13 @@ def effort_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def has_curves(table: pd.DataFrame) -> bool:
-    """Whether a results table holds DSC-vs-interactions curves (a corrections run)."""
-    return bool(curves_by_task(table))
+    """Whether a results table holds DSC-vs-interactions curves (a corrections run): a non-empty
+    ``dice_after`` cell in an ``ok`` row (no curve is parsed)."""
+    if "dice_after" not in table.columns:
+        return False
+    ok = table[table["status"] == "ok"] if "status" in table.columns else table
+    cells = ok["dice_after"].dropna().astype(str).str.strip()
+    return bool((cells != "").any() and (cells != "[]").any())
 
 
 def format_noc(value: float, interactions: int) -> str:

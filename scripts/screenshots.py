@@ -6,9 +6,13 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
    ground-truth box prompt through the CT phantom (``sample_data/CT_phantom_abdomen.npz``);
 2. ``compare.png``: the Compare widget on that prediction (TP/FP/FN overlay,
    per-slice DSC plot, worst slice);
-3. ``benchmark.png``: the Benchmark widget after a LiteMedSAM run on the
-   sample data's MedSAM npz layout (the CT phantom's three organs), with a
-   row opened in the viewer.
+3. ``benchmark.png``: the Benchmark and Compare widgets docked together
+   after a LiteMedSAM run on the sample data's MedSAM npz layout (the CT
+   phantom's three organs), the worst row opened and compared.
+
+Prediction (warm contour) and ground truth (cool fill) are told apart in all
+three. The window is 1600 x 1000; the script fails when the docked widgets
+make it larger.
 
 Only the repository's own synthetic sample data are used. Run from the
 repository root (LiteMedSAM on CPU, a few minutes on two cores)::
@@ -34,7 +38,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
 OUT = REPO / "docs" / "screenshots"
-WINDOW = (1500, 950)
+WINDOW = (1600, 1000)  # the screen the widgets must fit (issue 14)
 MAX_WIDTH = 1300
 MAX_BYTES = 400_000
 
@@ -126,6 +130,7 @@ def segment_and_compare(viewer: Any, target: int) -> None:
     _wait(worker)
     if segment.last_result is None:
         raise RuntimeError(f"propagation failed: {segment.status.value}")
+    _check_fits(viewer)
     save(viewer, "segment.png")
 
     remove_segment()
@@ -147,7 +152,7 @@ def segment_and_compare(viewer: Any, target: int) -> None:
 
 def benchmark(viewer: Any, run_dir: Path) -> None:
     """Screenshot 3: a LiteMedSAM run on the sample data's npz layout, a row opened."""
-    from napari_medsam_eval._widgets import BenchmarkWidget
+    from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
 
     widget = BenchmarkWidget(viewer)
     _dock(viewer, widget, "Benchmark")
@@ -164,7 +169,22 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
     line = min(range(view.table.rowCount()), key=lambda i: float(view.row_at(i)["dice"]))
     view.table.selectRow(line)
     _wait(widget.open_row(view.row_at(line)))
+    compare = CompareWidget(viewer)
+    _dock(viewer, compare, "Compare")
+    _process()
+    if compare.update_comparison() is None:
+        raise RuntimeError("the Compare widget found no prediction/ground truth pair in the opened row")
+    _check_fits(viewer)
     save(viewer, "benchmark.png")
+
+
+def _check_fits(viewer: Any) -> None:
+    """Fail when the docked widgets push the window past :data:`WINDOW`."""
+    _process(0.5)
+    size = viewer.window._qt_window.size()
+    if size.width() > WINDOW[0] or size.height() > WINDOW[1]:
+        raise RuntimeError(f"the window grew to {size.width()}x{size.height()}, past {WINDOW[0]}x{WINDOW[1]}")
+    print(f"window {size.width()}x{size.height()}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -92,6 +92,7 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
                anchor: Prompt | None = None, rng: np.random.Generator | None = None,
                dt_backend: str = "opencv-c") -> Prompt:
     """The simulated user's correction on slice ``k`` (module doc, step 2)."""
+    from ..postprocess import largest_component
     from ..propagation.anchors import absent_prompt
 
     pred_k, gt_k = np.asarray(prediction[k], bool), np.asarray(truth[k], bool)
@@ -101,7 +102,7 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
             return absent_prompt(target_label, k, protocol=CorrectionsProtocol.name)
         return Prompt(target_label, slice_index=k, boxes=[box], protocol=CorrectionsProtocol.name,
                       info={"correction": "box"})
-    region = largest_region(pred_k != gt_k)
+    region = largest_component(pred_k != gt_k)  # 8-connected in 2D, the first in raster order on a tie
     x, y, _ties = interior_point(region, rng, dt_backend)  # type: ignore[misc] - the region is not empty
     label = int(gt_k[y, x])
     click = Prompt(target_label, slice_index=k, points=[(x, y)], point_labels=[label],
@@ -109,13 +110,6 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
     if anchor is None and pred_k.any():
         click.boxes = [tight_box(pred_k)]  # the click refines what the user sees on that slice
     return click
-
-
-def largest_region(error: np.ndarray) -> np.ndarray:
-    """The largest 8-connected region of a 2D error mask (the first in raster order on a tie)."""
-    from ..postprocess import largest_component
-
-    return largest_component(error)
 
 
 def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, truth: np.ndarray,
