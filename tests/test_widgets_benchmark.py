@@ -19,7 +19,7 @@ from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets import benchmark as benchmark_module
 from napari_medsam_eval._widgets._layers import current_index
 from napari_medsam_eval._widgets._results_table import ROW_HEADERS
-from napari_medsam_eval.benchmark import load_table, read_manifest
+from napari_medsam_eval.benchmark import CaseStep, load_table, read_manifest, run_benchmark
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.prompt import prompts_from_json
@@ -76,7 +76,9 @@ def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_d
     assert worker is not None and widget.busy and not widget.run_button.enabled and widget.cancel_button.enabled
     _wait(qtbot, worker)
     assert errors == [] and not widget.busy and widget.run_button.enabled
-    assert widget.last_status == "completed" and widget.progress.value == widget.progress.max == 3
+    assert widget.last_status == "completed"
+    qtbot.waitUntil(lambda: not widget.results.pending, timeout=30_000)  # summary and plot: off the GUI thread
+    assert widget.progress.value == widget.progress.max == 3 * benchmark_module.STEP_SCALE
 
     # the table shows the run folder's rows, DSC to 4 decimals, the exact value behind each item
     table = load_table(out)
@@ -217,17 +219,30 @@ def _drain(job) -> tuple[list, object]:
             return steps, stop.value
 
 
+def _cases(steps: list) -> list[tuple[int, int, int]]:
+    return [(s.done, s.total, len(s.rows)) for s in steps if isinstance(s, benchmark_module.Progress)]
+
+
 def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
-    """The runner's first report gives (done, total) before any case; a row of the run opens in the viewer."""
+    """The runner's first report gives (done, total) before any case, then every slice of the running case;
+    a row of the run opens in the viewer, and the shortcut opens the next line."""
     dataset, out = shared_data / "hippocampus_mri", tmp_path / "run"
     request = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=2)
     steps, table = _drain(benchmark_module.benchmark_job(request, threading.Event()))
-    assert [(s.done, s.total, len(s.rows)) for s in steps] == [(0, 2, 0), (1, 2, 2), (2, 2, 2)]
+    assert _cases(steps) == [(0, 2, 0), (1, 2, 2), (2, 2, 2)]
     assert len(table) == 4
+    # between two cases, the slices of each target of the case: anterior then posterior, counting up
+    first = table["case_id"].iloc[0]
+    slices = [s for s in steps if isinstance(s, benchmark_module.CaseStep) and s.case_id == first]
+    assert [s.target for s in slices if s.total == 0] == ["anterior", "posterior"]
+    anterior = [s.done for s in slices if s.target == "anterior" and s.total]
+    assert anterior == list(range(1, len(anterior) + 1)) and anterior[-1] == slices[1].total
+    fractions = [s.fraction for s in slices]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
     resumed = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=3,
                                           resume=True)
     steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))
-    assert [(s.done, s.total, len(s.rows)) for s in steps] == [(2, 3, 0), (3, 3, 2)]
+    assert _cases(steps) == [(2, 3, 0), (3, 3, 2)]
     assert table["case_id"].nunique() == 3
 
     viewer = make_napari_viewer()
@@ -244,3 +259,64 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     assert layers["prediction"].metadata["target_label"] == 2
     assert current_index(viewer, layers["image"]) == row["prompt_slice"]
     assert widget.status.value.startswith(f"opened {row['case_id']}")
+
+    # the next-row key (in the table's tooltip) opens the line below the selected one, in the same layers
+    view = widget.results
+    assert benchmark_module.NEXT_ROW_KEY in view.table.toolTip()
+    view.table.selectRow(0)
+    window = viewer.window._qt_window
+    window.show()
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5_000)
+    view.table.setFocus()
+    qtbot.waitUntil(lambda: not widget.opener.busy, timeout=5_000)  # (a key pressed while a row opens waits)
+    qtbot.keyClick(view.table, Qt.Key_N, Qt.ControlModifier | Qt.ShiftModifier)
+    opener = widget.opener.worker
+    assert opener is not None
+    _wait(qtbot, opener, timeout=60_000)
+    second = view.row_at(1)
+    assert errors == [] and view.table.selectionModel().selectedRows()[0].row() == 1
+    assert widget.opened["image"] is layers["image"] and layers["image"].name == second["case_id"]
+    assert widget.opened["prediction"].metadata["target_label"] == int(second["target_label"])
+
+
+def test_cancel_within_a_case_records_nothing_of_it_and_resume_redoes_it(shared_data, tmp_path):
+    """The run's cancel event stops it inside the running case, at the slice it is set: that case gets no
+    row (neither done nor failed), the cases before it keep theirs, and a resume runs it again."""
+    dataset, out = shared_data / "hippocampus_mri", tmp_path / "run"
+    cancel, steps, cases = threading.Event(), [], []
+
+    def step(at: CaseStep) -> None:
+        steps.append(at)
+        if len(cases) == 2 and at.target == "posterior" and at.done == 2:  # the second case, its second target
+            cancel.set()
+    table = run_benchmark(dataset, out, model="box", limit=3, save_predictions=True, steps=step, cancel=cancel,
+                          progress=lambda done, total, rows: cases.append((done, total, len(rows))))
+    cut = steps[-1]
+    assert (cut.target, cut.done) == ("posterior", 2) and cut.case_id == "hippocampus_004"  # stopped right there
+    assert cases == [(0, 3, 0), (1, 3, 2)] and read_manifest(out)["status"] == "cancelled"
+    kept = load_table(out)
+    assert len(kept) == len(table) == 2 and set(kept["case_id"]) == {"hippocampus_001"}
+    assert set(kept["status"]) == {"ok"} and len(list((out / "predictions").iterdir())) == 1
+    resumed = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=3,
+                                          resume=True)
+    steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))
+    assert _cases(steps) == [(1, 3, 0), (2, 3, 2), (3, 3, 2)]
+    assert len(table) == 6 and read_manifest(out)["status"] == "completed"
+    before = kept.set_index(["case_id", "target_label"])["dice"]
+    np.testing.assert_array_equal(before.to_numpy(),
+                                  table.set_index(["case_id", "target_label"]).loc[before.index, "dice"].to_numpy())
+
+
+def test_every_control_has_a_tooltip(make_napari_viewer):
+    viewer = make_napari_viewer()
+    widget = BenchmarkWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    controls = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol, widget.limit,
+                widget.workers, widget.save_predictions, widget.out_dir, widget.run_button, widget.cancel_button,
+                widget.resume_button, widget.progress, widget.status]
+    for control in controls:
+        assert control.native.toolTip(), control.name
+    view = widget.results
+    for part in (view.table, view.summary, view.canvas, widget.effort.canvas):
+        assert part.toolTip()

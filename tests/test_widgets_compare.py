@@ -24,9 +24,13 @@ def viewer_with_pair(make_napari_viewer, shared_data):
     """hippocampus image through the plugin's reader, its label added through io, and a prediction."""
     root = shared_data / "hippocampus_mri"
     viewer = make_napari_viewer()
-    (image,) = viewer.open(str(root / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
+    image, *paired = viewer.open(str(root / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
     label = read_label(root / "labelsTr" / f"{HIPPO}.nii.gz").array
-    gt_layer = viewer.add_labels(label, name="ground truth", scale=image.scale, metadata={"role": "ground_truth"})
+    if paired:  # the reader opens the ground truth its dataset pairs with the image
+        (gt_layer,) = paired
+        np.testing.assert_array_equal(gt_layer.data, label)
+    else:
+        gt_layer = viewer.add_labels(label, name="ground truth", scale=image.scale, metadata={"role": "ground_truth"})
     gt = label == 2
     pred = np.roll(gt, 2, axis=1)
     present = np.flatnonzero(gt.any(axis=(1, 2)))
@@ -79,7 +83,7 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     viewer.window.add_dock_widget(widget)
     comparison = widget.update_comparison()
     per_slice = compute_per_slice_dice(pred, gt)
-    line_x, line_y = widget._line.get_data()
+    line_x, line_y = widget.plot.line.get_data()
     np.testing.assert_array_equal(line_x, np.arange(gt.shape[0]))
     np.testing.assert_array_equal(line_y, per_slice)
 
@@ -184,3 +188,43 @@ def test_plot_marks_where_propagation_stopped(viewer_with_pair):
     pred_layer.metadata["stops"] = []
     widget.update_comparison()
     assert widget.stop_markers == [] and not [t for t in widget.axes.texts if t.get_text() == "intensity"]
+
+
+def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_pair, monkeypatch):
+    """Without a ground truth the widget says what to choose (status line; a notification for the button);
+    comparing another target replaces the TP/FP/FN layer instead of adding one."""
+    from napari_medsam_eval._widgets import compare as compare_module
+
+    warnings: list[str] = []
+    monkeypatch.setattr(compare_module, "show_warning", warnings.append)
+    viewer, gt_layer, pred_layer, pred, gt = viewer_with_pair
+    widget = CompareWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    widget.gt_layer.value = None
+    assert widget.update_comparison() is None and widget.comparison is None
+    assert widget.status.value == "nothing compared: choose a ground truth (Labels layers of one shape)"
+    widget.compare_button.native.click()  # the button: a notification too
+    assert warnings and "choose a ground truth" in warnings[-1]
+    assert not [layer for layer in viewer.layers if layer.metadata.get("role") == "overlay"]
+
+    widget.gt_layer.value = gt_layer
+    first = widget.update_comparison()
+    assert first is not None and widget.status.value.startswith("label 2:")
+    overlay = widget.overlay_layer
+    widget.target_label.value = 1  # the other hippocampus label
+    second = widget.update_comparison()
+    overlays = [layer for layer in viewer.layers if layer.metadata.get("role") == "overlay"]
+    assert overlays == [overlay] and widget.overlay_layer is overlay and overlay.name == "TP/FP/FN [label 1]"
+    truth1, pred1 = gt_layer.data == 1, pred_layer.data == 1  # the 0/2 prediction holds no label 1
+    np.testing.assert_array_equal(overlay.data == OVERLAY_FN, truth1 & ~pred1)
+    assert second.dice == compute_dice(pred1, truth1) == 0.0
+
+
+def test_every_control_has_a_tooltip(viewer_with_pair):
+    viewer, *_ = viewer_with_pair
+    widget = CompareWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    for control in (widget.pred_layer, widget.gt_layer, widget.target_label, widget.compare_button,
+                    widget.volume_dice, widget.slice_dice, widget.worst_button, widget.worst_info, widget.status):
+        assert control.native.toolTip(), control.label
+    assert widget.canvas.toolTip()

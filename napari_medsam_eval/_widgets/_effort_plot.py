@@ -19,8 +19,9 @@ from typing import Any
 import pandas as pd
 from qtpy.QtWidgets import QTableWidget, QVBoxLayout, QWidget
 
-from ..effort import curve_summary, curves_by_task
+from ..effort import curve_summary, curves_by_task, has_curves
 from ..report.stats import natural_key
+from ._bench_layout import fixed_margins
 from ._results_table import ResultsView
 from ._theme import plot_canvas, style_axes
 
@@ -30,10 +31,10 @@ MEAN_COLOR = "orange"
 
 def effort_summaries(rows: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """Per task, :func:`~napari_medsam_eval.effort.curve_summary` of its ok rows' DSC curves ({} without curves)."""
-    if not rows:
-        return {}
     frame = pd.DataFrame({"task": [str(r.get("task")) for r in rows], "status": [r.get("status") for r in rows],
                           "dice_after": [r.get("dice_after") for r in rows]})
+    if not has_curves(frame):  # a run of another protocol: no curve to parse
+        return {}
     return {task: curve_summary(curves) for task, curves in curves_by_task(frame).items()}
 
 
@@ -58,6 +59,10 @@ class EffortPlot(QWidget):
         self.band: Any = None
         background, self._text_color = colors
         self.figure, self.axes, self.canvas = plot_canvas(background, 170)
+        fixed_margins(self.figure, bottom=0.2, top=0.88)
+        self.canvas.setToolTip("DSC after 0, 1, ... interactions of the simulated user (corrections runs): median "
+                               "with its interquartile band, mean dashed; select a line of the table or summary "
+                               "to see its task")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.canvas)

@@ -83,14 +83,29 @@ def overlay_layer_name(target_label: int | None) -> str:
 
 
 def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_label: int | None) -> Labels:
-    """Create or replace the TP/FP/FN Labels layer (fixed colours) over ``reference``'s transform."""
+    """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform.
+
+    A comparison replaces the last one: the overlay layer already there (role ``overlay``, whatever its
+    target or shape) gets the new data, name and transform; further overlay layers are removed.
+    """
     name = overlay_layer_name(target_label)
-    layer = find_layer(viewer, name, Labels, overlay.shape)
+    overlays = [layer for layer in viewer.layers
+                if isinstance(layer, Labels) and layer.metadata.get("role") == "overlay"]
+    layer = next((layer for layer in overlays if layer.ndim == overlay.ndim), None)
+    extra = [other for other in overlays if other is not layer]
+    if extra:
+        with viewer.layers.batched_update():  # one scene-graph clean-up for all
+            for other in extra:
+                viewer.layers.remove(other)
     if layer is None:
         layer = Labels(overlay, name=name, colormap=overlay_colormap(), opacity=0.7,
                        metadata={"role": "overlay", "target_label": target_label}, **transform_kwargs(reference))
         return viewer.add_layer(layer)
+    layer.metadata["target_label"] = target_label
+    for key, value in transform_kwargs(reference).items():
+        setattr(layer, key, value)
     layer.data = overlay
+    layer.name = name
     return layer
 
 

@@ -6,21 +6,29 @@ they arrive. The statistics come from the report package
 (:func:`~napari_medsam_eval.report.summarize_tasks` on a table normalised by
 :func:`~napari_medsam_eval.report.load_run`), so the widget shows exactly
 what ``medsam-eval report`` writes.
+
+Rows arriving during a run are appended to the table at once; the summary
+and the plot, which are recomputed from all rows, follow at most every
+:data:`REFRESH_MS` (``add_rows(rows, later=True)``; :meth:`ResultsView.refresh_soon`
+at the end of a run), their statistics computed in a helper thread
+(:func:`summarize_rows`, plain pandas) and only shown on the GUI thread, so
+rows arriving never keep the viewer busy for long.
 """
 from __future__ import annotations
 
-import math
+import threading
 from typing import Any, Callable
 
-import numpy as np
 import pandas as pd
-from qtpy.QtCore import Qt
-from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
+from qtpy.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from qtpy.QtWidgets import QVBoxLayout, QWidget
 
 from ..benchmark.schema import to_dataframe
 from ..report import load_run, summarize_tasks
-from ..report.stats import natural_key
-from ._theme import plot_canvas, style_axes
+from ._bench_boxes import Boxes, box_data, draw_boxes
+from ._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
+from ._bench_layout import fixed_margins
+from ._theme import plot_canvas
 
 #: columns of the row table
 ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
@@ -28,70 +36,30 @@ ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
 SUMMARY_HEADERS = ("task", "n", "median DSC", "DSC IQR", "median NSD")
 #: Qt item role holding the index of the row (in :attr:`ResultsView.rows`) a table line shows
 ROW_INDEX_ROLE = Qt.UserRole + 1
+#: least milliseconds between two refreshes of the summary and plot while rows arrive
+REFRESH_MS = 1000
 
 
-def fmt(value: Any, digits: int = 4) -> str:
-    """A score as text; NaN/None as ``n/a``."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return "n/a"
-    return "n/a" if math.isnan(number) else f"{number:.{digits}f}"
-
-
-class NumericItem(QTableWidgetItem):
-    """A table item that sorts by its number (NaN after every number), not by its text."""
-
-    def __init__(self, value: Any) -> None:
-        super().__init__(fmt(value))
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        self.setData(Qt.UserRole, number)
-        self.setTextAlignment(int(Qt.AlignRight | Qt.AlignVCenter))
-
-    def __lt__(self, other: QTableWidgetItem) -> bool:
-        a, b = self.data(Qt.UserRole), other.data(Qt.UserRole)
-        if not isinstance(a, float) or not isinstance(b, float):
-            return super().__lt__(other)
-        if math.isnan(a) or math.isnan(b):
-            return not math.isnan(a) and math.isnan(b)
-        return a < b
-
-
-def _table(headers: tuple[str, ...]) -> QTableWidget:
-    table = QTableWidget(0, len(headers))
-    table.setHorizontalHeaderLabels(list(headers))
-    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
-    table.setSelectionBehavior(QAbstractItemView.SelectRows)
-    table.verticalHeader().setVisible(False)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-    table.horizontalHeader().setStretchLastSection(True)
-    return table
-
-
-def _text_item(text: str) -> QTableWidgetItem:
-    return QTableWidgetItem(text)
-
-
-def target_text(row: dict[str, Any]) -> str:
-    """``anterior (1)``: the target's name and label value."""
-    value = row.get("target_label")
-    name = str(row.get("label_name") or "")
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return name or "unknown"
-    return f"{name} ({int(value)})"
+def summarize_rows(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, Boxes]:
+    """The per-task summary of ``rows`` and the box plot's data; no Qt, any thread."""
+    if not rows:
+        return pd.DataFrame(), box_data(None)
+    table = load_run(to_dataframe(rows)).table
+    return summarize_tasks(table, metrics=("dice", "nsd")), box_data(table)
 
 
 class ResultsView(QWidget):
     """Rows of a run as they arrive: sortable table, per-task summary, DSC box plot per task.
 
-    ``on_open(row)`` is called with a row's dict when its line is double-clicked.
+    ``on_open(row)`` is called with a row's dict when its line is double-clicked
+    (or chosen by :meth:`next_line`); ``open_hint`` ends the table's tooltip.
     """
 
+    #: (refresh number, summarize_rows' result or its exception), from the helper thread
+    _summarized = Signal(int, object)
+
     def __init__(self, on_open: Callable[[dict[str, Any]], Any] | None = None,
-                 colors: tuple[str, str] = ("white", "black")) -> None:
+                 colors: tuple[str, str] = ("white", "black"), open_hint: str = "") -> None:
         super().__init__()
         self.rows: list[dict[str, Any]] = []
         self.on_open = on_open
@@ -99,16 +67,31 @@ class ResultsView(QWidget):
         self.table.setSortingEnabled(True)
         self.table.setMinimumHeight(160)
         self.table.cellDoubleClicked.connect(self._double_clicked)
+        self.table.setToolTip("one line per case and target; click a header to sort (DSC and NSD by value); "
+                              f"double-click a line to open its case, prediction and prompt in the viewer{open_hint}")
         self.summary = _table(SUMMARY_HEADERS)
+        self.summary.setMinimumHeight(110)  # the header and four tasks
         self.summary.setMaximumHeight(150)
+        self.summary.setToolTip("per task (dataset/target): cases, median DSC, DSC interquartile range and median "
+                                "NSD of the scored rows, as 'medsam-eval report' writes them")
         background, self._text_color = colors
         self.figure, self.axes, self.canvas = plot_canvas(background, 170)
+        fixed_margins(self.figure, bottom=0.24)
+        self.canvas.setToolTip("DSC per task: the box spans the interquartile range, the orange line is the "
+                               "median, each dot one case (failed rows left out)")
+        self._refresh_timer = QTimer(self)
+        self._refresh_timer.setSingleShot(True)
+        self._refresh_timer.setInterval(REFRESH_MS)
+        self._refresh_timer.timeout.connect(self.refresh_soon)
+        #: the refresh asked for last, and the one shown
+        self._asked = self._shown = 0
+        self._summarized.connect(self._on_summarized)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for widget in (self.table, self.summary, self.canvas):
             layout.addWidget(widget)
         self.summary_frame = pd.DataFrame()
-        self._draw_boxes()
+        self._show_summary(*summarize_rows([]))
 
     # -- rows ------------------------------------------------------------------------
 
@@ -117,21 +100,55 @@ class ResultsView(QWidget):
         self.table.setRowCount(0)
         self.refresh_summary()
 
+    @property
+    def pending(self) -> bool:
+        """Whether the summary and plot do not show every row yet (a refresh is due or computing)."""
+        return self._refresh_timer.isActive() or self._shown != self._asked
+
+    def refresh_soon(self) -> None:
+        """Recompute the summary and plot in a helper thread now; they are shown when it is done."""
+        self._refresh_timer.stop()
+        self._asked += 1
+        asked, rows = self._asked, list(self.rows)
+
+        def work() -> None:
+            try:
+                result: Any = summarize_rows(rows)
+            except Exception as error:  # noqa: BLE001 - shown on the GUI thread
+                result = error
+            try:
+                self._summarized.emit(asked, result)
+            except RuntimeError:  # the view is gone
+                pass
+        threading.Thread(target=work, name="medsam-eval-summary", daemon=True).start()
+
+    def _on_summarized(self, asked: int, result: Any) -> None:
+        if asked != self._asked:  # rows changed since: a later refresh shows them
+            return
+        if isinstance(result, Exception):
+            self.refresh_summary()  # raises here, on the GUI thread, where napari reports it
+            return
+        self._show_summary(*result)
+
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Show exactly ``rows`` (e.g. the results already in a run folder)."""
         self.rows = []
         self.table.setRowCount(0)
         self.add_rows(rows)
 
-    def add_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Append ``rows`` to the table and recompute the summary and plot."""
+    def add_rows(self, rows: list[dict[str, Any]], later: bool = False) -> None:
+        """Append ``rows`` to the table and recompute the summary and plot (``later``: within
+        :data:`REFRESH_MS`, once for all rows arriving until then)."""
         if not rows:
             return
         self.table.setSortingEnabled(False)  # else a row moves while its cells are being set
         for row in rows:
             self._append(row)
         self.table.setSortingEnabled(True)
-        self.refresh_summary()
+        if not later:
+            self.refresh_summary()
+        elif not self._refresh_timer.isActive():
+            self._refresh_timer.start()
 
     def _append(self, row: dict[str, Any]) -> None:
         index = len(self.rows)
@@ -161,21 +178,33 @@ class ResultsView(QWidget):
         if self.on_open is not None:
             self.on_open(self.row_at(line))
 
+    def next_line(self) -> dict[str, Any] | None:
+        """Select the table line below the selected one (the first after the last, or when none is
+        selected) and open its row; returns the row (None for an empty table)."""
+        count = self.table.rowCount()
+        if count == 0:
+            return None
+        lines = self.table.selectionModel().selectedRows()
+        line = (lines[0].row() + 1) % count if lines else 0
+        # (not selectRow: with the shortcut's Ctrl/Shift held, that would extend the selection)
+        self.table.setCurrentCell(line, 0, QItemSelectionModel.ClearAndSelect | QItemSelectionModel.Rows)
+        self.table.scrollToItem(self.table.item(line, 0))
+        row = self.row_at(line)
+        if self.on_open is not None:
+            self.on_open(row)
+        return row
+
     # -- summary and plot ----------------------------------------------------------
 
-    def frame(self) -> pd.DataFrame:
-        """The rows as the report package's normalised table."""
-        return load_run(to_dataframe(self.rows)).table
-
     def refresh_summary(self) -> pd.DataFrame:
-        """Recompute the per-task summary table and the box plot from :attr:`rows`."""
-        if not self.rows:
-            self.summary_frame = pd.DataFrame()
-            self.summary.setRowCount(0)
-            self._draw_boxes()
-            return self.summary_frame
-        table = self.frame()
-        self.summary_frame = summarize_tasks(table, metrics=("dice", "nsd"))
+        """Recompute the per-task summary table and the box plot from :attr:`rows`, now."""
+        self._refresh_timer.stop()
+        self._asked += 1
+        return self._show_summary(*summarize_rows(self.rows))
+
+    def _show_summary(self, summary: pd.DataFrame, boxes: Boxes) -> pd.DataFrame:
+        self._shown = self._asked
+        self.summary_frame = summary
         self.summary.setRowCount(len(self.summary_frame))
         for line, task in enumerate(self.summary_frame.itertuples(index=False)):
             iqr = f"[{fmt(task.dice_q25, 3)}, {fmt(task.dice_q75, 3)}]" if task.dice_n else "n/a"
@@ -184,43 +213,9 @@ class ResultsView(QWidget):
             items[1].setText(str(int(task.n)) if task.n_failed == 0 else f"{int(task.n)} ({int(task.n_failed)} failed)")
             for column, item in enumerate(items):
                 self.summary.setItem(line, column, item)
-        self._draw_boxes(table)
-        return self.summary_frame
-
-    def _draw_boxes(self, table: pd.DataFrame | None = None) -> None:
-        """DSC per task: a box and every case as a point (failed rows left out, as in the report)."""
-        ax = self.axes
-        ax.clear()
-        style_axes(ax, self.figure.get_facecolor(), self._text_color)
-        ax.set_ylabel("DSC", fontsize=8, color=self._text_color)
-        ax.set_ylim(-0.05, 1.05)
-        data, names = self._box_data(table)
-        if data:
-            positions = np.arange(1, len(data) + 1)
-            ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, patch_artist=True,
-                       boxprops={"facecolor": "#4fc3f7", "alpha": 0.4, "edgecolor": self._text_color},
-                       medianprops={"color": "orange", "linewidth": 1.5},
-                       whiskerprops={"color": self._text_color}, capprops={"color": self._text_color})
-            rng = np.random.default_rng(0)
-            for position, values in zip(positions, data):
-                ax.scatter(position + rng.uniform(-0.12, 0.12, values.size), values, s=8,
-                           color=self._text_color, alpha=0.7, linewidths=0, zorder=3)
-            ax.set_xticks(positions)
-            ax.set_xticklabels([f"{n}\n(n={d.size})" for n, d in zip(names, data)], fontsize=7)
-        else:
-            ax.text(0.5, 0.5, "no scored cases yet", ha="center", va="center", transform=ax.transAxes,
-                    color=self._text_color, fontsize=8)
-            ax.set_xticks([])
+        draw_boxes(self.axes, boxes, self._text_color)
         self.canvas.draw_idle()
-
-    @staticmethod
-    def _box_data(table: pd.DataFrame | None) -> tuple[list[np.ndarray], list[str]]:
-        if table is None or table.empty:
-            return [], []
-        scored = table[table["status"].eq("ok") & np.isfinite(table["dice"].to_numpy(dtype=float))]
-        tasks = sorted(scored["task"].astype(str).unique(), key=natural_key)
-        data = [scored.loc[scored["task"].astype(str) == t, "dice"].to_numpy(dtype=float) for t in tasks]
-        return data, [t.split("/")[-1] for t in tasks]
+        return self.summary_frame
 
 
 __all__ = ["NumericItem", "ResultsView", "ROW_HEADERS", "SUMMARY_HEADERS"]

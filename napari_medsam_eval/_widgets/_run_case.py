@@ -1,82 +1,168 @@
 """One row of a benchmark run, opened in the viewer: image, ground truth, prediction, prompt.
 
-Reading the row's case, saved prediction and prompt is core work,
-:func:`napari_medsam_eval.benchmark.run_case.load_run_case` (no napari: it
-runs in a worker thread); :func:`show_run_case` adds the layers on the GUI
-thread.
+Opening a row must not freeze the viewer, so the work is split in two:
+
+* in the worker thread, :func:`open_job` reads the row's case, saved
+  prediction and prompt (:func:`napari_medsam_eval.benchmark.run_case.load_run_case`)
+  and builds each napari layer (the layer models are plain Python: their
+  contrast limits, thumbnails and napari's first-use JIT compiling happen
+  there), one :class:`OpenStep` per layer;
+* on the GUI thread, :func:`apply_step` puts one step's layer in the viewer.
+  The job yields a step and waits until the GUI has applied it and paused
+  :data:`STEP_PAUSE_MS`, so the steps land in separate turns of the event
+  loop and the viewer repaints in between.
+
+A row opened after another reuses the last row's layers (their data, name,
+transform and metadata replaced) instead of removing and adding layers:
+napari collects garbage on every layer removal (a third of a second in a
+process holding a model) and builds new canvas visuals on every addition.
 
 Layers get the roles the Compare widget looks for (``ground_truth``,
-``prediction`` with ``target_label``), so it picks them up by itself when
-they are added: no widget sets another's controls.
+``prediction`` with ``target_label``), so it picks them up by itself: no
+widget sets another's controls.
 """
 from __future__ import annotations
 
-from typing import Any
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generator
 
-from napari.layers import Layer
+import numpy as np
+from napari.layers import Image, Labels, Layer, Points, Shapes
 
 from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
 from ..prompt import Prompt
 from ..report.stats import row_stops
-from ._layers import go_to_index
+from ._layers import go_to_index, transform_kwargs
 from ._prompt_layers import make_box_layer, make_point_layer, show_prompt
 
-#: metadata key marking the layers a benchmark row opened (replaced by the next row opened)
+#: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
 OPENED_KEY = "benchmark_row"
+#: seconds the job waits for the GUI to apply a step before it goes on regardless (a closed viewer)
+ACK_TIMEOUT_S = 30.0
+#: milliseconds the GUI lets the event loop run (repaint, timers) between two steps
+STEP_PAUSE_MS = 30
 
 
-def _remove_opened(viewer: Any) -> None:
-    for layer in [layer for layer in viewer.layers if layer.metadata.get(OPENED_KEY)]:
-        viewer.layers.remove(layer)
+@dataclass(frozen=True)
+class OpenStep:
+    """One layer of an opened row: its ``role`` (image, ground_truth, prediction, prompt_boxes,
+    prompt_points) and the layer, built off the GUI thread; a prompt step has its ``prompt`` and an
+    empty ``spare`` layer of the other prompt kind (to fill a reused layer with :func:`show_prompt`)."""
+
+    role: str
+    layer: Layer
+    prompt: Prompt | None = None
+    spare: Layer | None = None
 
 
-def _add(viewer: Any, data: Any, kwargs: dict[str, Any], kind: str) -> Layer:
-    kwargs = {**kwargs, "metadata": {**kwargs.get("metadata", {}), OPENED_KEY: True}}
-    return getattr(viewer, f"add_{kind}")(data, **kwargs)
-
-
-def show_run_case(viewer: Any, loaded: RunCase) -> dict[str, Layer]:
-    """Replace the last opened row's layers by this row's; go to the prompted slice.
-
-    Returns the layers by role: ``image``, ``ground_truth``, ``prediction``,
-    ``prompt_boxes``, ``prompt_points`` (those that exist).
-    """
-    _remove_opened(viewer)
+def open_steps(loaded: RunCase) -> list[OpenStep]:
+    """The layers of ``loaded`` as steps, built off the GUI thread."""
     case, row = loaded.case, loaded.row
-    layers: dict[str, Layer] = {}
+    steps: list[OpenStep] = []
     for data, kwargs, kind in case_to_layer_data(case):
-        layers["image" if kind == "image" else "ground_truth"] = _add(viewer, data, kwargs, kind)
-    image = layers["image"]
-    target = row.get("target_label")
+        role = "image" if kind == "image" else "ground_truth"
+        kwargs = {**kwargs, "metadata": {**kwargs.get("metadata", {}), OPENED_KEY: role}}
+        steps.append(OpenStep(role, (Image if kind == "image" else Labels)(data, **kwargs)))
+    image = steps[0].layer
     if loaded.prediction is not None:
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
-                    "protocol": row.get("protocol"), "stops": row_stops(row)}
-        if target is not None:
-            metadata["target_label"] = int(target)
-        layers["prediction"] = _add(viewer, loaded.prediction, {
-            "name": f"{case.case_id} prediction ({row.get('model')})", "scale": image.scale,
-            "translate": image.translate, "opacity": 0.6, "metadata": metadata}, "labels")
-    if loaded.prompt is not None:
-        layers.update(_show_prompt(viewer, image, loaded.prompt))
-    return layers
+                    "protocol": row.get("protocol"), "stops": row_stops(row), OPENED_KEY: "prediction"}
+        if row.get("target_label") is not None:
+            metadata["target_label"] = int(row["target_label"])
+        steps.append(OpenStep("prediction", Labels(loaded.prediction, name=f"{case.case_id} prediction "
+                                                   f"({row.get('model')})", opacity=0.6, metadata=metadata,
+                                                   **transform_kwargs(image))))
+    prompt = loaded.prompt
+    if prompt is not None:
+        boxes = make_box_layer(image, f"{image.name} prompt box")
+        points = make_point_layer(image, f"{image.name} prompt points")
+        show_prompt(prompt, image, boxes, points)
+        for role, layer, spare, wanted in (("prompt_boxes", boxes, make_point_layer(image), prompt.boxes),
+                                           ("prompt_points", points, make_box_layer(image), prompt.points)):
+            if wanted:
+                layer.metadata[OPENED_KEY] = role
+                steps.append(OpenStep(role, layer, prompt, spare))
+    return steps
 
 
-def _show_prompt(viewer: Any, image: Layer, prompt: Prompt) -> dict[str, Layer]:
-    layers: dict[str, Layer] = {}
-    boxes = points = None
-    if prompt.boxes:
-        boxes = layers["prompt_boxes"] = make_box_layer(image, f"{image.name} prompt box")
-    if prompt.points:
-        points = layers["prompt_points"] = make_point_layer(image, f"{image.name} prompt points")
-    for layer in layers.values():
-        layer.metadata[OPENED_KEY] = True
-    show_prompt(prompt, image, boxes or make_box_layer(image), points or make_point_layer(image))
-    for layer in layers.values():
-        viewer.add_layer(layer)
-    if prompt.slice_index is not None:
-        go_to_index(viewer, image, int(prompt.slice_index))
-    return layers
+def open_job(run_dir: str | Path, row: dict[str, Any], ack: threading.Event,
+             timeout: float = ACK_TIMEOUT_S) -> Generator[OpenStep, None, RunCase]:
+    """Generator for a napari worker: read the row and build its layers (here, off the GUI thread),
+    then yield its :class:`OpenStep` values one at a time, each once the GUI has set ``ack``."""
+    loaded = load_run_case(run_dir, row)
+    for step in open_steps(loaded):
+        ack.clear()
+        yield step
+        ack.wait(timeout)
+    return loaded
 
 
-__all__ = ["OPENED_KEY", "RunCase", "load_run_case", "show_run_case"]
+def opened_layers(viewer: Any) -> dict[str, Layer]:
+    """The layers of the row opened last, by role."""
+    return {layer.metadata[OPENED_KEY]: layer for layer in viewer.layers
+            if isinstance(layer.metadata.get(OPENED_KEY), str)}
+
+
+def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
+    """GUI thread: show ``step``'s layer, in the last row's layer of its role when it fits (else the
+    step's new layer); ``shown`` collects this row's layers by role (the image comes first)."""
+    old = opened_layers(viewer).get(step.role)
+    new = step.layer
+    if old is not None and _fits(old, new):
+        layer = _update(old, new)
+        if step.prompt is not None:
+            boxes, points = (old, step.spare) if step.role == "prompt_boxes" else (step.spare, old)
+            show_prompt(step.prompt, shown.get("image", new), boxes, points)
+    else:
+        if old is not None:
+            viewer.layers.remove(old)
+        layer = viewer.add_layer(new)
+    shown[step.role] = layer
+    return layer
+
+
+def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer]) -> dict[str, Layer]:
+    """GUI thread, after the steps: drop the last row's layers this row has no use for, go to the
+    prompted slice; returns the row's layers by role."""
+    stale = [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer]
+    if stale:
+        with viewer.layers.batched_update():
+            for layer in stale:
+                viewer.layers.remove(layer)
+    prompt = loaded.prompt
+    if prompt is not None and prompt.slice_index is not None and "image" in shown:
+        go_to_index(viewer, shown["image"], int(prompt.slice_index))
+    return dict(shown)
+
+
+def _fits(old: Layer, new: Layer) -> bool:
+    return (type(old) is type(new) and old.ndim == new.ndim
+            and bool(getattr(old, "rgb", False)) == bool(getattr(new, "rgb", False)))
+
+
+def _update(old: Layer, new: Layer) -> Layer:
+    """Give ``old`` the data and settings of ``new`` (a prompt layer: all but its shapes/points), setting
+    only what changed (each setting redraws). Metadata first: the Compare widget reads them when the
+    data change."""
+    old.metadata.clear()
+    old.metadata.update(new.metadata)
+    for name in ("scale", "translate"):
+        if not np.array_equal(getattr(old, name), getattr(new, name)):
+            setattr(old, name, getattr(new, name))
+    if isinstance(old, Image) and tuple(old.contrast_limits) != tuple(new.contrast_limits):
+        old.contrast_limits_range = new.contrast_limits_range
+        old.contrast_limits = new.contrast_limits
+    if old.opacity != new.opacity:
+        old.opacity = new.opacity
+    if not isinstance(old, (Shapes, Points)):
+        old.data = new.data
+    if old.name != new.name:
+        old.name = new.name
+    return old
+
+
+__all__ = ["OPENED_KEY", "OpenStep", "RunCase", "STEP_PAUSE_MS", "apply_step", "finish_open", "load_run_case",
+           "open_job", "open_steps", "opened_layers"]

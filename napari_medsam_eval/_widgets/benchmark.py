@@ -4,36 +4,42 @@ A thin shell around :func:`napari_medsam_eval.benchmark.run_benchmark`, the
 function ``medsam-eval run`` calls: the widget only gathers its arguments
 (a :class:`~napari_medsam_eval.benchmark.request.RunRequest`), runs
 :func:`~napari_medsam_eval.benchmark.request.benchmark_job` in a napari generator
-worker (:class:`._worker.WorkerRunner`) and shows the rows it reports. The
-runner reports through a plain callback (``progress(done, total, rows)``,
-returning False to stop), so the job runs it in a helper thread and turns
-the callback's calls into yielded values; Cancel makes the callback answer
-False, and the runner stops after the case(s) running then. Every layer
-change happens in the worker's yielded/returned callbacks on the GUI
-thread; errors become napari notifications and the status line.
+worker (:class:`._worker.WorkerRunner`) and shows what it yields: a
+:class:`Progress` with the rows of each case done, and a
+:class:`~napari_medsam_eval.benchmark.steps.CaseStep` after each slice of the
+running case (the progress bar moves per slice). Cancel sets the job's cancel
+event, which the runner passes into the case's propagation: the run stops
+within a slice, the case running is not recorded, and Resume redoes it.
+Every layer change happens in the worker's callbacks on the GUI thread;
+errors become napari notifications and the status line.
 
 The results view (table, per-task summary, box plot) is
 :class:`._results_table.ResultsView`; below it, for a ``corrections`` run, the
 DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot`,
-hidden for other runs); opening a row in the viewer is :mod:`._run_case`.
+hidden for other runs); opening a row in the viewer is :mod:`._run_case`
+(read in the worker, layers added one per turn of the event loop), and
+:data:`NEXT_ROW_KEY` opens the next line of the table. The whole dock
+scrolls (:mod:`._bench_layout`), so it fits a 1000 px screen beside the Compare widget.
 """
 from __future__ import annotations
 
-import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, SpinBox
+from magicgui.widgets import Container, FileEdit
 from napari.utils.notifications import show_info, show_warning
 from psygnal import Signal
+from qtpy.QtCore import Qt, QTimer
+from qtpy.QtGui import QKeySequence
+from qtpy.QtWidgets import QShortcut
 
 from ..benchmark import ROWS_FILE, ResultStore
-from ..datasets import available_layouts
-from ..models import BACKENDS, DEFAULT_BACKEND
-from ..protocols import PROTOCOLS
-from ..benchmark.request import NEEDS_CHECKPOINT, Progress, RunOutcome, RunRequest, benchmark_job
+from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, RunRequest, benchmark_job
 from . import _run_case
+from ._bench_controls import AUTO_LAYOUT, add_run_controls
+from ._bench_layout import fit_in_dock
 from ._effort_plot import EffortPlot
 from ._layers import follow_viewer
 from ._results_table import ResultsView
@@ -43,9 +49,10 @@ from ._worker import WorkerRunner
 if TYPE_CHECKING:
     import napari
 
-AUTO_LAYOUT = "auto-detect"
-#: models offered, in this order; the first four are promptable models, the last two baselines
-MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam", "box", "oracle") if name in BACKENDS]
+#: the key that opens the next line of the results table (anywhere in the viewer window)
+NEXT_ROW_KEY = "Ctrl+Shift+N"
+#: progress-bar units per case: the bar moves with the slices of the running case
+STEP_SCALE = 100
 
 
 def _path(widget: FileEdit) -> Path | None:
@@ -72,32 +79,19 @@ class BenchmarkWidget(Container):
         #: the run folder whose rows the table shows (rows open from there)
         self.rows_dir: Path | None = None
 
-        self.dataset = FileEdit(label="dataset", mode="d", nullable=True, value=None)
-        self.layout_choice = ComboBox(label="layout", choices=[AUTO_LAYOUT, *available_layouts()], value=AUTO_LAYOUT)
-        self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND)
-        self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, visible=False)
-        self.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2")
-        self.limit = SpinBox(label="limit (0 = all)", min=0, max=1_000_000, value=0)
-        self.workers = SpinBox(label="workers", min=1, max=max(1, os.cpu_count() or 1), value=1)
-        self.save_predictions = CheckBox(text="save predictions (to open cases)", value=True)
-        self.out_dir = FileEdit(label="output", mode="d", nullable=True, value=None)
-        self.run_button = PushButton(text="Run")
-        self.cancel_button = PushButton(text="Cancel", enabled=False)
-        self.resume_button = PushButton(text="Resume")
-        buttons = Container(layout="horizontal", labels=False, widgets=[self.run_button, self.cancel_button,
-                                                                      self.resume_button])
-        buttons.margins = (0, 0, 0, 0)
-        self.progress = ProgressBar(label="progress", min=0, max=1, value=0)
-        self.status = Label(label="status", value="choose a dataset folder and an output folder")
-        inputs = [self.dataset, self.layout_choice, self.model, self.checkpoint, self.protocol, self.limit,
-                  self.workers, self.save_predictions, self.out_dir]
+        #: the run's cases done / in the run, and where the running case is (None between cases)
+        self._cases: tuple[int, int] = (0, 0)
+        self._case_step: CaseStep | None = None
+
+        inputs, buttons = add_run_controls(self)
         self.extend([*inputs, buttons, self.progress, self.status])
         #: the run's worker (busy inputs, Cancel, progress) and the worker opening a row
         self.runner = WorkerRunner(self.status, [*inputs, self.run_button, self.resume_button], self.cancel_button,
                                    self.progress)
         self.opener = WorkerRunner(self.status)
 
-        self.results = ResultsView(on_open=self.open_row, colors=theme_colors(napari_viewer))
+        self.results = ResultsView(on_open=self.open_row, colors=theme_colors(napari_viewer),
+                                   open_hint=f"; {NEXT_ROW_KEY} opens the next line")
         self.native.layout().addWidget(self.results)
         self.effort = EffortPlot(colors=theme_colors(napari_viewer))  # shown for runs with DSC curves only
         self.native.layout().addWidget(self.effort)
@@ -108,7 +102,11 @@ class BenchmarkWidget(Container):
         self.run_button.changed.connect(lambda: self.run())
         self.resume_button.changed.connect(lambda: self.run(resume=True))
         self.cancel_button.changed.connect(lambda: self.cancel())
+        self.next_row_shortcut = QShortcut(QKeySequence(NEXT_ROW_KEY), self.native)
+        self.next_row_shortcut.setContext(Qt.WindowShortcut)  # anywhere in the viewer's window
+        self.next_row_shortcut.activated.connect(self.next_row)
         follow_viewer(self, [], on_close=self.runner.stop)  # a closed widget stops its run
+        fit_in_dock(self)
 
     @property
     def busy(self) -> bool:
@@ -148,23 +146,38 @@ class BenchmarkWidget(Container):
             self.effort.set_rows([])
         self.rows_dir = request.out_dir
         self.last_table, self.last_status = None, None
+        self._cases, self._case_step = (0, 0), None
         return self.runner.start(
-            benchmark_job, request, cancellable=True, steps=lambda done, total: f"{done}/{total} cases",
+            benchmark_job, request, cancellable=True, steps=lambda _done, _total: self.progress_text(),
             text=f"{'resuming' if resume else 'starting'} {request.model} on {request.dataset.name} ...",
             yielded=self._on_progress, returned=self._on_returned, errored=self._on_error)
 
     def cancel(self) -> None:
-        """Stop the run after the case(s) running now; their rows are kept (Resume finishes the run)."""
-        self.runner.cancel("cancelling after the running case ...")
+        """Stop the run within a slice; the rows of finished cases are kept (Resume finishes the run)."""
+        self.runner.cancel("cancelling: the case running is dropped (Resume redoes it) ...")
 
-    def _on_progress(self, step: Progress) -> None:
-        self.runner.step(step.done, step.total)
-        self.results.add_rows(step.rows)
+    def progress_text(self) -> str:
+        """The status line of a running job: cases done, and where the running case is."""
+        done, total = self._cases
+        return f"{done}/{total} cases" + ("" if self._case_step is None else f"; {self._case_step}")
+
+    def _on_progress(self, step: Progress | CaseStep) -> None:
+        """A step of the run: a slice of the running case (moves the bar), or a case done with its rows."""
+        done, total = self._cases
+        if isinstance(step, CaseStep):
+            self._case_step = step
+            self.runner.step(done * STEP_SCALE + int(step.fraction * STEP_SCALE), total * STEP_SCALE)
+            return
+        self._cases, self._case_step = (step.done, step.total), None
+        self.runner.step(step.done * STEP_SCALE, step.total * STEP_SCALE)
+        self.results.add_rows(step.rows, later=True)  # the summary and plot follow within a second
         if step.rows:
             self.effort.set_rows(self.results.rows)
             self.rows_added.emit(len(self.results.rows))
 
     def _on_returned(self, table: pd.DataFrame) -> None:
+        if self.results.pending:  # the last rows' summary and plot: now, in a helper thread
+            self.results.refresh_soon()
         self.last_table = table
         outcome = RunOutcome.of(table, self.rows_dir)
         self.last_status = outcome.status
@@ -191,18 +204,34 @@ class BenchmarkWidget(Container):
         return len(rows)
 
     def open_row(self, row: dict[str, Any]) -> Any:
-        """Open ``row``'s case in the viewer (off-thread): image, ground truth, prediction, prompt."""
+        """Open ``row``'s case in the viewer: read in a worker, then image, ground truth, prediction and
+        prompt, one layer per turn of the event loop (replacing the last row's). Returns the worker (None
+        while another row is opening)."""
         if self.rows_dir is None:
             return self.runner.error("no run folder to open the case from")
-        return self.opener.start(_run_case.load_run_case, self.rows_dir, row, text=f"opening {row.get('case_id')} ...",
-                                 returned=self._show_case, error_prefix="cannot open the case: ")
+        if self.opener.busy:  # two rows opening at once would interleave their layers
+            return None
+        ack, shown = threading.Event(), {}
 
-    def _show_case(self, loaded: _run_case.RunCase) -> None:
-        self.opened = _run_case.show_run_case(self.viewer, loaded)  # the Compare widget picks these up by itself
+        def step(item: _run_case.OpenStep) -> None:
+            try:
+                _run_case.apply_step(self.viewer, item, shown)
+            finally:  # the job yields the next layer once the event loop has run a little (a repaint)
+                QTimer.singleShot(_run_case.STEP_PAUSE_MS, ack.set)
+        return self.opener.start(_run_case.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
+                                 yielded=step, returned=lambda loaded: self._show_case(loaded, shown),
+                                 error_prefix="cannot open the case: ")
+
+    def next_row(self) -> Any:
+        """Open the table line below the selected one (:data:`NEXT_ROW_KEY`); returns its row."""
+        return None if self.opener.busy else self.results.next_line()  # (not while a row opens)
+
+    def _show_case(self, loaded: _run_case.RunCase, shown: dict[str, Any]) -> None:
+        self.opened = _run_case.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
         where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
         self.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
 
 
-__all__ = ["BenchmarkWidget", "Progress", "RunRequest", "benchmark_job"]
+__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunRequest", "benchmark_job"]

@@ -7,7 +7,12 @@ points take the viewer to their slice, and "Next worst slice".
 
 It picks its pair by itself: a layer with the role ``prediction`` (its
 ``target_label`` too) or ``ground_truth`` is compared as soon as it is added
-to the viewer (by the Segment widget, a benchmark row opened, the reader).
+to the viewer (by the Segment widget, a benchmark row opened, the reader),
+and again when their data change (a prediction's ``target_label`` is taken
+again then: a benchmark row opened after another reuses the layers). Without
+a pair the status line says what to choose; each comparison replaces the
+one overlay layer (:func:`._result_layers.write_overlay`). The plot is
+:class:`._compare_plot.SliceDicePlot`; the dock scrolls (:mod:`._bench_layout`).
 """
 from __future__ import annotations
 
@@ -16,13 +21,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from magicgui.widgets import ComboBox, Container, Label, PushButton, SpinBox
 from napari.layers import Labels
-from napari.utils.notifications import show_error
+from napari.utils.notifications import show_error, show_warning
 from qtpy.QtCore import QTimer
 
 from ..comparison import Comparison, binary_target, compare_masks
+from ._bench_layout import fit_in_dock, wrap_status
+from ._compare_plot import SliceDicePlot, stop_markers
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
 from ._result_layers import write_overlay
-from ._theme import plot_canvas, style_axes, theme_colors
+from ._theme import theme_colors
+
+#: the status line when there is nothing to compare
+CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
+               "opening a benchmark row or segmenting picks them by itself")
 
 if TYPE_CHECKING:
     import napari
@@ -45,31 +56,35 @@ class CompareWidget(Container):
         self._watched: list[Labels] = []
 
         self._labels_choices = choices = layer_choices(napari_viewer, Labels, ("overlay",))
-        self.pred_layer = ComboBox(label="prediction", nullable=True, choices=choices)
-        self.gt_layer = ComboBox(label="ground truth", nullable=True, choices=choices)
-        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1)
-        self.compare_button = PushButton(text="Compare")
-        self.volume_dice = Label(label="DSC (all)", value="-")
-        self.slice_dice = Label(label="DSC (slice)", value="-")
-        self.worst_button = PushButton(text="Next worst slice")
-        self.worst_info = Label(label="worst", value="-")
+        self.pred_layer = ComboBox(label="prediction", nullable=True, choices=choices,
+                                   tooltip="the predicted mask (a Labels layer); a layer with the role "
+                                           "'prediction' is picked by itself")
+        self.gt_layer = ComboBox(label="ground truth", nullable=True, choices=choices,
+                                 tooltip="the reference mask, a Labels layer of the prediction's shape")
+        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1,
+                                    tooltip="the label value compared (a 0/1 prediction counts as this target)")
+        self.compare_button = PushButton(text="Compare", tooltip="compare now: TP/FP/FN overlay (replacing the "
+                                                                 "last one), DSC and the per-slice plot")
+        self.volume_dice = Label(label="DSC (all)", value="-", tooltip="DSC of the whole prediction")
+        self.slice_dice = Label(label="DSC (slice)", value="-", tooltip="DSC of the slice (frame) on screen")
+        self.worst_button = PushButton(text="Next worst slice", tooltip="go to the slice with the next lowest "
+                                                                        "DSC among those with foreground")
+        self.worst_info = Label(label="worst", value="-", tooltip="the worst slice shown, its rank and DSC")
+        self.status = Label(label="status", value=CHOOSE_PAIR)
+        wrap_status(self.status)
         self.extend([self.pred_layer, self.gt_layer, self.target_label, self.compare_button,
-                     self.volume_dice, self.slice_dice, self.worst_button, self.worst_info])
+                     self.volume_dice, self.slice_dice, self.worst_button, self.worst_info, self.status])
 
-        background, self._text_color = theme_colors(napari_viewer)
-        self.figure, self.axes, self.canvas = plot_canvas(background, 160)
-        style_axes(self.axes, background, self._text_color)
-        self.canvas.mpl_connect("button_press_event", self._on_plot_click)
+        self.plot = SliceDicePlot(theme_colors(napari_viewer), on_click=self.go_to)  # a click: the nearest slice
+        self.figure, self.axes, self.canvas = self.plot.figure, self.plot.axes, self.plot.canvas
         self.native.layout().addWidget(self.canvas)
-        self._line: Any = None
-        self._cursor: Any = None
 
         self._timer = QTimer(self.native)  # dies with the widget
         self._timer.setSingleShot(True)
         self._timer.setInterval(150)
-        self._timer.timeout.connect(self.update_comparison)
+        self._timer.timeout.connect(lambda: self.update_comparison(notify=False))
 
-        self.compare_button.changed.connect(lambda: self.update_comparison())
+        self.compare_button.changed.connect(lambda: self.compare())
         self.worst_button.changed.connect(lambda: self.next_worst())
         self.pred_layer.changed.connect(self._on_selection)
         self.gt_layer.changed.connect(self._on_selection)
@@ -79,6 +94,7 @@ class CompareWidget(Container):
                              (events.inserted, self._on_inserted), (events.removed, self._refresh_choices),
                              (events.reordered, self._refresh_choices)], on_close=self._on_close)
         self._refresh_choices()
+        fit_in_dock(self)
 
     def _on_close(self) -> None:
         """The Qt widget is gone: forget the timer and the compared layers' events."""
@@ -86,6 +102,15 @@ class CompareWidget(Container):
         self._watch([])
 
     # -- layer choices ------------------------------------------------------------
+
+    def reset_choices(self, *args: Any) -> None:
+        """Refresh the layer choices, keeping the compared layers when they were renamed (the choices
+        go by name: a renamed layer would be dropped, as when a benchmark row reuses the layers)."""
+        chosen = (self.pred_layer.value, self.gt_layer.value)
+        super().reset_choices(*args)
+        for combo, layer in zip((self.pred_layer, self.gt_layer), chosen):
+            if layer is not None and combo.value is not layer and any(layer is x for x in self.viewer.layers):
+                combo.value = layer
 
     def _refresh_choices(self, _event: Any = None) -> None:
         self.reset_choices()
@@ -122,12 +147,19 @@ class CompareWidget(Container):
     def _watch(self, layers: list[Labels]) -> None:
         """Recompute when the data of ``layers`` change (instead of the layers watched so far)."""
         for layer in self._watched:
-            layer.events.data.disconnect(self._schedule)
+            layer.events.data.disconnect(self._on_data)
             layer.events.paint.disconnect(self._schedule)
         self._watched = layers
         for layer in layers:
-            layer.events.data.connect(self._schedule)
+            layer.events.data.connect(self._on_data)
             layer.events.paint.connect(self._schedule)
+
+    def _on_data(self, event: Any = None) -> None:
+        """New data in a compared layer: a prediction naming its target is compared for that target."""
+        pred = self.pred_layer.value
+        if pred is not None and "target_label" in pred.metadata:
+            self.target_label.value = int(pred.metadata["target_label"])
+        self._schedule()
 
     def _on_selection(self, _value: Any = None) -> None:
         self._watch([layer for layer in (self.pred_layer.value, self.gt_layer.value) if layer is not None])
@@ -140,19 +172,33 @@ class CompareWidget(Container):
 
     # -- comparison ---------------------------------------------------------------
 
-    def update_comparison(self) -> Comparison | None:
-        """Compare the chosen layers now: overlay layer, DSC labels, plot."""
+    def compare(self) -> Comparison | None:
+        """The Compare button: :meth:`update_comparison`, with a notification when there is no pair."""
+        comparison = self.update_comparison()
+        if self.pred_layer.value is None or self.gt_layer.value is None:
+            show_warning(f"Compare: {self.status.value}")
+        return comparison
+
+    def update_comparison(self, notify: bool = True) -> Comparison | None:
+        """Compare the chosen layers now: overlay layer, DSC labels, plot; None (the status line says
+        why) without a prediction and a ground truth, or when they do not match (``notify``: an error
+        notification too; not for automatic updates, e.g. between two layers of a row being replaced)."""
         if self._timer is not None:
             self._timer.stop()
         pred, gt = self.pred_layer.value, self.gt_layer.value
         if pred is None or gt is None:
+            missing = " and ".join(name for name, layer in (("a prediction", pred), ("a ground truth", gt))
+                                   if layer is None)
+            self.status.value = f"nothing compared: choose {missing} (Labels layers of one shape)"
             return None
         target = int(self.target_label.value)
         try:
             comparison = compare_masks(binary_target(pred.data, target, binary_fallback=True),
                                        binary_target(gt.data, target))
         except ValueError as exc:
-            show_error(f"{pred.name} vs {gt.name}: {exc}")
+            self.status.value = message = f"{pred.name} vs {gt.name}: {exc}"
+            if notify:
+                show_error(message)
             return None
         self.comparison = comparison
         self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target)
@@ -160,6 +206,7 @@ class CompareWidget(Container):
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
         self.worst_info.value = f"{len(self._worst)} slices with foreground"
+        self.status.value = f"label {target}: {pred.name} vs {gt.name}"
         self._plot()
         self._on_dims()
         return comparison
@@ -176,9 +223,7 @@ class CompareWidget(Container):
             self.slice_dice.value = _fmt(self.comparison.dice)
             return
         self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} (slice {index})"
-        if self._cursor is not None:
-            self._cursor.set_xdata([index, index])
-            self.canvas.draw_idle()
+        self.plot.move_cursor(index)
 
     def go_to(self, index: int) -> None:
         layer = self.gt_layer.value
@@ -202,43 +247,10 @@ class CompareWidget(Container):
     # -- plot --------------------------------------------------------------------
 
     def _plot(self) -> None:
-        ax = self.axes
-        ax.clear()
-        style_axes(ax, ax.get_facecolor(), self._text_color)
-        per_slice = self.comparison.per_slice
-        index = np.arange(len(per_slice))
-        (self._line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color="#4fc3f7", picker=5)
-        self._cursor = ax.axvline(0, color="orange", linewidth=1)
-        self.stop_markers = self._stop_markers()
-        for at, reason in self.stop_markers:  # where propagation stopped, and why
-            ax.axvline(at, color="#ce93d8", linestyle=":", linewidth=1)
-            ax.annotate(reason, (at, 0.0), fontsize=6, color="#ce93d8", rotation=90, va="bottom", ha="right")
-        ax.set_ylim(-0.05, 1.05)
-        ax.set_xlim(-0.5, len(per_slice) - 0.5)
-        gt = self.gt_layer.value
+        gt, pred = self.gt_layer.value, self.pred_layer.value
         kind = gt.metadata.get("kind") if gt is not None else None
-        ax.set_xlabel("frame" if kind == "video" else "slice", fontsize=8)
-        ax.set_ylabel("DSC", fontsize=8)
-        self.canvas.draw_idle()
-
-    def _stop_markers(self) -> list[tuple[int, str]]:
-        """(slice, rule) where each propagation direction of the prediction stopped (its layer metadata)."""
-        pred = self.pred_layer.value
-        stops = pred.metadata.get("stops", []) if pred is not None else []
-        return [(int(s["at"]), str(s.get("reason"))) for s in stops if isinstance(s, dict) and s.get("at") is not None]
-
-    def _on_plot_click(self, event: Any) -> None:
-        if self.comparison is None or event.inaxes is not self.axes or event.xdata is None:
-            return
-        self.go_to(self.nearest_slice(float(event.xdata)))
-
-    def nearest_slice(self, x: float) -> int:
-        """The plotted slice nearest to ``x`` (slices with a DSC first, else any)."""
-        per_slice = self.comparison.per_slice
-        candidates = np.flatnonzero(~np.isnan(per_slice))
-        if candidates.size == 0:
-            candidates = np.arange(len(per_slice))
-        return int(candidates[np.argmin(np.abs(candidates - x))])
+        self.stop_markers = stop_markers(pred.metadata.get("stops") if pred is not None else None)
+        self.plot.show(self.comparison.per_slice, self.stop_markers, "frame" if kind == "video" else "slice")
 
 
 __all__ = ["CompareWidget"]

@@ -6,10 +6,10 @@
 >>> load_table("runs/hippo")          # the same table, rebuilt from results.jsonl
 
 Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
-(one case -> rows), :mod:`.scoring` (metric columns), :mod:`.timing`, :mod:`.schema`
-(the columns), :mod:`.store` (the run folder's files, atomic rows, resume, and the one reader
-of ``results.jsonl``), :mod:`.workers` (process pool), :mod:`.manifest`, :mod:`.run_case` (a
-row's case, saved prediction and prompt, opened again).
+(one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`.scoring`
+(metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
+files, atomic rows, resume, and the one reader of ``results.jsonl``), :mod:`.workers` (process
+pool), :mod:`.manifest`, :mod:`.run_case` (a row's case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .run_case import RunCase, load_run_case
 from .runner import LOG_FILE, CaseProgress, run_benchmark
 from .schema import COLUMNS, comparable, to_dataframe
 from .segment_case import CaseEvaluator, CaseSettings
+from .steps import CaseStep, StepProgress
 from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, read_rows, write_tables
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "CSV_FILE",
     "CaseEvaluator",
     "CaseSettings",
+    "CaseStep",
     "LOG_FILE",
     "MANIFEST_FILE",
     "PARQUET_FILE",
@@ -32,6 +34,7 @@ __all__ = [
     "ROWS_FILE",
     "ResultStore",
     "RunCase",
+    "StepProgress",
     "comparable",
     "load_run_case",
     "load_table",

@@ -4,9 +4,12 @@ The widget gathers its controls into a :class:`RunRequest` (:meth:`RunRequest.ch
 refuses what cannot run, naming why), runs :func:`benchmark_job` in a napari
 generator worker and reads the finished run with :meth:`RunOutcome.of`. The
 work is :func:`napari_medsam_eval.benchmark.run_benchmark`, the function
-``medsam-eval run`` calls; it reports through a plain callback
-(``progress(done, total, rows)``, returning False to stop), which the job
-turns into yielded :class:`Progress` steps (:func:`~napari_medsam_eval.progress.iterate_progress`).
+``medsam-eval run`` calls; it reports through plain callbacks
+(``progress(done, total, rows)`` after each case, ``steps(CaseStep)`` after
+each slice of the running case), which the job turns into yielded
+:class:`Progress` and :class:`~.steps.CaseStep` values
+(:func:`~napari_medsam_eval.progress.iterate_progress`); its cancel event
+stops the run within a slice, the case running then left for a resume.
 """
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ import pandas as pd
 from ..progress import iterate_progress
 from .manifest import read_manifest
 from .runner import run_benchmark
+from .steps import CaseStep
 from .store import ROWS_FILE
 
 #: models without shipped weights: a run needs a checkpoint file
@@ -87,17 +91,26 @@ class Progress:
     rows: list[dict[str, Any]]
 
 
-def benchmark_job(request: RunRequest, cancel: threading.Event) -> Generator[Progress, None, pd.DataFrame]:
-    """Generator for a napari GeneratorWorker: yields :class:`Progress`, returns the run's table.
+def benchmark_job(request: RunRequest,
+                  cancel: threading.Event) -> Generator[Progress | CaseStep, None, pd.DataFrame]:
+    """Generator for a napari GeneratorWorker: yields :class:`Progress` (a case done) and
+    :class:`~.steps.CaseStep` (a slice of the running case), returns the run's table.
 
-    ``run_benchmark`` runs in a helper thread; its progress callback queues
-    each case's rows for this generator to yield and answers False (stop)
-    once ``cancel`` is set. Closing the generator (napari's own abort) sets
-    ``cancel`` too. The runner's first report, before any case runs, gives
-    the cases already done (a resumed run) and the cases of the run.
+    ``run_benchmark`` runs in a helper thread; its callbacks queue each case's
+    rows and each slice step for this generator to yield. ``cancel`` goes into
+    the run: it stops within a slice, and the case running is not recorded.
+    Closing the generator (napari's own abort) sets ``cancel`` too. The
+    runner's first report, before any case runs, gives the cases already done
+    (a resumed run) and the cases of the run.
     """
-    return (yield from iterate_progress(lambda progress: run_benchmark(**request.kwargs(), progress=progress),
-                                        cancel, convert=Progress, name="medsam-eval-benchmark"))
+    def job(report: Any) -> pd.DataFrame:
+        return run_benchmark(**request.kwargs(), progress=report, steps=report, cancel=cancel)
+    return (yield from iterate_progress(job, cancel, convert=_step, name="medsam-eval-benchmark"))
+
+
+def _step(*args: Any) -> Progress | CaseStep:
+    """A callback's arguments as the value yielded: a :class:`CaseStep` as it came, else a :class:`Progress`."""
+    return args[0] if len(args) == 1 and isinstance(args[0], CaseStep) else Progress(*args)
 
 
 @dataclass(frozen=True)
@@ -121,4 +134,4 @@ class RunOutcome:
         return f"{self.status}: {self.cases} cases, {self.rows} rows, {self.failed} failed"
 
 
-__all__ = ["NEEDS_CHECKPOINT", "Progress", "RunOutcome", "RunRequest", "benchmark_job"]
+__all__ = ["CaseStep", "NEEDS_CHECKPOINT", "Progress", "RunOutcome", "RunRequest", "benchmark_job"]

@@ -18,12 +18,16 @@ cases of the run and no rows, so a caller knows both up front; then after
 every case with the rows just written. Returning False stops the run after
 the cases already running (none, when the first call says so; their rows
 are kept, the manifest says ``cancelled``), and ``resume=True`` later
-finishes it.
+finishes it. ``steps(CaseStep)`` reports the slices of the running case (a
+serial run; :mod:`.steps`), and setting the ``cancel`` event stops the run
+within a slice: the case running then gives no row (neither done nor failed,
+so ``resume`` does it again), the rows already written stay.
 """
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from ..datasets import resolve_layout
-from ..errors import DataError, os_problem
+from ..errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
 from ..intensity import INTENSITY_MODES
 from ..progress import CaseProgress
@@ -41,6 +45,7 @@ from .manifest import (MANIFEST_FILE, check_resumable, check_same_dataset, datas
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
 from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, CaseSettings, error_text
+from .steps import StepProgress, stepping
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
 
@@ -145,6 +150,8 @@ def run_benchmark(
     progress_bar: bool = False,
     intensity: str = "auto",
     propagation: str | dict[str, Any] | None = None,
+    steps: StepProgress | None = None,
+    cancel: threading.Event | None = None,
 ) -> pd.DataFrame:
     """Evaluate ``model`` with prompts of ``protocol`` on every case of ``dataset``.
 
@@ -156,7 +163,12 @@ def run_benchmark(
     skipping the cases it already holds; ``seed`` seeds the protocol (the
     same seed gives the same table, timings aside). ``progress(done, total,
     rows)`` is called once before the first case (``rows`` empty, ``done`` the
-    cases a resumed folder holds) and after every case; False stops the run.
+    cases a resumed folder holds) and after every case; False stops the run
+    after the case running. ``steps`` gets a :class:`~.steps.CaseStep` after
+    every slice of the running case (``workers == 1``; False cancels that
+    case); setting ``cancel`` stops the run within a slice (with ``workers >
+    1``: within :data:`~.workers.CANCEL_POLL_S`, the running cases terminated):
+    the cases not finished give no rows, the manifest says ``cancelled``.
     ``progress_bar`` shows a tqdm bar on stderr. ``intensity`` (:data:`~napari_medsam_eval.intensity.INTENSITY_MODES`)
     overrides what the readers record of the cases' intensities ("auto": the modality's rule, npz prepared).
     ``propagation``: the propagation rules of per-slice models (a preset name, a dict of
@@ -199,7 +211,8 @@ def run_benchmark(
             return _run(dataset, out_dir, refs, listed, layout_obj.name, model, model_options, protocol_obj,
                         backend, workers=workers, resume=resume, limit=limit,
                         save_predictions=save_predictions, seed=seed, progress=progress,
-                        progress_bar=progress_bar, intensity=intensity, propagation=propagation)
+                        progress_bar=progress_bar, intensity=intensity, propagation=propagation,
+                        steps=steps, cancel=cancel)
         finally:
             logger.removeHandler(handler)
             logger.setLevel(log_level)
@@ -209,7 +222,8 @@ def run_benchmark(
 def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, model: str,
          model_options: dict[str, Any], protocol: Any, backend: Any, *, workers: int, resume: bool,
          limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
-         progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None) -> pd.DataFrame:
+         progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None,
+         steps: StepProgress | None = None, cancel: threading.Event | None = None) -> pd.DataFrame:
     from tqdm import tqdm
 
     settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
@@ -257,15 +271,15 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
                 layout, model, protocol.name, workers)
 
     if workers > 1:
-        executor: SerialCases | ParallelCases = ParallelCases(spec, todo, workers)
+        executor: SerialCases | ParallelCases = ParallelCases(spec, todo, workers, cancel=cancel)
         del backend  # the workers build their own; free this one's memory
     else:
-        executor = SerialCases(build_evaluator(spec, backend), todo)
+        executor = SerialCases(build_evaluator(spec, backend), todo, progress=stepping(steps, cancel))
     done, total, status = len(refs) - len(todo), len(refs), "completed"
     clock = time.perf_counter()
     bar = tqdm(total=total, initial=done, disable=not progress_bar, unit="case", dynamic_ncols=True)
     try:
-        if progress is not None and _ask_progress(progress, done, total, []) is False:
+        if (progress is not None and _ask_progress(progress, done, total, []) is False) or _set(cancel):
             executor.request_stop()  # asked to stop before the first case: none starts
             status = "cancelled"
         for _ref, rows in executor:
@@ -278,9 +292,13 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
                 executor.request_stop()
                 raise DataError(f"the run stopped: {unsaved}; the case is recorded as failed and --resume "
                                 "redoes it once the predictions can be written", out_dir)
-            if progress is not None and _ask_progress(progress, done, total, rows) is False:
+            if (progress is not None and _ask_progress(progress, done, total, rows) is False) or _set(cancel):
                 executor.request_stop()
                 status = "cancelled"
+        if _set(cancel) and done < total:  # parallel cases abandoned on cancel
+            status = "cancelled"
+    except Cancelled:  # the case running was stopped within a slice: no row of it is written
+        status = "cancelled"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -312,6 +330,10 @@ def _finish(out_dir: Path, store: ResultStore, manifest: dict[str, Any], session
         print(f"warning: {out_dir}: the tables and manifest could not be updated ({os_problem(error)}); "
               f"{ROWS_FILE} holds every finished case, and --resume completes them", file=sys.stderr)
     return table
+
+
+def _set(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
 
 
 def _ask_progress(progress: CaseProgress, done: int, total: int, rows: list[dict[str, Any]]) -> bool | None:

@@ -1,7 +1,10 @@
 """One case x its targets -> result rows: load, prepare, prompt, segment, score.
 
 Every failure becomes a ``failed`` row with its reason, never an exception
-out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside):
+out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside, and a cancel:
+a ``progress`` callback answering False stops the case after its current
+slice with :class:`~napari_medsam_eval.errors.Cancelled`, and the case gives
+no row at all, so a resumed run does it again):
 
 * the case cannot be read -> one failed row per target the dataset names
   (MSD's dataset.json, CAMUS, SUN-SEG), or a single row with
@@ -34,8 +37,10 @@ import numpy as np
 from ..case import Case
 from ..checksum import sha256_file
 from ..datasets import CaseRef, DatasetLayout, label_name, task_name
+from ..errors import Cancelled
 from ..io import write_mask
 from ..models.base import SegmentationBackend
+from ..progress import SliceProgress
 from ..prompt import Prompt, prompts_to_json
 from ..intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
@@ -44,6 +49,7 @@ from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol, run_corrections
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
+from .steps import StepProgress, target_progress
 from .timing import SegmentTimer
 
 PREDICTIONS_DIR = "predictions"
@@ -141,8 +147,12 @@ class CaseEvaluator:
         self.protocol = protocol
         self.settings = settings
 
-    def evaluate(self, ref: CaseRef) -> list[dict[str, Any]]:
-        """All rows of one case (at least one)."""
+    def evaluate(self, ref: CaseRef, progress: StepProgress | None = None) -> list[dict[str, Any]]:
+        """All rows of one case (at least one).
+
+        ``progress`` gets a :class:`~.steps.CaseStep` as each target starts and after each of its
+        slices; when it answers False the case stops there and :class:`Cancelled` is raised (no rows).
+        """
         base = base_row(ref, ref.kind, self.settings)
         try:
             case = self.layout.load(ref)
@@ -168,14 +178,21 @@ class CaseEvaluator:
         self.backend.clear_cache()
         if hasattr(self.backend, "set_ground_truth"):  # the oracle baseline answers from the label map
             self.backend.set_ground_truth(case.label)
+        unit = "frame" if case.kind == "video" else "slice"
+
+        def report(target: str, index: int, count: int) -> SliceProgress | None:
+            return None if progress is None else target_progress(progress, ref.case_id, target, index, count, unit)
         try:
             try:
-                joint = self._official_joint(case, image, prompts, targets)
+                joint = self._official_joint(case, image, prompts, targets, report("all targets", 0, 1))
+            except Cancelled:
+                raise
             except Exception as error:  # noqa: BLE001 - the joint run's failure is each of its targets'
                 return [fail_row(row, error) for row in rows.values()]
-            for value in targets:
+            for index, value in enumerate(targets):
                 rows[value] = self._evaluate_target(case, image, prompts[value], rows[value], predictions,
-                                                    joint.get(value))
+                                                    joint.get(value),
+                                                    report(rows[value]["label_name"], index, len(targets)))
         finally:
             self.backend.clear_cache()
             if hasattr(self.backend, "set_ground_truth"):
@@ -196,8 +213,9 @@ class CaseEvaluator:
                              f"runner; got counts {several or {v: 0 for v in missing}} (choose one mode/option)")
         return {v: p[0] for v, p in by_target.items()}
 
-    def _official_joint(self, case: Case, image: np.ndarray, prompts: dict[int, Prompt],
-                        targets: list[int]) -> dict[int, tuple[PropagationResult, dict[str, float]]]:
+    def _official_joint(self, case: Case, image: np.ndarray, prompts: dict[int, Prompt], targets: list[int],
+                        progress: SliceProgress | None = None,
+                        ) -> dict[int, tuple[PropagationResult, dict[str, float]]]:
         """Protocol ``litemedsam-3dbox`` on a volume: every target's box in one official run, in label
         order, as the official script runs a case (:func:`~napari_medsam_eval.propagation.segment_official`).
         The run's time is shared equally by its targets' rows."""
@@ -208,14 +226,19 @@ class CaseEvaluator:
         if not joint:
             return {}
         with SegmentTimer(self.backend) as timer:
-            masks = segment_official(self.backend, image, [prompts[v] for v in joint], case_id=case.case_id)
+            masks = segment_official(self.backend, image, [prompts[v] for v in joint], case_id=case.case_id,
+                                     progress=progress)
         shared = {name: value / len(joint) for name, value in timer.columns().items()}
         return {v: (official_result(mask, prompts[v]), shared) for v, mask in zip(joint, masks)}
 
     def _evaluate_target(self, case: Case, image: np.ndarray, prompt: Prompt, row: dict[str, Any],
                          predictions: dict[int, np.ndarray],
-                         done: tuple[PropagationResult, dict[str, float]] | None = None) -> dict[str, Any]:
-        """One target's row; ``done`` = its prediction and time columns when already segmented."""
+                         done: tuple[PropagationResult, dict[str, float]] | None = None,
+                         progress: SliceProgress | None = None) -> dict[str, Any]:
+        """One target's row; ``done`` = its prediction and time columns when already segmented.
+        ``progress`` answering False raises :class:`Cancelled` (the row is not made)."""
+        if progress is not None and done is None and progress(0, 0) is False:  # (a joint run reported its own)
+            raise Cancelled(None, 0, 0)
         value = int(prompt.target_label)
         gt = np.asarray(case.label) == value
         row = {**row, "prompt": prompts_to_json([prompt]), "prompt_slice": prompt.slice_index,
@@ -230,7 +253,7 @@ class CaseEvaluator:
                 return row
             if done is None:
                 with SegmentTimer(self.backend) as timer:
-                    result = self._segment(case, image, prompt)
+                    result = self._segment(case, image, prompt, progress)
                 row.update(timer.columns())
             else:
                 result, times = done
@@ -238,6 +261,8 @@ class CaseEvaluator:
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
             row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+        except Cancelled:
+            raise
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
             return fail_row(row, error)
         predictions[value] = pred
@@ -267,9 +292,13 @@ class CaseEvaluator:
                     **noc_columns([step["dice"] for step in steps])})
         return pred
 
-    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt) -> PropagationResult:
-        return segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,
-                               rules=self.settings.propagation)
+    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt,
+                 progress: SliceProgress | None = None) -> PropagationResult:
+        result = segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,
+                                 rules=self.settings.propagation, progress=progress)
+        if result.cancelled:
+            raise Cancelled(result.mask, result.done, result.total)
+        return result
 
     def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

@@ -3,6 +3,11 @@
 Both executors yield ``(ref, rows)`` as cases finish and accept
 :meth:`request_stop`: no new case starts, the ones already running finish
 and are still yielded (so a cancelled run keeps every row it computed).
+A ``cancel`` does not wait for the running cases: :class:`SerialCases` passes
+it (with the run's ``steps``) into the case's propagation, which stops after
+its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`;
+:class:`ParallelCases` yields the cases already finished and ends, the
+workers terminated. Either way a case that did not finish gives no rows.
 
 :class:`ParallelCases` uses a ``spawn`` :class:`~concurrent.futures.ProcessPoolExecutor`
 (fork is unsafe once torch has started threads). The initializer sets the
@@ -31,10 +36,13 @@ from typing import Any, Iterable, Iterator
 
 from ..datasets import CaseRef, get_layout
 from .segment_case import CaseEvaluator, CaseSettings, error_text, failed_case_rows
+from .steps import StepProgress
 
 Rows = list[dict[str, Any]]
 #: times a case may be running when a worker dies before it is given up
 MAX_CRASHES = 2
+#: seconds between two looks at the cancel event while parallel cases run
+CANCEL_POLL_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -84,11 +92,14 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
 
 
 class SerialCases:
-    """Cases in this process, in order, with one evaluator."""
+    """Cases in this process, in order, with one evaluator; ``progress`` goes into each case
+    (:meth:`CaseEvaluator.evaluate`: its answer False cancels the case running)."""
 
-    def __init__(self, evaluator: CaseEvaluator, refs: Iterable[CaseRef]) -> None:
+    def __init__(self, evaluator: CaseEvaluator, refs: Iterable[CaseRef],
+                 progress: StepProgress | None = None) -> None:
         self.evaluator = evaluator
         self.refs = list(refs)
+        self.progress = progress
         self._stop = False
 
     def request_stop(self) -> None:
@@ -98,7 +109,7 @@ class SerialCases:
         for ref in self.refs:
             if self._stop:
                 return
-            yield ref, self.evaluator.evaluate(ref)
+            yield ref, self.evaluator.evaluate(ref, progress=self.progress)
 
 
 # -- worker side ---------------------------------------------------------------
@@ -145,9 +156,14 @@ def _evaluate_in_worker(ref_data: dict[str, Any]) -> Rows:
 # -- main side -----------------------------------------------------------------
 
 class ParallelCases:
-    """Cases spread over ``workers`` spawned processes; yields in completion order."""
+    """Cases spread over ``workers`` spawned processes; yields in completion order.
 
-    def __init__(self, spec: RunSpec, refs: Iterable[CaseRef], workers: int) -> None:
+    ``cancel`` set: the cases finished so far are yielded, then iteration ends and the
+    cases still running are abandoned (their workers terminated).
+    """
+
+    def __init__(self, spec: RunSpec, refs: Iterable[CaseRef], workers: int,
+                 cancel: threading.Event | None = None) -> None:
         if workers < 2:
             raise ValueError(f"ParallelCases needs at least 2 workers, got {workers}")
         self.spec = spec
@@ -156,17 +172,21 @@ class ParallelCases:
         self.pending: deque[CaseRef] = deque(refs)
         self.suspects: deque[CaseRef] = deque()
         self.crashes: dict[str, int] = {}
+        self.cancel = cancel
         self._stop = False
 
     def request_stop(self) -> None:
         self._stop = True
+
+    def _cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def _pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_init_worker, initargs=(self.spec, self.threads))
 
     def _fill(self, pool: ProcessPoolExecutor, running: dict[Future, CaseRef]) -> None:
-        if self._stop:
+        if self._stop or self._cancelled():
             return
         if self.suspects:  # after a crash, the cases that were running go alone
             if not running:
@@ -187,7 +207,8 @@ class ParallelCases:
                 if not running:
                     finished = True
                     return
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                poll = None if self.cancel is None else CANCEL_POLL_S
+                done, _ = wait(running, timeout=poll, return_when=FIRST_COMPLETED)
                 broken = False
                 for future in done:
                     ref = running.pop(future)
@@ -201,6 +222,8 @@ class ParallelCases:
                         rows = failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings,
                                                 error_text(error))
                     yield ref, rows
+                if self._cancelled():
+                    return  # the running cases are abandoned (finally), none of them recorded
                 if broken:
                     yield from self._recover(running)
                     pool.shutdown(wait=True, cancel_futures=True)

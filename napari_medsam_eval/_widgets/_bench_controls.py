@@ -1,0 +1,69 @@
+"""The Benchmark widget's run controls, with their tooltips: dataset, model, protocol, ... Run / Cancel / Resume.
+
+:func:`add_run_controls` makes them as attributes of the widget (``widget.dataset``,
+``widget.run_button``, ...), so the widget module keeps to what they do.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, SpinBox, Widget
+
+from ..datasets import available_layouts
+from ..models import BACKENDS, DEFAULT_BACKEND
+from ..protocols import PROTOCOLS
+from ._bench_layout import wrap_status
+
+AUTO_LAYOUT = "auto-detect"
+#: models offered, in this order; the first four are promptable models, the last two baselines
+MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam", "box", "oracle") if name in BACKENDS]
+
+
+def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
+    """Make the run controls as attributes of ``widget``; returns the inputs (disabled while a run
+    goes) and the row of buttons. ``widget.progress`` and ``widget.status`` are made too."""
+    tip = {
+        "dataset": "the dataset folder (MSD/nnU-Net, MedSAM npz, video or 2D image folders)",
+        "layout": "how the dataset folder is laid out; auto-detect reads its files",
+        "model": "the model to evaluate; box and oracle are baselines (the prompt box itself, the ground truth)",
+        "checkpoint": "the model's weights file (models without shipped weights)",
+        "protocol": "how prompts are made from the ground truth (medsam2: a box on the target's middle slice, "
+                    "propagated both ways)",
+        "limit": "run only the first N cases of the dataset (0: every case)",
+        "workers": "processes segmenting cases at once; with one, the progress bar moves per slice",
+        "save": "write each case's predicted label map into the run folder, so that a row opens with its prediction",
+        "output": "the run folder: new or empty for Run, an earlier run's to Resume it or to browse its rows",
+        "run": "start the run the settings describe",
+        "cancel": "stop the run within a slice; the rows of finished cases are kept, Resume redoes the case "
+                  "that was running",
+        "resume": "finish the run in the output folder: only the cases it does not hold yet are run",
+        "progress": "cases done, moving with the slices of the case running",
+    }
+    widget.dataset = FileEdit(label="dataset", mode="d", nullable=True, value=None, tooltip=tip["dataset"])
+    widget.layout_choice = ComboBox(label="layout", choices=[AUTO_LAYOUT, *available_layouts()], value=AUTO_LAYOUT,
+                                    tooltip=tip["layout"])
+    widget.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND, tooltip=tip["model"])
+    widget.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, visible=False,
+                                 tooltip=tip["checkpoint"])
+    widget.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2", tooltip=tip["protocol"])
+    widget.limit = SpinBox(label="limit (0 = all)", min=0, max=1_000_000, value=0, tooltip=tip["limit"])
+    widget.workers = SpinBox(label="workers", min=1, max=max(1, os.cpu_count() or 1), value=1,
+                             tooltip=tip["workers"])
+    widget.save_predictions = CheckBox(text="save predictions (to open cases)", value=True, tooltip=tip["save"])
+    widget.out_dir = FileEdit(label="output", mode="d", nullable=True, value=None, tooltip=tip["output"])
+    widget.run_button = PushButton(text="Run", tooltip=tip["run"])
+    widget.cancel_button = PushButton(text="Cancel", enabled=False, tooltip=tip["cancel"])
+    widget.resume_button = PushButton(text="Resume", tooltip=tip["resume"])
+    buttons = Container(layout="horizontal", labels=False,
+                        widgets=[widget.run_button, widget.cancel_button, widget.resume_button])
+    buttons.margins = (0, 0, 0, 0)
+    widget.progress = ProgressBar(label="progress", min=0, max=1, value=0, tooltip=tip["progress"])
+    widget.status = Label(label="status", value="choose a dataset folder and an output folder")
+    wrap_status(widget.status)
+    inputs = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol,
+              widget.limit, widget.workers, widget.save_predictions, widget.out_dir]
+    return inputs, buttons
+
+
+__all__ = ["AUTO_LAYOUT", "MODEL_CHOICES", "add_run_controls"]
