@@ -4,8 +4,9 @@ Ground truth is drawn *filled* in cool colours (label 1 deep sky blue, 2 sea
 green, ...); a prediction is drawn as a *contour* in warm colours (label 1
 orange, 2 yellow, ...), so the two are told apart without toggling layers and
 the ground truth stays visible under the prediction's outline. The TP / FP /
-FN overlay of a comparison keeps its own colours (lime / magenta / cyan, in
-``_widgets/_result_layers``). Colours cycle for label values past the
+FN overlay of a comparison has its own colours (:data:`OVERLAY_COLORS`: lime /
+magenta / cyan), and so has the "what an attempt changed" layer
+(:data:`CHANGE_COLORS`: added lime, removed red). Colours cycle for label values past the
 palette's length; values above :data:`PALETTE_SIZE` are drawn in the
 palette's first colour.
 
@@ -16,6 +17,9 @@ into a direct colormap.
 from __future__ import annotations
 
 from typing import Any
+
+from .attempts import ADDED, REMOVED
+from .comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 
 #: fill colours of ground-truth labels 1, 2, ... (cycled)
 GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",
@@ -28,6 +32,10 @@ PALETTE_SIZE = 255
 PREDICTION_CONTOUR = 2
 PREDICTION_OPACITY = 1.0
 GROUND_TRUTH_OPACITY = 0.45
+#: overlay colours: TP green, FP magenta (predicted, not true), FN cyan (missed)
+OVERLAY_COLORS = {OVERLAY_TP: "lime", OVERLAY_FP: "magenta", OVERLAY_FN: "cyan"}
+#: an attempt's changes (Segment widget, *Changes*): pixels added, removed
+CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
 
 
 def palette_colormap(palette: tuple[str, ...]) -> dict[Any, str]:
@@ -58,5 +66,5 @@ def style_prediction(layer: Any) -> Any:
     return layer
 
 
-__all__ = ["GROUND_TRUTH_PALETTE", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
+__all__ = ["CHANGE_COLORS", "GROUND_TRUTH_PALETTE", "OVERLAY_COLORS", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
            "ground_truth_kwargs", "palette_colormap", "prediction_colormap", "style_prediction"]

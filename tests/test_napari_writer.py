@@ -58,12 +58,12 @@ def test_bad_layers_get_a_clear_error(tmp_path):
 def test_a_widget_prediction_saves_on_the_source_grid(make_napari_viewer, tmp_path):
     from napari.layers import Layer
 
-    from napari_medsam_eval._widgets._result_layers import write_prediction
+    from napari_medsam_eval._widgets._prediction_layer import write_object
 
     viewer = make_napari_viewer()
     case = read_case(SAMPLE / "image.nii.gz", SAMPLE / "label.nii.gz")
     image = viewer.add_layer(Layer.create(*case_to_layer_data(case)[0]))
-    prediction = write_prediction(viewer, image, 2, case.label == 2)
+    prediction = write_object(viewer, image, 2, case.label == 2)
     out = tmp_path / "kidney.nrrd"
     write_labels(str(out), prediction.data, {"name": prediction.name, "scale": prediction.scale,
                                              "metadata": prediction.metadata})

@@ -20,6 +20,7 @@ import numpy as np
 from magicgui.widgets import Container, Label, PushButton
 from napari.layers import Labels
 
+from .._layer_style import CHANGE_COLORS
 from ..attempts import ADDED, REMOVED, Attempt, AttemptHistory
 from ..prompt import Prompt
 from ._layers import find_layer, transform_kwargs
@@ -29,7 +30,6 @@ from ._shortcuts import with_shortcut
 if TYPE_CHECKING:
     from .segment import SegmentWidget
 
-CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
 
 
 _PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()

@@ -1,74 +1,18 @@
-"""Result layers, without Qt: a target's prediction and the TP/FP/FN overlay of a comparison.
+"""The TP/FP/FN overlay layer of a comparison, without Qt (a prediction: :mod:`._prediction_layer`).
 
-Both are Labels layers with their reference's transform and a metadata
-``role`` (``prediction`` with ``target_label``, ``overlay``) that the
-widgets pick them by; writing again replaces the data of the same layer.
+A Labels layer with its reference's transform and the metadata ``role``
+``overlay`` that the widgets pick it by; writing again replaces its data.
 """
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
-from napari.layers import Image, Labels, Layer
+from napari.layers import Labels, Layer
 from napari.utils.colormaps import DirectLabelColormap
 
-from ..comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
-from ._layers import find_layer, spatial_shape, transform_kwargs
-
-#: overlay colours: TP green, FP magenta (predicted, not true), FN cyan (missed)
-OVERLAY_COLORS = {OVERLAY_TP: "lime", OVERLAY_FP: "magenta", OVERLAY_FN: "cyan"}
-
-
-def prediction_layer_name(target_label: int) -> str:
-    return f"prediction [label {int(target_label)}]"
-
-
-def _source_geometry(image: Image) -> dict[str, Any]:
-    """The reader's ``kind`` and file ``geometry`` of ``image``, for saving a prediction."""
-    source = image.metadata if isinstance(image.metadata, dict) else {}
-    return {key: source[key] for key in ("kind", "geometry") if key in source}
-
-
-def write_prediction(
-    viewer: Any,
-    image: Image,
-    target_label: int,
-    mask: np.ndarray,
-    *,
-    index: int | None = None,
-    metadata: dict[str, Any] | None = None,
-) -> Labels:
-    """Put ``mask`` (whole, or slice ``index`` of it) into the target's prediction layer.
-
-    The layer (:func:`prediction_layer_name`) holds ``target_label`` where the
-    mask is set; it is created with the image's transform or, when it exists,
-    its data are replaced (a slice: only that slice).
-    """
-    shape = spatial_shape(image)
-    name = prediction_layer_name(target_label)
-    mask = np.asarray(mask, dtype=bool)
-    layer = find_layer(viewer, name, Labels, shape)
-    meta = {"role": "prediction", "target_label": int(target_label), "image": image.name,
-            **_source_geometry(image), **(metadata or {})}
-    value = int(target_label)
-    if layer is None:
-        data = np.zeros(shape, dtype=np.uint8 if value < 256 else np.int32)
-    else:
-        data = np.array(layer.data, copy=True)
-    if index is None:
-        if mask.shape != shape:
-            raise ValueError(f"prediction shape {mask.shape} does not match the image's {shape}")
-        data[...] = 0
-        data[mask] = value
-    else:
-        data[index] = 0
-        data[index][mask] = value
-    if layer is None:
-        layer = Labels(data, name=name, metadata=meta, opacity=0.6, **transform_kwargs(image))
-        return viewer.add_layer(layer)
-    layer.metadata.update(meta)
-    layer.data = data
-    return layer
+from .._layer_style import OVERLAY_COLORS
+from ._layers import transform_kwargs
 
 
 def overlay_colormap() -> DirectLabelColormap:
@@ -109,5 +53,4 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     return layer
 
 
-__all__ = ["OVERLAY_COLORS", "overlay_colormap", "overlay_layer_name", "prediction_layer_name", "write_overlay",
-           "write_prediction"]
+__all__ = ["OVERLAY_COLORS", "overlay_colormap", "overlay_layer_name", "write_overlay"]

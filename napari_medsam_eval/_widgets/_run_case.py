@@ -31,6 +31,7 @@ from typing import Any, Generator
 import numpy as np
 from napari.layers import Image, Labels, Layer, Points, Shapes
 
+from .._layer_style import style_prediction
 from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
 from ..prompt import Prompt
@@ -72,9 +73,9 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
                     "protocol": row.get("protocol"), "stops": row_stops(row), OPENED_KEY: "prediction"}
         if row.get("target_label") is not None:
             metadata["target_label"] = int(row["target_label"])
-        steps.append(OpenStep("prediction", Labels(loaded.prediction, name=f"{case.case_id} prediction "
-                                                   f"({row.get('model')})", opacity=0.6, metadata=metadata,
-                                                   **transform_kwargs(image))))
+        steps.append(OpenStep("prediction", style_prediction(Labels(
+            loaded.prediction, name=f"{case.case_id} prediction ({row.get('model')})", metadata=metadata,
+            **transform_kwargs(image)))))
     prompt = loaded.prompt
     if prompt is not None:
         boxes = make_box_layer(image, f"{image.name} prompt box")

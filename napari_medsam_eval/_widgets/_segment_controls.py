@@ -17,6 +17,7 @@ from ..models.device import DEVICE_CHOICES as DEVICES
 from ..protocols import PROTOCOLS
 from . import _layers
 from ._anchors import correction_controls
+from ._bench_layout import wrap_status
 from ._drawing import polarity_control
 from ._objects import ObjectControls
 from ._propagation_options import propagation_controls
@@ -75,6 +76,6 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
         "stop the running job after its current slice", "cancel"))
     widget.progress = ProgressBar(label="progress", value=0, min=0, max=1)
     widget.status = Label(label="status", value="no model loaded")
-    widget.status.native.setWordWrap(True)
+    wrap_status(widget.status)
 
 __all__ = ["DEVICE_CHOICES", "MODEL_CHOICES", "PROMPT_SLICE_CHOICES", "build_controls"]

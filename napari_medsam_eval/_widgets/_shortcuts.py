@@ -1,4 +1,4 @@
-"""Keyboard shortcuts of the Segment widget, defined once: bound on the viewer, shown in tooltips.
+"""Keyboard shortcuts of the dock widgets, defined once: bound on the viewer, shown in tooltips.
 
 Keys are napari key names (``Shift-S``); they are bound on the viewer
 (napari's keymap: an active layer's own binding of the same key wins, so
@@ -20,6 +20,10 @@ SEGMENT_SHORTCUTS: dict[str, str] = {
     "next_object": "Shift-N",
     "previous_object": "Shift-B",
 }
+#: the Compare widget's keys (viewer-wide while it is open)
+COMPARE_SHORTCUTS: dict[str, str] = {"next_worst": "Shift-W"}
+#: the Benchmark widget's keys (a Qt shortcut of the viewer's window: a table has the focus there)
+BENCHMARK_SHORTCUTS: dict[str, str] = {"next_row": "Control-Shift-N"}
 
 
 def key_text(key: str) -> str:
@@ -54,4 +58,4 @@ def _ignoring_argument(call: Callable[[], Any]) -> Callable[[Any], None]:
     return on_key
 
 
-__all__ = ["SEGMENT_SHORTCUTS", "bind_shortcuts", "key_text", "with_shortcut"]
+__all__ = ["BENCHMARK_SHORTCUTS", "COMPARE_SHORTCUTS", "SEGMENT_SHORTCUTS", "bind_shortcuts", "key_text", "with_shortcut"]

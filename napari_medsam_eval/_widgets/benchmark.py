@@ -43,6 +43,7 @@ from ._bench_layout import fit_in_dock
 from ._effort_plot import EffortPlot
 from ._layers import follow_viewer
 from ._results_table import ResultsView
+from ._shortcuts import BENCHMARK_SHORTCUTS, key_text
 from ._theme import theme_colors
 from ._worker import WorkerRunner
 
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
     import napari
 
 #: the key that opens the next line of the results table (anywhere in the viewer window)
-NEXT_ROW_KEY = "Ctrl+Shift+N"
+NEXT_ROW_KEY = key_text(BENCHMARK_SHORTCUTS["next_row"])  # Qt writes keys as people do
 #: progress-bar units per case: the bar moves with the slices of the running case
 STEP_SCALE = 100
 

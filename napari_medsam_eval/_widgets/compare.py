@@ -29,6 +29,7 @@ from ._bench_layout import fit_in_dock, wrap_status
 from ._compare_plot import SliceDicePlot, stop_markers
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
 from ._result_layers import write_overlay
+from ._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
 from ._theme import theme_colors
 
 #: the status line when there is nothing to compare
@@ -67,8 +68,8 @@ class CompareWidget(Container):
                                                                  "last one), DSC and the per-slice plot")
         self.volume_dice = Label(label="DSC (all)", value="-", tooltip="DSC of the whole prediction")
         self.slice_dice = Label(label="DSC (slice)", value="-", tooltip="DSC of the slice (frame) on screen")
-        self.worst_button = PushButton(text="Next worst slice", tooltip="go to the slice with the next lowest "
-                                                                        "DSC among those with foreground")
+        self.worst_button = PushButton(text="Next worst slice", tooltip=with_shortcut(
+            "go to the slice with the next lowest DSC among those with foreground", "next_worst", COMPARE_SHORTCUTS))
         self.worst_info = Label(label="worst", value="-", tooltip="the worst slice shown, its rank and DSC")
         self.status = Label(label="status", value=CHOOSE_PAIR)
         wrap_status(self.status)
@@ -93,13 +94,15 @@ class CompareWidget(Container):
         follow_viewer(self, [(napari_viewer.dims.events.current_step, self._on_dims),
                              (events.inserted, self._on_inserted), (events.removed, self._refresh_choices),
                              (events.reordered, self._refresh_choices)], on_close=self._on_close)
+        self._unbind = bind_shortcuts(napari_viewer, {"next_worst": self.next_worst}, COMPARE_SHORTCUTS)
         self._refresh_choices()
         fit_in_dock(self)
 
     def _on_close(self) -> None:
-        """The Qt widget is gone: forget the timer and the compared layers' events."""
+        """The Qt widget is gone: forget the timer, the compared layers' events and the keys."""
         self._timer = None
         self._watch([])
+        self._unbind()
 
     # -- layer choices ------------------------------------------------------------
 
