@@ -104,6 +104,14 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     assert visited[:-1] == order.tolist() and visited[-1] == order[0]
     assert viewer.dims.current_step[0] == order[0]
     assert widget.worst_info.value.startswith(f"#1/{len(order)}: slice {order[0]}")
+    # its key (Shift+W, in the button's tooltip) goes on to the next worst slice
+    from napari_medsam_eval._widgets._shortcuts import COMPARE_SHORTCUTS, key_text
+
+    key = key_text(COMPARE_SHORTCUTS["next_worst"])
+    assert key in widget.worst_button.tooltip
+    (on_key,) = [func for name, func in viewer.keymap.items() if str(name) == key]
+    on_key(viewer)
+    assert viewer.dims.current_step[0] == order[1]
 
 
 def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, qtbot):
