@@ -153,6 +153,26 @@ def test_the_simulated_user_reaches_the_truth_with_a_box_model_and_records_every
     assert len(anchors) == 4 and len({a.slice_index for a in anchors}) == 4  # a box model: a new slice each time
 
 
+def test_the_simulated_user_stops_within_a_pass_when_progress_says_so():
+    """A benchmark's Cancel reaches the corrections protocol inside a pass, not between targets."""
+    from napari_medsam_eval.errors import Cancelled
+
+    truth = _stack()
+    protocol = build_protocol("corrections", interactions=3)
+    first = Prompt(1, slice_index=4, boxes=[(5, 5, 11, 11)])
+    calls: list[tuple[int, int]] = []
+
+    def progress(done, total):
+        calls.append((done, total))
+        return len(calls) < 10  # the first pass is 9 slices: stop inside the first correction's pass
+
+    with pytest.raises(Cancelled):
+        run_corrections(BoxBackend(), np.zeros(truth.shape, np.uint8), "volume", truth == 1, first, protocol,
+                        lambda mask: {"dice": compute_dice(mask, truth), "nsd": float("nan")}, rules=OPEN_RULES,
+                        progress=progress)
+    assert len(calls) == 10 and calls[0][1] == truth.shape[0] and calls[-1][1] < truth.shape[0]
+
+
 def test_noc_counts_k_plus_one_when_never_reached():
     assert noc([0.5, 0.79, 0.81, 0.95], 0.80) == 2 and noc([0.9, 0.1], 0.85) == 0
     assert noc([0.5, 0.6, 0.7], 0.90) == 3

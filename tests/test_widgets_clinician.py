@@ -176,6 +176,28 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
     assert not any(str(name) == key_text(SEGMENT_SHORTCUTS["propagate"]) for name in viewer.keymap)
 
 
+def test_segment_dock_fits_a_1600_by_1000_window_and_long_errors_wrap(make_napari_viewer, shared_data, qtbot, errors):
+    from napari_medsam_eval._widgets import CompareWidget
+
+    viewer = make_napari_viewer(show=True)
+    _open_hippocampus(viewer, shared_data)
+    widget = _widget(viewer)
+    viewer.window.add_dock_widget(CompareWidget(viewer), name="Compare")
+    window = viewer.window._qt_window
+    window.resize(1600, 1000)
+    qtbot.wait(300)
+    hint = window.minimumSizeHint()
+    assert window.height() <= 1000 and hint.height() <= 1000 and window.width() <= 1600, (window.size(), hint)
+    width = widget.native.minimumSizeHint().width()
+    widget.model.value = "medsam2"
+    widget.checkpoint.value = "/a/very/long/folder/name/without/any/space" * 12 + "/MedSAM2_latest.pt"
+    widget.load_model()  # a missing file: a long error on the status line
+    qtbot.waitUntil(lambda: not widget.busy, timeout=60_000)
+    qtbot.wait(100)
+    assert "MedSAM2_latest.pt" in errors[-1] and widget.native.minimumSizeHint().width() == width
+    assert window.width() <= 1600 and window.minimumSizeHint().height() <= 1000
+
+
 def test_absent_label_lists_the_labels_present(shared_data):
     from napari_medsam_eval.io import read_label
     from napari_medsam_eval.session import Session

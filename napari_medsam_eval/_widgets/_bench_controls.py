@@ -13,7 +13,7 @@ from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, Pro
 from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..protocols import PROTOCOLS
-from ._bench_layout import wrap_status
+from ._dock_layout import wrap_status
 
 AUTO_LAYOUT = "auto-detect"
 #: models offered, in this order; the first four are promptable models, the last two baselines

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._bench_layout import fixed_margins
+from ._dock_layout import fixed_margins
 from ._theme import plot_canvas, style_axes
 
 LINE_COLOR = "#4fc3f7"

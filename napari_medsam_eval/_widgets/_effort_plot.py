@@ -21,7 +21,7 @@ from qtpy.QtWidgets import QTableWidget, QVBoxLayout, QWidget
 
 from ..effort import curve_summary, curves_by_task, has_curves
 from ..report.stats import natural_key
-from ._bench_layout import fixed_margins
+from ._dock_layout import fixed_margins
 from ._results_table import ResultsView
 from ._theme import plot_canvas, style_axes
 

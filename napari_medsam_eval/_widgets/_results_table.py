@@ -27,7 +27,7 @@ from ..benchmark.schema import to_dataframe
 from ..report import load_run, summarize_tasks
 from ._bench_boxes import Boxes, box_data, draw_boxes
 from ._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
-from ._bench_layout import fixed_margins
+from ._dock_layout import fixed_margins
 from ._theme import plot_canvas
 
 #: columns of the row table

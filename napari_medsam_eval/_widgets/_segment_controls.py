@@ -17,7 +17,7 @@ from ..models.device import DEVICE_CHOICES as DEVICES
 from ..protocols import PROTOCOLS
 from . import _layers
 from ._anchors import correction_controls
-from ._bench_layout import wrap_status
+from ._dock_layout import wrap_status
 from ._drawing import polarity_control
 from ._objects import ObjectControls
 from ._propagation_options import propagation_controls

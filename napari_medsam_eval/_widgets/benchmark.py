@@ -19,7 +19,7 @@ DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot
 hidden for other runs); opening a row in the viewer is :mod:`._run_case`
 (read in the worker, layers added one per turn of the event loop), and
 :data:`NEXT_ROW_KEY` opens the next line of the table. The whole dock
-scrolls (:mod:`._bench_layout`), so it fits a 1000 px screen beside the Compare widget.
+scrolls (:mod:`._dock_layout`), so it fits a 1000 px screen beside the Compare widget.
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from ..benchmark import ROWS_FILE, ResultStore
 from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, RunRequest, benchmark_job
 from . import _run_case
 from ._bench_controls import AUTO_LAYOUT, add_run_controls
-from ._bench_layout import fit_in_dock
+from ._dock_layout import fit_in_dock
 from ._effort_plot import EffortPlot
 from ._layers import follow_viewer
 from ._results_table import ResultsView

@@ -12,7 +12,7 @@ and again when their data change (a prediction's ``target_label`` is taken
 again then: a benchmark row opened after another reuses the layers). Without
 a pair the status line says what to choose; each comparison replaces the
 one overlay layer (:func:`._result_layers.write_overlay`). The plot is
-:class:`._compare_plot.SliceDicePlot`; the dock scrolls (:mod:`._bench_layout`).
+:class:`._compare_plot.SliceDicePlot`; the dock scrolls (:mod:`._dock_layout`).
 """
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ from napari.utils.notifications import show_error, show_warning
 from qtpy.QtCore import QTimer
 
 from ..comparison import Comparison, binary_target, compare_masks
-from ._bench_layout import fit_in_dock, wrap_status
 from ._compare_plot import SliceDicePlot, stop_markers
+from ._dock_layout import fit_in_dock, wrap_status
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
 from ._result_layers import write_overlay
 from ._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut

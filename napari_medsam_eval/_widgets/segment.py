@@ -27,6 +27,7 @@ from ..propagation import PropagationResult
 from ..session import Session
 from . import _layers, _prompt_layers
 from ._anchors import start_propagation
+from ._dock_layout import fit_in_dock
 from ._drawing import follow_drawing, warn_points
 from ._segment_controls import MODEL_CHOICES, build_controls
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
@@ -40,7 +41,7 @@ class SegmentWidget(Container):
     """Pick a model and an image, prompt (drawn or from ground truth), segment a slice or propagate."""
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
-        super().__init__(labels=True, scrollable=True)
+        super().__init__(labels=True)
         self.viewer = napari_viewer
         self.session = Session()
         build_controls(self, napari_viewer)
@@ -53,6 +54,7 @@ class SegmentWidget(Container):
         free = (self.polarity, self.use_gt, self.anchor_list, self.cancel_button, self.progress, self.status)
         self.runner = WorkerRunner(self.status, [w for w in self if w not in free], self.cancel_button, self.progress)
         self._connect(napari_viewer)
+        fit_in_dock(self)  # last: the controls scroll, the dock fits a 1000 px screen
 
     def _connect(self, viewer: "napari.viewer.Viewer") -> None:
         for button, action in ((self.load_button, self.load_model), (self.cancel_button, self.cancel),

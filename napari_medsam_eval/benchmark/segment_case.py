@@ -247,7 +247,7 @@ class CaseEvaluator:
             return empty_gt_row(row, f"the ground truth holds no voxel of label {value} in this case")
         try:
             if isinstance(self.protocol, CorrectionsProtocol):
-                pred = self._correct(case, image, prompt, gt, row)
+                pred = self._correct(case, image, prompt, gt, row, progress)
                 row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
                 predictions[value] = pred
                 return row
@@ -268,9 +268,11 @@ class CaseEvaluator:
         predictions[value] = pred
         return row
 
-    def _correct(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray, row: dict[str, Any]) -> np.ndarray:
+    def _correct(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray, row: dict[str, Any],
+                 progress: SliceProgress | None = None) -> np.ndarray:
         """The ``corrections`` protocol on one target: its final mask; ``row`` gets the scores after
-        every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``."""
+        every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``.
+        ``progress`` sees every pass (the first propagation, then each correction's) and may cancel."""
         scoring = {"seconds": 0.0}
 
         def score(mask: np.ndarray) -> dict[str, float]:
@@ -281,7 +283,8 @@ class CaseEvaluator:
 
         with SegmentTimer(self.backend) as timer:
             pred, steps, anchors = run_corrections(self.backend, image, case.kind, gt, prompt, self.protocol, score,
-                                                   rules=self.settings.propagation, case_id=case.case_id)
+                                                   rules=self.settings.propagation, case_id=case.case_id,
+                                                   progress=progress)
         times = timer.columns()
         times["time_total_s"] = max(0.0, times["time_total_s"] - scoring["seconds"])
         dice = [round(step["dice"], 4) for step in steps]

@@ -33,7 +33,9 @@ from typing import Any, Callable, ClassVar, Hashable, Iterable
 
 import numpy as np
 
+from ..errors import Cancelled
 from ..models.base import SegmentationBackend
+from ..progress import SliceProgress
 from ..prompt import Prompt
 from .geometry import DT_BACKENDS, interior_point, tight_box
 from .medsam2 import MedSAM2Protocol
@@ -114,14 +116,20 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
 
 def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, truth: np.ndarray,
                     first: Prompt, protocol: CorrectionsProtocol, score: Scorer, *, rules: Any = None,
-                    case_id: Hashable = None) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
+                    case_id: Hashable = None, progress: SliceProgress | None = None
+                    ) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
     """The simulated user on one target: the final mask, the scores after 0..K interactions
-    and the anchors in slice order."""
+    and the anchors in slice order. ``progress`` sees the slices of every pass; its False
+    stops the current pass after its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`."""
     from ..propagation.anchors import AnchoredSegmentation
+
+    def passed(result: Any) -> None:
+        if result.cancelled:
+            raise Cancelled(result.mask, result.done, result.total)
 
     truth = np.asarray(truth, bool)
     session = AnchoredSegmentation(backend, image, kind, rules=rules, case_id=case_id)
-    session.propagate(first)
+    passed(session.propagate(first, progress))
     scores = [score(session.mask)]
     start = int(first.slice_index) if kind == "video" else 0
     rng = np.random.default_rng(protocol.seed)
@@ -134,6 +142,6 @@ def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, 
             continue
         fix = correction(session.mask, truth, k, with_boxes, int(first.target_label), session.anchors.get(k),
                          rng, protocol.dt_backend)
-        session.correct(fix)
+        passed(session.correct(fix, progress))
         scores.append(score(session.mask))
     return session.mask, scores, session.anchor_list()

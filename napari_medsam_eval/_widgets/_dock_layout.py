@@ -1,4 +1,4 @@
-"""Fitting the Benchmark and Compare docks into a 1600 x 1000 window: scrolling, wrapping, fixed plot margins.
+"""Fitting the dock widgets into a 1600 x 1000 window: scrolling, wrapping, fixed plot margins.
 
 napari docks a magicgui container's ``native`` widget as it is, with no
 scroll area, so two tall docks stacked on one side make the main window
