@@ -2,8 +2,9 @@
 
 Ground truth is drawn *filled* in cool colours (label 1 deep sky blue, 2 sea
 green, ...); a prediction is drawn as a *contour* in warm colours (label 1
-orange, 2 yellow, ...), so the two are told apart without toggling layers and
-the ground truth stays visible under the prediction's outline. The TP / FP /
+orange, 2 hot pink, ...; never the yellow of prompt boxes), so the two are
+told apart without toggling layers and the ground truth stays visible under
+the prediction's outline. The TP / FP /
 FN overlay of a comparison has its own colours (:data:`OVERLAY_COLORS`: lime /
 magenta / cyan), and so has the "what an attempt changed" layer
 (:data:`CHANGE_COLORS`: added lime, removed red). Colours cycle for label values past the
@@ -25,7 +26,7 @@ from .comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",
                         "lightskyblue", "seagreen", "slateblue")
 #: contour colours of predicted labels 1, 2, ... (cycled)
-PREDICTION_PALETTE = ("orange", "yellow", "orangered", "hotpink", "gold", "coral", "violet", "khaki")
+PREDICTION_PALETTE = ("orange", "hotpink", "orangered", "violet", "coral", "deeppink", "darkorange", "plum")
 #: how many label values get a palette colour (the rest: the first colour)
 PALETTE_SIZE = 255
 #: a prediction's contour width in screen pixels, and its opacity

@@ -172,10 +172,26 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
     compare = CompareWidget(viewer)
     _dock(viewer, compare, "Compare")
     _process()
+    _show_results(viewer, widget)
     if compare.update_comparison() is None:
         raise RuntimeError("the Compare widget found no prediction/ground truth pair in the opened row")
     _check_fits(viewer)
     save(viewer, "benchmark.png")
+
+
+def _show_results(viewer: Any, widget: Any) -> None:
+    """Give the Benchmark dock most of the height and scroll it to its results (table, summary, plot)."""
+    from qtpy.QtCore import Qt
+    from qtpy.QtWidgets import QDockWidget, QScrollArea
+
+    window = viewer.window._qt_window
+    docks = {dock.windowTitle(): dock for dock in window.findChildren(QDockWidget)}
+    if "Benchmark" in docks and "Compare" in docks:
+        window.resizeDocks([docks["Benchmark"], docks["Compare"]], [560, 400], Qt.Vertical)
+    _process(0.5)
+    for area in widget.native.findChildren(QScrollArea):
+        area.ensureWidgetVisible(widget.results, 0, 0)
+    _process(0.5)
 
 
 def _check_fits(viewer: Any) -> None:
