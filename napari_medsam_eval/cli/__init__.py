@@ -21,7 +21,7 @@ def os_error_text(error: OSError) -> str:
     return f"{' -> '.join(names)}: {os_problem(error)}" if names else os_problem(error)
 
 #: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study"]
+COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study", "cache"]
 
 
 def build_parser() -> argparse.ArgumentParser:

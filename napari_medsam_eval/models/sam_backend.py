@@ -8,7 +8,10 @@ Several boxes are segmented one call per box and the candidates are OR-ed index 
 index (candidate i of the result = union of candidate i of every box); their logits
 are merged by maximum (so ``logits > 0`` is that union) and their scores averaged.
 Points go with a single box, or on their own. Images are embedded once per
-``cache_key``.
+``cache_key``; with the ``embeddings`` option (or ``MEDSAM_EVAL_EMBEDDINGS``)
+also kept on disk (:mod:`napari_medsam_eval.embeddings`), keyed by the hash of
+the resized image the encoder is given, so a later process skips the encoder
+(``encoder_calls`` counts its passes).
 
 torch and segment_anything are imported only when a model is built.
 """
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping
 
 import numpy as np
 
+from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
 from ..prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
 from .sam2_build import (
@@ -31,7 +35,6 @@ from .sam2_build import (
     load_checkpoint_file,
     load_state_dict_strict,
     resolve_device,
-    sha256_file,
 )
 from .checkpoint_files import ModelOptionError, names_text, shape_text, tensor_state_dict
 from .sam2_frames import to_uint8
@@ -52,6 +55,9 @@ SAM_CHECKPOINT_SOURCE = (
 
 #: what a SAM checkpoint file holds (said when a file is not one)
 SAM_EXPECTED = "a SAM state dict saved by torch.save, as sam_vit_b_01ec64.pth"
+#: the preprocessing's version in stored embeddings' keys (the content hash covers the
+#: resized image; the model's normalisation and padding stay those of segment_anything)
+SAM_EMBEDDING_PREPROCESSING = "segment_anything ResizeLongestSide + Sam.preprocess/1"
 
 __all__ = ["MODEL_TYPES", "SAMBackend", "build", "model_type_from_name", "model_type_from_state_dict"]
 
@@ -115,6 +121,8 @@ class SAMBackend(SegmentationBackend):
         device: "torch.device",
         random_init: bool = False,
         cache_size: int = 8,
+        seed: int = 0,
+        embedding_store: EmbeddingStore | None = None,
     ) -> None:
         from segment_anything import SamPredictor
 
@@ -128,10 +136,49 @@ class SAMBackend(SegmentationBackend):
         self.cache_size = max(0, int(cache_size))
         self._cache: OrderedDict[Hashable, tuple[Any, tuple[int, int], tuple[int, int]]] = OrderedDict()
         self._current_key: Any = object()  # the cache key of the image now set in the predictor
+        self.seed = seed
+        self.embedding_store = embedding_store
+        self.encoder_calls = 0
 
-    def _set_image(self, rgb: np.ndarray, cache_key: Hashable | None) -> None:
+    def embedding_key(self, input_image: np.ndarray) -> EmbeddingKey:
+        """The persistent store's key of an image resized by the predictor's transform."""
         import torch
 
+        checkpoint = self.checkpoint_sha256 or f"random-init {self.model_type} seed={self.seed}"
+        return EmbeddingKey(
+            model=f"sam {self.model_type}", checkpoint=checkpoint,
+            engine=engine_identity({"engine": "torch"}, device=self.device.type, torch_version=torch.__version__),
+            preprocessing=f"{SAM_EMBEDDING_PREPROCESSING} img_size={self.model.image_encoder.img_size}",
+            content=content_hash(input_image), dtype=self.embedding_store.dtype if self.embedding_store else "float32",
+        )
+
+    def _encode(self, rgb: np.ndarray) -> None:
+        """``SamPredictor.set_image``, taking the features from the store when it has them."""
+        import torch
+
+        predictor, store = self.predictor, self.embedding_store
+        if store is None:
+            with torch.inference_mode():
+                predictor.set_image(rgb, image_format="RGB")
+            self.encoder_calls += 1
+            return
+        input_image = predictor.transform.apply_image(rgb)  # what set_image does before the encoder
+
+        def compute() -> tuple[np.ndarray, dict[str, object]]:
+            tensor = torch.as_tensor(input_image, device=self.device).permute(2, 0, 1).contiguous()[None]
+            with torch.inference_mode():
+                predictor.set_torch_image(tensor, rgb.shape[:2])
+            self.encoder_calls += 1
+            return predictor.features.float().cpu().numpy(), {"input_size": list(input_image.shape[:2])}
+
+        shape = (1, self.model.prompt_encoder.embed_dim, *self.model.prompt_encoder.image_embedding_size)
+        features, _ = store.cached(self.embedding_key(input_image), shape, compute)
+        predictor.reset_image()
+        predictor.features = torch.from_numpy(np.array(features, dtype=np.float32, copy=True)).to(self.device)
+        predictor.original_size, predictor.input_size = rgb.shape[:2], tuple(input_image.shape[:2])
+        predictor.is_image_set = True
+
+    def _set_image(self, rgb: np.ndarray, cache_key: Hashable | None) -> None:
         predictor = self.predictor
         if cache_key is not None:
             if cache_key == self._current_key and predictor.is_image_set:
@@ -143,8 +190,7 @@ class SAMBackend(SegmentationBackend):
                 predictor.is_image_set = True
                 self._current_key = cache_key
                 return
-        with torch.inference_mode():
-            predictor.set_image(rgb, image_format="RGB")
+        self._encode(rgb)
         self._current_key = cache_key if cache_key is not None else object()
         if cache_key is not None and self.cache_size:
             self._cache[cache_key] = (predictor.features, predictor.original_size, predictor.input_size)
@@ -222,6 +268,8 @@ class SAMBackend(SegmentationBackend):
             "random_init": self.random_init,
             "device": str(self.device),
             "multimask_output": True,
+            **({} if self.embedding_store is None else
+               {"embeddings": str(self.embedding_store.root), "embeddings_dtype": self.embedding_store.dtype}),
             "segment_anything_version": version,
             "torch_version": torch.__version__,
         }
@@ -237,6 +285,9 @@ def build(
     seed: int = 0,
     cache_size: int = 8,
     num_threads: int | None = None,
+    embeddings: str | Path | bool | None = None,
+    embeddings_dtype: str | None = None,
+    embeddings_limit: int | str | None = None,
 ) -> SAMBackend:
     """SAM from a checkpoint (e.g. ``sam_vit_b_01ec64.pth``; a plain state dict, loaded strictly).
 
@@ -246,6 +297,9 @@ def build(
     ``random_init=True`` builds seeded random weights (``model_type`` default vit_b) -
     for tests only, the masks are meaningless. ``cache_size``: images whose embedding
     is kept, by ``cache_key``. ``num_threads``: torch's CPU threads.
+    ``embeddings``, ``embeddings_dtype``, ``embeddings_limit``: the persistent
+    embedding store, as for LiteMedSAM (:mod:`napari_medsam_eval.embeddings.config`;
+    off unless given or ``$MEDSAM_EVAL_EMBEDDINGS`` is set).
     """
     import torch
 
@@ -262,6 +316,7 @@ def build(
     if checkpoint is not None and random_init:
         raise ModelOptionError("give either a checkpoint or random_init=True, not both")
 
+    store = open_store(embeddings, dtype=embeddings_dtype, limit=embeddings_limit)
     from segment_anything import sam_model_registry
 
     from .device import configure_cpu_threads
@@ -277,7 +332,7 @@ def build(
         model_type = model_type or model_type_from_name(path) or model_type_from_state_dict(state_dict)
         if model_type is None:
             raise CheckpointError("cannot tell the SAM model type; pass model_type='vit_b', 'vit_l' or 'vit_h'", path)
-        digest = sha256_file(path)
+        digest = sha256_once(path)
     model_type = model_type or "vit_b"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -296,4 +351,6 @@ def build(
         device=torch_device,
         random_init=random_init,
         cache_size=cache_size,
+        seed=seed,
+        embedding_store=store,
     )
