@@ -12,7 +12,7 @@ from napari.layers import Labels, Layer
 from napari.utils.colormaps import DirectLabelColormap
 
 from .._layer_style import OVERLAY_COLORS
-from ._layers import transform_kwargs
+from ._layers import add_inactive, transform_kwargs
 
 
 def overlay_colormap() -> DirectLabelColormap:
@@ -44,7 +44,7 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     if layer is None:
         layer = Labels(overlay, name=name, colormap=overlay_colormap(), opacity=0.7,
                        metadata={"role": "overlay", "target_label": target_label}, **transform_kwargs(reference))
-        return viewer.add_layer(layer)
+        return add_inactive(viewer, layer)
     layer.metadata["target_label"] = target_label
     for key, value in transform_kwargs(reference).items():
         setattr(layer, key, value)

@@ -36,7 +36,7 @@ from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
 from ..prompt import Prompt
 from ..report.stats import row_stops
-from ._layers import go_to_index, transform_kwargs
+from ._layers import add_inactive, go_to_index, transform_kwargs
 from ._prompt_layers import make_box_layer, make_point_layer, show_prompt
 
 #: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
@@ -120,9 +120,10 @@ def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
     else:
         if old is not None:
             viewer.layers.remove(old)
-        layer = viewer.add_layer(new)
+        layer = add_inactive(viewer, new)
     shown[step.role] = layer
     return layer
+
 
 
 def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer]) -> dict[str, Layer]:
