@@ -285,3 +285,29 @@ def test_sam_reopened_makes_no_encoder_call(case, tmp_path):
     assert again.encoder_calls == 0 and again.embedding_store.hits == 1
     assert np.array_equal(result.logits, expected.logits)
     assert np.array_equal(result.candidates, expected.candidates)
+
+
+def test_run_cli_reruns_from_the_store_with_no_encoder_call(shared_data, tmp_path, monkeypatch):
+    """``medsam-eval run --embeddings DIR`` twice over one DeepLesion case: the second run encodes nothing
+    and writes the same results."""
+    import pandas as pd
+
+    calls: list[int] = []
+    encode = lm.LiteMedSAMBackend._run_encoder
+
+    def counted(self, padded):
+        calls.append(1)
+        return encode(self, padded)
+
+    monkeypatch.setattr(lm.LiteMedSAMBackend, "_run_encoder", counted)
+    store = tmp_path / "store"
+    tables = []
+    for attempt in ("first", "second"):
+        calls.clear()
+        out = tmp_path / attempt
+        assert main(["run", str(shared_data / "deeplesion_ct_npz"), "--limit", "1", "--model", "litemedsam",
+                     "--out", str(out), "--embeddings", str(store), "--quiet"]) == 0
+        tables.append((pd.read_csv(out / "results.csv"), len(calls)))
+    (first, first_calls), (second, second_calls) = tables
+    assert first_calls > 0 and second_calls == 0
+    pd.testing.assert_series_equal(first["dice"], second["dice"])

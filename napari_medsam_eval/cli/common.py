@@ -1,8 +1,23 @@
 """Option parsing the subcommands share."""
 from __future__ import annotations
 
+import argparse
 import json
 from typing import Any
+
+#: ``--embeddings``' help, one text for every subcommand that builds a model
+EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, README 'Embedding "
+                   "store'): a re-run over the same images skips the image encoder; LiteMedSAM and SAM only")
+
+
+def add_embeddings_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embeddings", metavar="DIR", help=EMBEDDINGS_HELP)
+
+
+def embeddings_option(args: argparse.Namespace) -> dict[str, Any]:
+    """The backend option of ``--embeddings`` (empty when it was not given)."""
+    folder = getattr(args, "embeddings", None)
+    return {"embeddings": str(folder)} if folder else {}
 
 
 def json_options(text: str | None, what: str) -> dict[str, Any]:

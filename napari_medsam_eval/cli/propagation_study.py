@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..datasets import available_layouts
 from ..models import build_backend
+from .common import add_embeddings_argument, embeddings_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -27,6 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output folder (made if needed)")
     parser.add_argument("--model", default="litemedsam", help="per-slice model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model weights (default: the model's shipped weights)")
+    add_embeddings_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: the model's choice)")
     parser.add_argument("--limit", type=int, help="only the first K cases")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
@@ -42,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
 
     options = {k: v for k, v in (("checkpoint", args.checkpoint and str(args.checkpoint)),
                                  ("device", args.device)) if v}
+    options.update(embeddings_option(args))
     backend = build_backend(args.model, **options)
     if getattr(backend, "propagates_natively", False):
         print(f"error: {args.model} propagates with its own memory; the study is for per-slice models",

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..benchmark import CSV_FILE, run_benchmark
 from ..datasets import available_layouts
 from ..intensity import INTENSITY_MODES
-from .common import json_options, propagation_option
+from .common import add_embeddings_argument, embeddings_option, json_options, propagation_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +28,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol", default="medsam2", choices=sorted(PROTOCOLS), help="prompt protocol")
     parser.add_argument("--protocol-options", metavar="JSON", help="protocol options as JSON, e.g. '{\"margin\": 5}'")
     parser.add_argument("--model-options", metavar="JSON", help="extra backend options as JSON")
+    add_embeddings_argument(parser)
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
     parser.add_argument("--workers", type=int, default=1, help="cases in parallel processes (default 1)")
@@ -78,7 +79,7 @@ def _summary(table) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    model_options = json_options(args.model_options, "--model-options")
+    model_options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args)}
     if args.checkpoint is not None:
         model_options["checkpoint"] = str(args.checkpoint)
     if args.device:

@@ -26,7 +26,7 @@ from ..models import available_backends, build_backend
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
-from .common import json_options, propagation_option
+from .common import add_embeddings_argument, embeddings_option, json_options, propagation_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,6 +43,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--label-value", type=int, default=1, help="value written for the segmented target (default 1)")
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
+    add_embeddings_argument(parser)
     parser.add_argument("--model-options", metavar="JSON",
                         help="extra backend options as JSON, e.g. '{\"config\": \"sam2.1_hiera_t512\"}' for medsam2/sam2")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present, else CPU)")
@@ -133,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         case.modality = args.modality
     prompts = _prompts(args, case)
     check_output_path(args.out, case.kind)  # before any model work is spent on it
-    options = {**json_options(args.model_options, "--model-options"), "device": args.device}
+    options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args), "device": args.device}
     if args.checkpoint is not None:
         options["checkpoint"] = str(args.checkpoint)
     if args.engine is not None:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
+from .common import add_embeddings_argument, embeddings_option
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", choices=["litemedsam", "sam", "medsam2", "sam2"],
                         help="backend (default: sam when --checkpoint is given, else litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model weights (required for sam)")
+    add_embeddings_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: CUDA when present)")
     parser.add_argument("--modes", type=int, nargs="+", choices=MODES, default=list(MODES), help="modes to run")
     parser.add_argument("--limit", type=int, help="first K images per dataset (file-name order)")
@@ -48,14 +51,14 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def build_study_backend(model: str | None, checkpoint: Path | None, device: str | None):
-    """The backend: ``model``, or SAM when a checkpoint is given, else LiteMedSAM."""
+def build_study_backend(model: str | None, checkpoint: Path | None, device: str | None, **options: Any):
+    """The backend: ``model``, or SAM when a checkpoint is given, else LiteMedSAM (``options``: more
+    backend options, e.g. the embedding store)."""
     from ..models import build_backend
 
     name = model or ("sam" if checkpoint else "litemedsam")
     if name in ("sam", "sam2", "medsam2") and checkpoint is None:
         raise MedsamEvalError(f"--model {name} needs --checkpoint PATH")
-    options: dict = {}
     if checkpoint is not None:
         options["checkpoint"] = str(checkpoint)
     if device:
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[dict] = []
     samples = study_samples(list(args.dataset), limit=args.limit, volume_slices=args.volume_slices,
                             skipped=skipped, instances=args.instances)
-    backend = build_study_backend(args.model, args.checkpoint, args.device)
+    backend = build_study_backend(args.model, args.checkpoint, args.device, **embeddings_option(args))
     with tqdm(total=len(samples), unit="image", disable=args.quiet, desc="prompt-study") as bar:
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)
