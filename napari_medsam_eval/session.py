@@ -203,6 +203,11 @@ class Session:
         self._need_image()
         return 1 if self.kind == "image" else int(self.volume.shape[0])
 
+    @property
+    def lock(self) -> threading.RLock:
+        """Held around every model call: another thread's call (encoding ahead) waits for it."""
+        return self._lock
+
     def slice_image(self, index: int | None) -> np.ndarray:
         """The prepared 2D slice/frame ``index`` (the image itself for a 2D image)."""
         self._need_image()

@@ -165,8 +165,8 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
     assert widget.load_model() is None and "'checkpoint' field" in errors[-1]
     # every control has a tooltip; the ground-truth controls fold away
     for control in widget:
-        assert control.tooltip or control in (widget.objects, widget.propagation_box, widget.anchor_list,
-                                              widget.progress, widget.status), control.label
+        assert control.tooltip or control in (widget.objects, widget.propagation_box, widget.encode_box,
+                                              widget.anchor_list, widget.progress, widget.status), control.label
     widget.use_gt.value = False
     assert not widget.gt_layer.visible and not widget.gt_prompt_button.visible
     # the widget's keys go when it closes

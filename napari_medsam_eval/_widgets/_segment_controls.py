@@ -19,6 +19,7 @@ from . import _layers
 from ._anchors import correction_controls
 from ._dock_layout import wrap_status
 from ._drawing import polarity_control
+from ._encode_ahead import encode_ahead_controls
 from ._objects import ObjectControls
 from ._propagation_options import propagation_controls
 from ._shortcuts import with_shortcut
@@ -48,6 +49,7 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
                                 tooltip="the Shapes layer with box prompts (the one you draw in is picked)")
     widget.point_layer = ComboBox(label="points", nullable=True, choices=choices(viewer, Points),
                                   tooltip="the Points layer with point prompts (the one you draw in is picked)")
+    widget.encode_box = encode_ahead_controls()
     widget.polarity = polarity_control()
     widget.new_prompt_layers_button = PushButton(text="New prompt layers", tooltip="a box and a point layer")
     widget.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,

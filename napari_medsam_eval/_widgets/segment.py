@@ -29,6 +29,7 @@ from . import _layers, _prompt_layers
 from ._anchors import start_propagation
 from ._dock_layout import fit_in_dock
 from ._drawing import follow_drawing, warn_points
+from ._encode_ahead import EncodeAhead
 from ._segment_controls import MODEL_CHOICES, build_controls
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
 from ._worker import WorkerRunner
@@ -46,12 +47,14 @@ class SegmentWidget(Container):
         self.session = Session()
         build_controls(self, napari_viewer)
         self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
-        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.box_layer,
+        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.encode_box,
+                     self.box_layer,
                      self.point_layer, self.polarity, self.new_prompt_layers_button, self.target_label, self.objects,
                      self.use_gt, *self._gt_controls[:3], self.mode, self.gt_prompt_button, self.propagation_box,
                      self.segment_button, self.propagate_button, self.correct_button, self.anchor_list,
                      self.cancel_button, self.progress, self.status])
-        free = (self.polarity, self.use_gt, self.anchor_list, self.cancel_button, self.progress, self.status)
+        free = (self.encode_box, self.polarity, self.use_gt, self.anchor_list, self.cancel_button, self.progress,
+                self.status)
         self.runner = WorkerRunner(self.status, [w for w in self if w not in free], self.cancel_button, self.progress)
         self._connect(napari_viewer)
         fit_in_dock(self)  # last: the controls scroll, the dock fits a 1000 px screen
@@ -71,6 +74,7 @@ class SegmentWidget(Container):
         self.session.result_ready.connect(self._show_result)
         events = viewer.layers.events
         self._unbind = bind_shortcuts(viewer, self._shortcut_actions())
+        self.encoder = EncodeAhead(self, self.encode_box)
         _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
                                      (events.inserted, events.removed, events.reordered)], on_close=self._close)
         follow_drawing(self)
@@ -83,6 +87,7 @@ class SegmentWidget(Container):
 
     def _close(self) -> None:
         self.runner.stop()
+        self.encoder.stop()
         self._unbind()
 
     @property
@@ -225,8 +230,9 @@ class SegmentWidget(Container):
         return then() if self.session.has_backend(self._model_spec()) else self.load_model(then=then)
 
     def cancel(self) -> None:
-        """Stop the running propagation after its current slice."""
+        """Stop the running propagation (and encoding ahead) after its current slice."""
         self.runner.cancel()
+        self.encoder.stop()
 
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         layer = self.objects.commit(prompt, mask, prompt.slice_index)

@@ -98,6 +98,12 @@ class SegmentationBackend(ABC):
         """The slice's image features (:class:`FeatureGrid`), or None for a model without them."""
         return None
 
+    def encode(self, image: np.ndarray, cache_key: Hashable) -> bool:
+        """Compute and keep the image embedding of one slice ahead of its prompt (encode ahead), so
+        that segmenting it later is the decoder alone. False for a model without a per-slice cache
+        (SAM2/MedSAM2 keep their features in their own propagation state; the baselines have none)."""
+        return False
+
     def clear_cache(self) -> None:
         """Forget cached image embeddings (a no-op for backends without a cache)."""
 

@@ -284,6 +284,11 @@ class LiteMedSAMBackend(SegmentationBackend):
         cells = F.normalize(cells, dim=0).cpu().numpy()
         return FeatureGrid(cells, IMAGE_SIZE / max(height, width), emb.new_size, emb.original_size, EMBEDDING_CELL)
 
+    def encode(self, image: np.ndarray, cache_key: Hashable) -> bool:
+        """Embed ``image`` into the cache under ``cache_key`` (and the store, when one is used)."""
+        self.embed(image, cache_key)
+        return True
+
     def is_cached(self, cache_key: Hashable) -> bool:
         with self._lock:
             return cache_key in self._cache

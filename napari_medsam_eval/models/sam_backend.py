@@ -197,6 +197,11 @@ class SAMBackend(SegmentationBackend):
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
 
+    def encode(self, image: np.ndarray, cache_key: Hashable) -> bool:
+        """Set ``image`` in the predictor and keep its features under ``cache_key``."""
+        self._set_image(to_rgb_uint8(image), cache_key)
+        return self.cache_size > 0
+
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
         import torch
 

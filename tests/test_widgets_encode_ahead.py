@@ -1,0 +1,77 @@
+"""Encode ahead in the Segment widget (issue 18): real viewer (Xvfb), real LiteMedSAM, real CT.
+
+The 13-slice DeepLesion npz: ticking *encode ahead* embeds every slice in a worker, nearest
+to the slice on screen first, while the GUI keeps ticking; a propagation afterwards makes no
+encoder call and gives the mask of a propagation without it; unticking stops it within a slice.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from napari_medsam_eval.encode_ahead import nearest_first
+from napari_medsam_eval.intensity import prepare_intensity
+from napari_medsam_eval.propagation import propagate_volume
+from test_widgets_responsive import TimerGaps
+from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - the same fixtures and wait
+
+pytestmark = pytest.mark.gui
+
+LESION = "CT_Lesion_000002_03_01_035-047.npz"
+
+
+def test_encode_ahead_then_propagate_at_decoder_speed(make_napari_viewer, shared_data, backend, qtbot, errors):
+    viewer = make_napari_viewer()
+    image, _gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
+    widget = _widget(viewer, backend)
+    backend.clear_cache()
+    n = image.data.shape[0]
+    with TimerGaps() as meter:
+        widget.encode_box.tick.value = True  # the tick starts the worker
+        worker = widget.encoder.runner.worker
+        assert worker is not None and widget.encoder.busy
+        _wait(qtbot, worker)
+    assert meter.max_gap < 0.2, meter.max_gap  # the viewer kept responding while it encoded
+    assert widget.encode_box.bar.value == widget.encode_box.bar.max == n
+    assert widget.encode_box.done.value == f"{n}/{n}"
+    session = widget.session
+    assert all(backend.is_cached(session.cache_key(z)) for z in range(n))
+
+    prompt = widget.prompt_from_ground_truth()
+    calls = backend.encoder_calls
+    _wait(qtbot, widget.propagate())
+    assert backend.encoder_calls == calls  # every slice came from what was encoded ahead
+    mask = viewer.layers[f"{image.name} prediction"].data == 1
+    core = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, case_id="fresh")  # encodes anew
+    assert backend.encoder_calls > calls
+    if prompt.info.get("largest_component"):
+        from napari_medsam_eval.postprocess import largest_component
+
+        core = largest_component(core)
+    np.testing.assert_array_equal(mask, core)
+    assert not errors
+
+
+def test_unticking_stops_encoding_within_a_slice(make_napari_viewer, shared_data, backend, qtbot, errors):
+    viewer = make_napari_viewer()
+    image, _gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
+    widget = _widget(viewer, backend)
+    backend.clear_cache()
+    viewer.dims.set_current_step(0, 0)
+    steps: list[tuple[int, int]] = []
+
+    def untick_after_two(step):
+        steps.append(step)
+        if step[0] == 2:
+            widget.encode_box.tick.value = False
+
+    widget.encode_box.tick.value = True
+    worker = widget.encoder.runner.worker
+    worker.yielded.connect(untick_after_two)
+    _wait(qtbot, worker)
+    n = image.data.shape[0]
+    cached = [z for z in range(n) if backend.is_cached(widget.session.cache_key(z))]
+    assert 2 <= len(cached) <= 4 < n  # stopped after the slice in progress
+    current = int(round(image.world_to_data(viewer.dims.point)[0]))
+    assert cached == sorted(nearest_first(n, current)[:len(cached)])  # nearest to the slice on screen first
+    assert not widget.encoder.busy and not errors
