@@ -1,6 +1,7 @@
 """Writing a DICOM series from a SimpleITK volume, for the DICOM reader and layout tests."""
 from __future__ import annotations
 
+import locale
 from pathlib import Path
 
 import SimpleITK as sitk
@@ -9,7 +10,19 @@ import SimpleITK as sitk
 def write_series(volume: sitk.Image, folder: Path, series_uid: str, prefix: str = "slice",
                  suffix: str = ".dcm") -> list[Path]:
     """One file per slice with the tags GDCM needs to group and sort them; ``suffix=""`` writes files
-    without one (as DICOM files often are)."""
+    without one (as DICOM files often are).
+
+    GDCM's writer leaves the process in the C locale (ASCII): every later ``subprocess.run(text=True)``
+    of the test session would then fail on the CLI's UTF-8 progress bars, so the locale is put back.
+    """
+    saved = locale.setlocale(locale.LC_ALL)
+    try:
+        return _write(volume, folder, series_uid, prefix, suffix)
+    finally:
+        locale.setlocale(locale.LC_ALL, saved)
+
+
+def _write(volume: sitk.Image, folder: Path, series_uid: str, prefix: str, suffix: str) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     writer = sitk.ImageFileWriter()
     writer.KeepOriginalImageUIDOn()
