@@ -55,8 +55,10 @@ demo: $(STAMP)
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
 
-# The performance suite (README, "Performance"): each script prints medians,
-# its named baseline measured in the same run, and the ratio. About 30 min on
+# The performance suite (README, "Performance"): each script prints the CPU
+# (model, family/model, cores, clock, estimated fp32 peak: benchmarks/_machine.py),
+# medians, its named baseline measured in the same run, and the ratio; the
+# encoder scripts add GFLOP per pass and the GFLOP/s reached. About 35 min on
 # 2 cores; `make bench BENCH_ARGS=--quick` runs the short versions.
 BENCH_ARGS ?=
 bench: $(STAMP)
@@ -66,6 +68,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/benchmark_throughput.py
 	$(BIN)/python benchmarks/encoder_variants.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/encode_ahead_speed.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/embedding_store_rerun.py $(BENCH_ARGS)
 
 sample-data: $(STAMP)
 	$(BIN)/python scripts/make_sample_data.py

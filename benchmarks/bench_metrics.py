@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -19,6 +20,9 @@ import surface_distance as sd
 from scipy import ndimage
 
 from napari_medsam_eval.metrics import compute_dice, compute_surface_distances
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_line  # noqa: E402
 
 DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
@@ -75,6 +79,7 @@ def main() -> None:
         return (sd.compute_dice_coefficient(gt, pred), sd.compute_surface_dice_at_tolerance(surfaces, 2.0),
                 sd.compute_robust_hausdorff(surfaces, 95))
 
+    print(cpu_line())
     print(f"{'case':26s} {'shape':>15s} {'ours ms':>8s} {'sd ms':>8s} {'ratio':>6s} {'max |diff|':>10s}")
     ratios, sum_ours, sum_theirs = [], 0.0, 0.0
     for name, pred, gt, spacing in _pairs():

@@ -28,6 +28,9 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_line  # noqa: E402
+
 DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
@@ -62,6 +65,7 @@ def run_once(workers: int, limit: int, out: Path, model_options: str | None, thr
         command += ["--model-options", model_options]
     start = time.perf_counter()
     env = dict(os.environ, **({"OMP_NUM_THREADS": str(threads)} if threads else {}))
+    env.pop("MEDSAM_EVAL_EMBEDDINGS", None)  # no persistent store: every run encodes, as the figures assume
     child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     watched, peak_rss, peak_pss = psutil.Process(child.pid), 0, 0
     while child.poll() is None:
@@ -86,6 +90,7 @@ def main() -> None:
     # scaling is measured against; one worker on all cores is the default
     configs = [("1 worker, 1 thread", 1, 1), ("1 worker, all cores", 1, None), ("2 workers, 1 thread each", 2, None)]
     results: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in configs}
+    print(cpu_line(), flush=True)
     scratch = Path(tempfile.mkdtemp(prefix="medsam-throughput-"))
     try:
         for round_index in range(args.rounds):
@@ -101,7 +106,8 @@ def main() -> None:
     rate = {k: float(np.median([60 * r["cases"] / r["seconds"] for r in rs])) for k, rs in results.items()}
     pss = {k: float(max(r["peak_pss_mib"] for r in rs)) for k, rs in results.items()}
     rss = {k: float(max(r["peak_rss_mib"] for r in rs)) for k, rs in results.items()}
-    print(f"\ncpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} cases/run={args.limit} rounds={args.rounds}")
+    print(f"\n{cpu_line()}")
+    print(f"cpus={os.cpu_count()} load={os.getloadavg()[0]:.1f} cases/run={args.limit} rounds={args.rounds}")
     print(f"{'configuration':26s} {'cases/min':>10s} {'peak PSS MiB':>13s} {'peak RSS MiB':>13s}")
     for label in results:
         print(f"{label:26s} {rate[label]:10.2f} {pss[label]:13.0f} {rss[label]:13.0f}")

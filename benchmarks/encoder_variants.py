@@ -8,7 +8,9 @@ pass lets the previous runtime's spinning worker threads go idle. Beside the
 median time: the ratio to eager torch fp32, the embedding's relative L2 error
 and the DSC of the box-prompted mask against eager torch's mask (min over
 the slices). Also prints user/system CPU seconds per pass (page faults show
-up as system time; the MALLOC_* variables change it).
+up as system time; the MALLOC_* variables change it), the CPU (``_machine.cpu_line``),
+the encoder's GFLOP per pass (torch's FlopCounterMode) and the GFLOP/s each
+variant's median reached, with its share of the CPU's estimated fp32 peak.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _litemedsam_common import DEEPLESION, dice, machine_state  # noqa: E402
+from _machine import cpu_line, encoder_gflop, peak_gflops  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import SliceEmbedding, build, preprocess_slice  # noqa: E402
 from napari_medsam_eval.models.litemedsam_engines import build_encoder, to_batch  # noqa: E402
@@ -141,9 +144,11 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="variant names to run (substring match); eager torch always runs")
     args = parser.parse_args()
     rounds = args.rounds or (4 if args.quick else 12)
+    print(cpu_line())
     print(machine_state())
-    backend = build(device="cpu", cache_size=0, engine="torch")
+    backend = build(device="cpu", cache_size=0, engine="torch", embeddings=False)
     encoder, threads = backend.model.image_encoder, torch.get_num_threads()
+    gflop = encoder_gflop(encoder)
     data = slices_with_boxes(4 if args.quick else 12)
     variants = torch_variants(encoder)
     variants["torch batch 4 (per image)"] = batched(encoder, 4)
@@ -157,14 +162,20 @@ def main() -> None:
         reference.append((emb, decode(backend, SliceEmbedding(emb, new_size, size, ""), box)))
     stats = measure(variants, data, rounds)
     base = float(np.median(stats["torch fp32"]["wall"]))
+    peak = peak_gflops()
     print(f"\n{threads} torch threads, {rounds} rounds, agreement over {len(data)} DeepLesion slices; {machine_state()}")
-    print(f"{'variant':28s} {'median s':>9s} {'p90 s':>7s} {'speed-up':>8s} {'user s':>7s} {'sys s':>6s} "
-          f"{'emb rel err':>11s} {'min mask DSC':>12s}")
+    print(cpu_line())
+    print(f"encoder: {gflop:.1f} GFLOP per pass (FlopCounterMode, eager torch, 1 x 3 x 256 x 256); "
+          f"GFLOP/s = that / the median; % = share of the estimated fp32 peak")
+    print(f"{'variant':28s} {'median s':>9s} {'p90 s':>7s} {'speed-up':>8s} {'GFLOP/s':>8s} {'% peak':>6s} "
+          f"{'user s':>7s} {'sys s':>6s} {'emb rel err':>11s} {'min mask DSC':>12s}")
     for name, variant in variants.items():
         wall = stats[name]["wall"]
         err, dsc = agreement(backend, variant, data, reference)
+        rate = gflop / float(np.median(wall))
+        share = f"{100 * rate / peak:5.0f}%" if peak else "   n/a"
         print(f"{name:28s} {np.median(wall):9.3f} {np.percentile(wall, 90):7.3f} {base / np.median(wall):7.2f}x "
-              f"{np.median(stats[name]['user']):7.3f} {np.median(stats[name]['sys']):6.3f} {err:11.2e} {dsc:12.4f}")
+              f"{rate:8.0f} {share:>6s} {np.median(stats[name]['user']):7.3f} {np.median(stats[name]['sys']):6.3f} {err:11.2e} {dsc:12.4f}")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_line  # noqa: E402
+
 DEFAULT_DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", REPO.parent / "shared" / "data")) / "deeplesion_ct_npz"
 
 
@@ -38,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     from napari_medsam_eval.models.sam2_backend import build_medsam2
     from napari_medsam_eval.prompt import Prompt
 
+    print(cpu_line(), flush=True)
     files = sorted(args.data.glob("*.npz"))[: args.limit]
     if not files:
         print(f"no npz files in {args.data}", file=sys.stderr)
@@ -93,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     total_frames = sum(r["frames_run"] for r in rows)
     total_s = sum(r["seconds"] for r in rows)
     summary = {
+        "cpu": cpu_line(),
         "device": facts["device"],
         "gpu": torch.cuda.get_device_name(backend.device) if backend.device.type == "cuda" else None,
         "autocast_dtype": facts["autocast_dtype"],

@@ -15,6 +15,9 @@ from napari_medsam_eval.intensity import prepare_intensity
 from napari_medsam_eval.models.litemedsam import build
 from napari_medsam_eval.propagation import middle_slice_prompt, propagate_official_litemedsam, propagate_volume
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import cpu_line  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2] / "shared" / "data" / "hippocampus_mri"
 
 
@@ -27,7 +30,8 @@ def dsc(a: np.ndarray, b: np.ndarray) -> float:
 def main() -> None:
     n_cases = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     margins = [int(m) for m in sys.argv[2:]] or [3]
-    backend = build(device="cpu", cache_size=128)
+    print(cpu_line(), flush=True)
+    backend = build(device="cpu", cache_size=128, embeddings=False)
     rows = {("official", 1): [], ("official", 2): []}
     rows.update({(f"ours_m{m}", lab): [] for m in margins for lab in (1, 2)})
     start = time.time()

@@ -12,7 +12,10 @@ Per repetition, interleaved across engines:
 
 Medians and 95th percentiles in milliseconds; ``first/encoder`` is the ratio
 of the medians (the target is <= 1.2). A 50 ms pause before each call stands
-for the person between clicks and lets spinning worker threads settle.
+for the person between clicks and lets spinning worker threads settle. Also
+printed: the CPU, the encoder's GFLOP per pass (torch's FlopCounterMode) and the
+GFLOP/s each engine's median encoder pass reached. The persistent embedding
+store is off (``embeddings=False``), so every first prompt encodes.
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _litemedsam_common import DEEPLESION, machine_state, percentile, timed  # noqa: E402
+from _machine import cpu_line, encoder_gflop, gflops_text  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import build, preprocess_slice  # noqa: E402
 from napari_medsam_eval.prompt import Prompt  # noqa: E402
@@ -68,8 +72,10 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["auto", "torch"], help="engines to compare (default auto torch)")
     args = parser.parse_args()
     reps = args.reps or (8 if args.quick else 30)
+    print(cpu_line())
     print(machine_state(), flush=True)
-    backends = {e: build(device="cpu", cache_size=4, engine=e) for e in args.engines}
+    backends = {e: build(device="cpu", cache_size=4, engine=e, embeddings=False) for e in args.engines}
+    gflop = encoder_gflop(next(iter(backends.values())).model.image_encoder)
     image, box = lesion_slice()
     for backend in backends.values():  # warm-up
         one_round(backend, image, box, -1)
@@ -78,6 +84,8 @@ def main() -> None:
         for engine, backend in backends.items():
             results[engine].append(one_round(backend, image, box, rep))
     print(f"\n{reps} repetitions, slice {image.shape[0]} x {image.shape[1]}; {machine_state()}")
+    print(cpu_line())
+    print(f"encoder: {gflop:.1f} GFLOP per pass (FlopCounterMode, eager torch)")
     print(f"{'engine':12s} {'call':18s} {'median ms':>10s} {'p95 ms':>8s}")
     for engine, rounds in results.items():
         label = f"{engine}->{backends[engine].describe()['engine']}"
@@ -87,6 +95,7 @@ def main() -> None:
             medians[name] = float(np.median(values))
             print(f"{label:12s} {name:18s} {medians[name]:10.1f} {percentile(values, 95):8.1f}")
         print(f"{label:12s} {'first/encoder':18s} {medians['first prompt'] / medians['encoder pass']:10.2f}")
+        print(f"{label:12s} {'encoder GFLOP/s':18s} {gflops_text(gflop, medians['encoder pass'] / 1000)}")
 
 
 if __name__ == "__main__":

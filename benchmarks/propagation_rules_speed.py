@@ -22,7 +22,6 @@ alternates across repetitions and cases; per-case times are medians.
 from __future__ import annotations
 
 import argparse
-import platform
 import resource
 import sys
 import time
@@ -32,21 +31,12 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _litemedsam_common import deeplesion_cases, hippocampus_cases, machine_state  # noqa: E402
+from _machine import cpu_line  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import build  # noqa: E402
 from napari_medsam_eval.propagation import PropagationRecord, middle_slice_prompt, propagate_volume  # noqa: E402
 
 SETTINGS = ("legacy", "volume")
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _cpu_seconds() -> float:
@@ -86,8 +76,10 @@ def main() -> None:
     args = parser.parse_args()
     reps = args.reps or (1 if args.quick else 2)
     k = args.hippocampus_cases or (3 if args.quick else 10)
-    backend = build(device="cpu", cache_size=1024)  # a whole volume stays encoded for the warm runs
-    print(f"CPU: {cpu_name()}; {machine_state()}")
+    # a whole volume stays encoded for the warm runs; no persistent store, so the cold runs encode
+    backend = build(device="cpu", cache_size=1024, embeddings=False)
+    print(cpu_line())
+    print(machine_state())
     print(f"engine {backend.describe().get('engine')}; {reps} repetition(s); seconds per slice the model was run on\n")
     print(f"{'data':20s} {'mode':5s} {'targets':>7s} {'legacy s/sl':>11s} {'volume s/sl':>11s} {'ratio':>6s} "
           f"{'CPU-s ratio':>11s}")

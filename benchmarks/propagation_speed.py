@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _litemedsam_common import box3d, deeplesion_cases, dice, hippocampus_cases, machine_state  # noqa: E402
+from _machine import cpu_line  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import (  # noqa: E402
     build, get_bbox256, pad_image, resize_box_to_256, resize_longest_side,
@@ -151,9 +152,10 @@ def main() -> None:
     args = parser.parse_args()
     reps = args.reps or (1 if args.quick else 2)
     hippo_reps = args.hippocampus_reps or reps
+    print(cpu_line())
     print(machine_state(), flush=True)
-    reference_model = build(device="cpu", cache_size=0, engine="torch").model
-    backend = build(device="cpu", cache_size=256, engine=args.engine)
+    reference_model = build(device="cpu", cache_size=0, engine="torch", embeddings=False).model
+    backend = build(device="cpu", cache_size=256, engine=args.engine, embeddings=False)  # no persistent store
     print(f"ours: engine {backend.describe()['engine']}, torch threads {torch.get_num_threads()}", flush=True)
     loaders = {
         "deeplesion_ct_npz": lambda: [(cid, v, np.array([box3d(g)]))
@@ -173,7 +175,7 @@ def main() -> None:
                   f"ours {row['ours']:.1f} s, ratio {row['reference'] / row['ours']:.2f} (CPU-s {row['reference_cpu'] / row['ours_cpu']:.2f}), DSC {row['dsc']:.4f}",
                   flush=True)
         lines.append(summarise(name, rows, n_reps))
-    print(f"\n{machine_state()}")
+    print(f"\n{cpu_line()}\n{machine_state()}")
     print(f"{'dataset':22s} {'cases':>5s} {'steps':>6s} {'reps':>4s} {'ref sl/s':>9s} {'ours sl/s':>9s} "
           f"{'ratio':>7s} {'CPU-s':>7s} {'min DSC':>8s} {'med DSC':>8s} exact")
     print("\n".join(lines))
