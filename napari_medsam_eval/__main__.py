@@ -1,6 +1,4 @@
 """``python -m napari_medsam_eval`` runs the CLI."""
-import sys
+from .cli import console_main
 
-from .cli import main
-
-sys.exit(main())
+console_main()

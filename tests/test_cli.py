@@ -99,3 +99,23 @@ def test_console_script_is_installed():
     assert exe.is_file(), exe
     result = subprocess.run([str(exe), "--help"], capture_output=True, text=True)
     assert result.returncode == 0 and "info" in result.stdout and "score" in result.stdout
+
+
+def test_the_console_command_exits_with_the_commands_status(monkeypatch):
+    """``medsam-eval`` is :func:`console_main`: fewer collections over torch's import-time objects,
+    a frozen heap at exit, and the command's own status."""
+    import gc
+
+    import napari_medsam_eval.cli as cli
+
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    before = gc.get_threshold()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            cli.console_main()
+        assert exited.value.code == 3
+        assert gc.get_threshold() == (cli.GC_GEN0_THRESHOLD, *before[1:])
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -130,12 +130,12 @@ def test_key_follows_image_engine_preprocessing_dtype(backend, case, monkeypatch
     openvino = {"engine": "openvino", "openvino": "2026.4.1-22982", "inference_precision": "f32",
                 "engine_threads": 2, "export": "/cache/encoder.xml"}
     ov_identity = engine_identity(openvino, device="cpu", torch_version=torch.__version__)
-    assert ov_identity != backend._engine_identity and "openvino" in ov_identity
+    assert ov_identity != backend._engine_identity() and "openvino" in ov_identity
     same_engine = dict(openvino, engine_threads=1, export="/elsewhere/encoder.xml")
     assert engine_identity(same_engine, device="cpu", torch_version=torch.__version__) == ov_identity
     bf16 = dict(openvino, inference_precision="bf16")
     assert engine_identity(bf16, device="cpu", torch_version=torch.__version__) != ov_identity
-    monkeypatch.setattr(backend, "_engine_identity", ov_identity)
+    monkeypatch.setattr(backend, "_engine_identity", lambda: ov_identity)
     assert backend.embedding_key(padded).digest() != key.digest()
     monkeypatch.undo()
 

@@ -223,3 +223,56 @@ def test_default_build_names_its_engine(cache_root):
         warnings.simplefilter("error", RuntimeWarning)  # the cache made above is sound: no rebuild
         facts = build(device="cpu", cache_size=0).describe()
     assert facts["engine"] == "openvino" and facts["inference_precision"] == "f32"
+
+
+def test_with_a_store_the_export_is_loaded_at_the_first_pass_only(cache_root, real_slices, tmp_path):
+    """A re-run that finds every slice stored never loads the exported engine (the hashing,
+    fingerprint pass and compile cost about a second); the first miss loads it, and the
+    planned description is the loaded one's."""
+    image = real_slices[0][0]
+    first = build(device="cpu", cache_size=0, engine="openvino", embeddings=tmp_path / "store")
+    assert isinstance(first.encoder_engine, engines.LazyEncoder) and not first.encoder_engine.loaded
+    planned = first.describe()
+    stored = first.embed(image)[0]
+    assert first.encoder_engine.loaded and first.encoder_calls == 1
+    assert first.describe() == planned, "the planned facts are the loaded engine's"
+    again = build(device="cpu", cache_size=0, engine="openvino", embeddings=tmp_path / "store")
+    reread = again.embed(image)[0]
+    assert again.encoder_calls == 0 and not again.encoder_engine.loaded
+    assert torch.equal(reread.embedding, stored.embedding)
+    eager = build(device="cpu", cache_size=0, engine="openvino")  # no store: loaded at once (an earlier
+    assert not isinstance(eager.encoder_engine, engines.LazyEncoder)  # test damaged ov_backend's mapped files)
+    assert torch.equal(eager.embed(image)[0].embedding, stored.embedding)
+
+
+def test_a_lazy_engine_that_falls_back_stores_under_the_torch_key(torch_backend, real_slices, tmp_path):
+    """The key is taken after the pass: embeddings torch computed are never filed as OpenVINO's."""
+    from napari_medsam_eval.embeddings import open_store
+
+    planned = {"engine": "openvino", "openvino": "0.0-test", "inference_precision": "f32", "engine_threads": 1}
+    fallback = engines.TorchEncoder(torch_backend.model.image_encoder, torch.device("cpu"),
+                                    fallback_from="openvino", fallback_reason="test")
+    lazy = engines.LazyEncoder(lambda: fallback, planned)
+    backend = LiteMedSAMBackend(torch_backend.model, device=torch.device("cpu"),
+                                checkpoint_path=torch_backend.checkpoint_path,
+                                checkpoint_sha256=torch_backend.checkpoint_sha256, shipped=True, cache_size=0,
+                                encoder_engine=lazy, embedding_store=open_store(tmp_path / "store"))
+    padded = preprocess_slice(real_slices[0][0])[0]
+    planned_key = backend.embedding_key(padded)
+    assert planned_key.engine.startswith("openvino")
+    backend.embed(real_slices[0][0])
+    assert lazy.loaded and lazy.name == "torch"
+    torch_key = backend.embedding_key(padded)
+    assert torch_key.engine.startswith("torch") and torch_key == torch_backend_key(torch_backend, backend, padded)
+    store = backend.embedding_store
+    assert store.get(planned_key, (1, 256, 64, 64)) is None
+    assert store.get(torch_key, (1, 256, 64, 64)) is not None
+
+
+def torch_backend_key(torch_backend: LiteMedSAMBackend, backend: LiteMedSAMBackend, padded: np.ndarray):
+    """The key the plain torch backend gives ``padded`` in ``backend``'s store."""
+    torch_backend.embedding_store = backend.embedding_store
+    try:
+        return torch_backend.embedding_key(padded)
+    finally:
+        torch_backend.embedding_store = None

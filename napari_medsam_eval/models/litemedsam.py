@@ -209,9 +209,6 @@ class LiteMedSAMBackend(SegmentationBackend):
         self.use_bf16 = bool(use_bf16) and bf16_supported(device)
         self.encoder_engine = encoder_engine or TorchEncoder(self.model.image_encoder, device, self._autocast)
         self.embedding_store = embedding_store
-        self._engine_identity = engine_identity(
-            self.encoder_engine.describe(), device=device.type, torch_version=torch.__version__,
-            autocast="bf16" if self.use_bf16 and self.encoder_engine.name == "torch" else None)
         self._cache: OrderedDict[Hashable, SliceEmbedding] = OrderedDict()
         self._lock = threading.Lock()  # the GUI segments while a worker thread propagates
         with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
@@ -224,10 +221,16 @@ class LiteMedSAMBackend(SegmentationBackend):
     def _autocast(self):
         return autocast_context(self.device, self.use_bf16)
 
+    def _engine_identity(self) -> str:
+        """The encoder engine as it enters a key (asked each time: a lazily loaded engine may fall back to torch)."""
+        description = self.encoder_engine.describe()
+        return engine_identity(description, device=self.device.type, torch_version=torch.__version__,
+                               autocast="bf16" if self.use_bf16 and description.get("engine") == "torch" else None)
+
     def embedding_key(self, padded: np.ndarray) -> EmbeddingKey:
         """The persistent store's key of a preprocessed slice (:func:`preprocess_slice`'s first output)."""
         return EmbeddingKey(
-            model=self.name, checkpoint=self.checkpoint_sha256, engine=self._engine_identity,
+            model=self.name, checkpoint=self.checkpoint_sha256, engine=self._engine_identity(),
             preprocessing=EMBEDDING_PREPROCESSING, content=content_hash(padded),
             dtype=self.embedding_store.dtype if self.embedding_store is not None else "float32",
         )
@@ -243,11 +246,12 @@ class LiteMedSAMBackend(SegmentationBackend):
         if store is None:
             embedding = self._run_encoder(padded)
         else:
-            def compute() -> tuple[np.ndarray, dict[str, object]]:
-                array = self._run_encoder(padded).float().cpu().numpy()
-                return array, {"new_size": list(new_size), "original_size": list(original_size)}
-
-            array, _ = store.cached(self.embedding_key(padded), EMBEDDING_SHAPE, compute)
+            array = store.get(self.embedding_key(padded), EMBEDDING_SHAPE)
+            if array is None:
+                array = store.as_stored(self._run_encoder(padded).float().cpu().numpy())
+                # keyed after the pass: an engine loaded at its first pass may have fallen back to torch
+                store.put(self.embedding_key(padded), array,
+                          {"new_size": list(new_size), "original_size": list(original_size)})
             embedding = torch.from_numpy(np.array(array, dtype=np.float32, copy=True)).to(self.device)
         return SliceEmbedding(embedding, new_size, original_size, fingerprint)
 
@@ -467,8 +471,10 @@ def build(
     encoder_engine = None
     if engine_name != "torch":
         precision = "bf16" if dtype in ("bfloat16", "bf16") else "f32"
+        # with a store, a run that finds every slice stored never needs the exported engine
         encoder_engine = build_encoder(engine_name, model.image_encoder, device=torch_device,
-                                       checkpoint_sha256=sha, num_threads=threads, precision=precision)
+                                       checkpoint_sha256=sha, num_threads=threads, precision=precision,
+                                       lazy=store is not None)
     return LiteMedSAMBackend(
         model,
         device=torch_device,

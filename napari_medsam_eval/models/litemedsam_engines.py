@@ -361,6 +361,58 @@ def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: s
         path, fresh = _export(engine, encoder, checkpoint_sha256, root)
 
 
+class LazyEncoder(EncoderEngine):
+    """An exported engine that is loaded (exported, checked, compiled) at its first pass.
+
+    Used with an embedding store: a run that finds every slice stored never
+    pays the load (about a second: hashing the export, the fingerprint pass,
+    compiling). Until then :meth:`describe` gives the facts the loaded engine
+    will give unless it falls back to torch; afterwards, the loaded engine's.
+    """
+
+    def __init__(self, load: Callable[[], EncoderEngine], planned: dict[str, object]) -> None:
+        self._load = load
+        self._planned = dict(planned)
+        self._engine: EncoderEngine | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return str(self.describe()["engine"])
+
+    @property
+    def loaded(self) -> bool:
+        return self._engine is not None
+
+    def engine(self) -> EncoderEngine:
+        """The engine, loaded now if it was not yet (once, whichever thread asks first)."""
+        with self._lock:
+            if self._engine is None:
+                self._engine = self._load()
+            return self._engine
+
+    def __call__(self, padded: np.ndarray) -> torch.Tensor:
+        return self.engine()(padded)
+
+    def describe(self) -> dict[str, object]:
+        return self._engine.describe() if self._engine is not None else dict(self._planned)
+
+
+def planned_description(engine: str, checkpoint_sha256: str, num_threads: int, precision: str = "f32",
+                        root: Path | None = None) -> dict[str, object]:
+    """What :meth:`describe` of the exported ``engine`` will say once loaded (a sound export assumed)."""
+    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256)
+    if engine == "openvino":
+        import openvino as ov
+
+        return {"engine": engine, "openvino": ov.__version__, "inference_precision": precision,
+                "engine_threads": int(num_threads), "export": str(folder / "encoder.xml")}
+    import onnxruntime as ort
+
+    return {"engine": engine, "onnxruntime": ort.__version__, "engine_threads": int(num_threads),
+            "export": str(folder / "encoder.onnx")}
+
+
 def build_encoder(
     engine: str,
     encoder: torch.nn.Module,
@@ -371,8 +423,11 @@ def build_encoder(
     precision: str = "f32",
     autocast: Callable[[], object] | None = None,
     root: Path | None = None,
+    lazy: bool = False,
 ) -> EncoderEngine:
     """The encoder engine named ``engine`` (already resolved by :func:`resolve_engine`).
+
+    ``lazy``: a :class:`LazyEncoder` that loads the exported engine at its first pass.
 
     An exported engine is checked at every load: its files against the
     manifest's hashes, its output on a fixed input against the torch
@@ -383,6 +438,11 @@ def build_encoder(
     """
     if engine == "torch":
         return TorchEncoder(encoder, device, autocast)
+    if lazy:
+        planned = planned_description(engine, checkpoint_sha256, num_threads, precision, root)
+        return LazyEncoder(lambda: build_encoder(engine, encoder, device=device, checkpoint_sha256=checkpoint_sha256,
+                                                 num_threads=num_threads, precision=precision, autocast=autocast,
+                                                 root=root), planned)
     try:
         return _verified_engine(engine, encoder, checkpoint_sha256, num_threads, precision, root)
     except _UseTorch as reason:
@@ -395,6 +455,7 @@ __all__ = [
     "ENGINE_CHOICES",
     "EncoderEngine",
     "EngineUnavailableError",
+    "LazyEncoder",
     "OnnxRuntimeEncoder",
     "OpenVINOEncoder",
     "TorchEncoder",
