@@ -243,6 +243,8 @@ class CaseEvaluator:
         gt = np.asarray(case.label) == value
         row = {**row, "prompt": prompts_to_json([prompt]), "prompt_slice": prompt.slice_index,
                "gt_voxels": int(np.count_nonzero(gt))}
+        if prompt.info.get("no_prompt"):  # a replayed log without this target's prompt (protocols.replay)
+            return fail_row(row, str(prompt.info["no_prompt"]))
         if prompt.is_empty or prompt.info.get("empty"):  # nothing asked, nothing scored
             return empty_gt_row(row, f"the ground truth holds no voxel of label {value} in this case")
         try:
@@ -297,7 +299,8 @@ class CaseEvaluator:
 
     def _segment(self, case: Case, image: np.ndarray, prompt: Prompt,
                  progress: SliceProgress | None = None) -> PropagationResult:
-        result = segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id,
+        how = "slice" if prompt.info.get("operation") == "slice" else "propagate"  # a replayed slice: that slice
+        result = segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id, how=how,
                                  rules=self.settings.propagation, progress=progress)
         if result.cancelled:
             raise Cancelled(result.mask, result.done, result.total)
