@@ -21,6 +21,7 @@ from typing import Any
 
 from .attempts import ADDED, REMOVED
 from .comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
+from .run_pairs import AB_A_ONLY, AB_B_ONLY, AB_BOTH
 
 #: fill colours of ground-truth labels 1, 2, ... (cycled)
 GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",
@@ -37,6 +38,9 @@ GROUND_TRUTH_OPACITY = 0.45
 OVERLAY_COLORS = {OVERLAY_TP: "lime", OVERLAY_FP: "magenta", OVERLAY_FN: "cyan"}
 #: an attempt's changes (Segment widget, *Changes*): pixels added, removed
 CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
+#: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A red, only run B dodger blue,
+#: both white
+AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: "red", AB_B_ONLY: "dodgerblue", AB_BOTH: "white"}
 
 
 def palette_colormap(palette: tuple[str, ...]) -> dict[Any, str]:
@@ -67,5 +71,5 @@ def style_prediction(layer: Any) -> Any:
     return layer
 
 
-__all__ = ["CHANGE_COLORS", "GROUND_TRUTH_PALETTE", "OVERLAY_COLORS", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
+__all__ = ["AB_COLORS", "CHANGE_COLORS", "GROUND_TRUTH_PALETTE", "OVERLAY_COLORS", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
            "ground_truth_kwargs", "palette_colormap", "prediction_colormap", "style_prediction"]
