@@ -3,6 +3,11 @@
 Writes results.jsonl/csv/parquet, manifest.json and run.log into RUN_DIR (see
 :mod:`napari_medsam_eval.benchmark.runner`), then, when the report module is
 installed, the report. A non-empty RUN_DIR is refused unless ``--resume``.
+
+``--prompts LOG.csv`` replays the prompts a person drew (a prompt log of the Segment
+widget, :mod:`napari_medsam_eval.prompt_log`): it selects the ``replay`` protocol
+(:mod:`napari_medsam_eval.protocols.replay`) and cannot be combined with another
+``--protocol``; a malformed log is refused before any work, naming the file and the line.
 """
 from __future__ import annotations
 
@@ -25,7 +30,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                                                    "images/+masks/, SAM-Med2D)")
     parser.add_argument("--out", type=Path, required=True, help="run folder for results, manifest and log")
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model backend")
-    parser.add_argument("--protocol", default="medsam2", choices=sorted(PROTOCOLS), help="prompt protocol")
+    parser.add_argument("--protocol", default=None, choices=sorted(PROTOCOLS),
+                        help="prompt protocol (default medsam2; replay with --prompts)")
+    parser.add_argument("--prompts", type=Path, metavar="LOG.csv",
+                        help="replay the drawn prompts of a prompt log (the Segment widget's): protocol replay; "
+                             "cases and labels without a logged prompt are failed rows saying so")
     parser.add_argument("--protocol-options", metavar="JSON", help="protocol options as JSON, e.g. '{\"margin\": 5}'")
     parser.add_argument("--model-options", metavar="JSON", help="extra backend options as JSON")
     add_embeddings_argument(parser)
@@ -78,6 +87,31 @@ def _summary(table) -> str:
     return "\n".join(lines)
 
 
+def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
+    """The protocol and its options: ``--prompts`` selects ``replay`` with the log (read now, so a
+    malformed one is refused before the run folder is made)."""
+    options = json_options(args.protocol_options, "--protocol-options")
+    prompts = getattr(args, "prompts", None)
+    if prompts is None:
+        return args.protocol or "medsam2", options
+    if args.protocol not in (None, "replay"):
+        raise ValueError(f"--prompts {prompts} replays logged prompts (protocol replay); it cannot be combined "
+                         f"with --protocol {args.protocol}")
+    if "log" in options and Path(options["log"]) != prompts:
+        raise ValueError(f"--prompts {prompts} and --protocol-options log={options['log']} name two logs; give one")
+    from ..prompt_log import read_log
+
+    rows = read_log(prompts)
+    replayable = [r for r in rows if r.replayable]
+    if not replayable:
+        raise ValueError(f"{prompts}: the prompt log holds no replayable prompt ({len(rows)} rows; "
+                         "correct rows are not replayed)")
+    if not getattr(args, "quiet", False):
+        cases = len({r.case_id for r in replayable})
+        print(f"replaying {len(replayable)} logged prompts of {cases} case(s) from {prompts}", file=sys.stderr)
+    return "replay", {**options, "log": str(prompts)}
+
+
 def run(args: argparse.Namespace) -> int:
     model_options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args)}
     if args.checkpoint is not None:
@@ -85,9 +119,10 @@ def run(args: argparse.Namespace) -> int:
     if args.device:
         model_options["device"] = args.device
     try:
+        protocol, protocol_options = _protocol(args)
         table = run_benchmark(
-            args.dataset, args.out, args.model, args.protocol,
-            model_options=model_options, protocol_options=json_options(args.protocol_options, "--protocol-options"),
+            args.dataset, args.out, args.model, protocol,
+            model_options=model_options, protocol_options=protocol_options,
             workers=args.workers, resume=args.resume, limit=args.limit, save_predictions=args.save_predictions,
             seed=args.seed, layout=args.layout, progress_bar=not args.quiet, intensity=args.intensity,
             propagation=propagation_option(args.propagation),

@@ -26,6 +26,8 @@ name                   prompts
 ``iterative-points``   Mazurowski et al. Alg. 1: first point here, the rest
                        from :meth:`IterativePointsProtocol.iterate` with a model
 ``box-jitter``         the medsam2 box shifted/scaled at random (seeded)
+``replay``             the prompts a person drew, from a prompt log (option
+                       ``log``; ``medsam-eval run --prompts LOG.csv``)
 =====================  =======================================================
 """
 from __future__ import annotations
@@ -55,6 +57,7 @@ from .mazurowski import (
 )
 from .medsam2 import MedSAM2Protocol, MedSAM2RecistProtocol, key_frame_index, key_slice_index
 from .corrections import CorrectionsProtocol
+from .replay import ReplayProtocol
 
 #: every protocol class by its registry name
 PROTOCOLS: dict[str, type[PromptProtocol]] = {
@@ -67,6 +70,7 @@ PROTOCOLS: dict[str, type[PromptProtocol]] = {
         MazurowskiProtocol,
         IterativePointsProtocol,
         BoxJitterProtocol,
+        ReplayProtocol,
     )
 }
 
@@ -110,6 +114,7 @@ __all__ = [
     "MedSAM2Protocol",
     "MedSAM2RecistProtocol",
     "PromptProtocol",
+    "ReplayProtocol",
     "Target",
     "build_protocol",
     "clip_box",
