@@ -64,6 +64,8 @@ from .progress import SliceProgress, iterate_progress
 from .prompt import Prompt, check_prompt_in_image
 from .propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
 from .propagation.anchors import AnchoredSegmentation
+from .sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
+                          volume_segmenter)
 
 
 class NoModelError(RuntimeError):
@@ -444,6 +446,22 @@ class Session:
         return (yield from iterate_progress(
             lambda progress: self.propagate(prompt, progress=progress, cancel=token, **kwargs),
             token, name="medsam-eval-propagation"))
+
+    def iter_sensitivity(
+        self, prompt: Prompt, runs: int = DEFAULT_RUNS, *, ground_truth: np.ndarray | None = None,
+        perturbation: Perturbation = Perturbation(), cancel: threading.Event | None = None, **options: Any,
+    ) -> Generator[tuple[int, int], None, SensitivityResult]:
+        """Prompt sensitivity (:mod:`napari_medsam_eval.sensitivity`): ``prompt`` perturbed ``runs``
+        times, each copy propagated as :meth:`propagate` would (same cache: decoder passes only once
+        the slices are encoded); keeps no anchor. Yields ``(runs done, runs)``; ``ground_truth`` (the
+        target's bool mask) gives each run's DSC; ``cancel`` stops after the current slice."""
+        self._need_image()
+        backend = self._need_backend()
+        hw = self.volume.shape[:2] if self.kind == "image" else self.volume.shape[1:3]
+        prompts = perturbed_prompts(prompt, hw, runs, perturbation, key=str(self.image_id))
+        segment = volume_segmenter(backend, self.volume, self.kind, case_id=self.image_id, lock=self._lock,
+                                   cancel=cancel, margin=self.margin, **options)
+        return (yield from iter_sensitivity(segment, prompts, ground_truth, cancel))
 
     def iter_correct(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any

@@ -49,6 +49,12 @@ and read on its own. Column meanings:
                        ``nsd`` are the last); :mod:`napari_medsam_eval.effort`
 ``noc80`` ``noc85``    interactions until DSC >= 0.80 / 0.85 / 0.90; K + 1 when
 ``noc90``              never reached (NaN for other protocols)
+``sens_runs``          protocol option ``sensitivity`` = N only (NaN / ``""``
+``sens_dice``          otherwise): N perturbed copies of the prompt were segmented
+``sens_dice_min``      as the prompt was (:mod:`napari_medsam_eval.sensitivity`);
+``sens_dice_median``   JSON list of their DSC, min / median / max, and the spread
+``sens_dice_max``      (max - min). ``dice`` stays the unperturbed prompt's.
+``sens_spread``
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -69,10 +75,12 @@ COLUMNS: tuple[str, ...] = (
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
+    "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
-                 "time_total_s", "noc80", "noc85", "noc90")
+                 "time_total_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
+                 "sens_dice_max", "sens_spread")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s")
 #: the table's order

@@ -47,6 +47,7 @@ from ..propagation import PropagationRecord, PropagationResult, official_result,
 from ..effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol, run_corrections
+from ..sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from .scoring import NSD_TOLERANCE_MM, score_target
 from .steps import StepProgress, target_progress
@@ -146,6 +147,9 @@ class CaseEvaluator:
         self.backend = backend
         self.protocol = protocol
         self.settings = settings
+        if protocol.sensitivity and (isinstance(protocol, CorrectionsProtocol) or protocol.name == OFFICIAL_3D_PROTOCOL):
+            raise ValueError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
+                             "it; it is not available with the corrections or the official 3D box protocol")
 
     def evaluate(self, ref: CaseRef, progress: StepProgress | None = None) -> list[dict[str, Any]]:
         """All rows of one case (at least one).
@@ -263,6 +267,8 @@ class CaseEvaluator:
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
             row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+            if self.protocol.sensitivity:
+                row.update(self._sensitivity(case, image, prompt, gt, progress))
         except Cancelled:
             raise
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
@@ -296,6 +302,22 @@ class CaseEvaluator:
                                              for step in steps]),
                     **noc_columns([step["dice"] for step in steps])})
         return pred
+
+    def _sensitivity(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray,
+                     progress: SliceProgress | None = None) -> dict[str, Any]:
+        """The ``sens_*`` columns: the prompt perturbed ``protocol.sensitivity`` times, each copy
+        segmented as the prompt was (the slices' embeddings are cached: decoder passes only)."""
+        prompts = perturbed_prompts(prompt, gt.shape[-2:], self.protocol.sensitivity,
+                                    Perturbation(seed=self.protocol.seed), key=case.case_id)
+        segment = volume_segmenter(self.backend, image, case.kind, case_id=case.case_id, progress=progress,
+                                   rules=self.settings.propagation)
+        result = sensitivity(segment, prompts, gt)
+        if result.cancelled:
+            raise Cancelled(None, result.done, len(prompts))
+        spread = result.spread()
+        return {"sens_runs": spread["runs"], "sens_dice": json_dumps([round(d, 4) for d in result.dice or []]),
+                "sens_dice_min": spread["dice_min"], "sens_dice_median": spread["dice_median"],
+                "sens_dice_max": spread["dice_max"], "sens_spread": spread["dice_spread"]}
 
     def _segment(self, case: Case, image: np.ndarray, prompt: Prompt,
                  progress: SliceProgress | None = None) -> PropagationResult:

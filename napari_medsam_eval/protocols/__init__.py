@@ -87,7 +87,7 @@ def build_protocol(name: str, **options: Any) -> PromptProtocol:
     options (and the valid ones) for a misspelt option.
     """
     cls = _lookup(name)
-    valid = cls().options()
+    valid = cls.option_names()
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise TypeError(f"protocol {name!r} has no option(s) {unknown}; its options are {sorted(valid)}")

@@ -103,24 +103,41 @@ def stable_key(text: str) -> int:
 
 @dataclass
 class PromptProtocol:
-    """Base of every protocol: options are the dataclass fields, ``seed`` among them."""
+    """Base of every protocol: options are the dataclass fields, ``seed`` among them.
+
+    ``sensitivity``: N >= 2 asks a benchmark to give each target's prompt N
+    more times, perturbed (:mod:`napari_medsam_eval.sensitivity`), and to
+    record the DSC spread; 0 (default) does not.
+    """
 
     name: ClassVar[str] = "protocol"
     #: kinds of case the protocol is defined for
     kinds: ClassVar[tuple[str, ...]] = KINDS
 
     seed: int = 0
+    sensitivity: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
             raise ValueError(f"{self.name}: seed must be a non-negative integer, got {self.seed!r}")
         self.seed = int(self.seed)
+        if self.sensitivity not in (0, None):
+            from ..sensitivity import check_runs
+
+            self.sensitivity = check_runs(self.sensitivity)
+        self.sensitivity = int(self.sensitivity or 0)
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        """Every option the protocol takes (its public dataclass fields)."""
+        return [f.name for f in dataclasses.fields(cls) if not f.name.startswith("_")]
 
     def options(self) -> dict[str, Any]:
-        """The public options and their values (private ``_`` fields excluded)."""
+        """The public options and their values (private ``_`` fields excluded; ``sensitivity`` only
+        when asked for, so the record of a run made before the option existed still matches)."""
         out = {}
         for f in dataclasses.fields(self):
-            if f.name.startswith("_"):
+            if f.name.startswith("_") or (f.name == "sensitivity" and not self.sensitivity):
                 continue
             value = getattr(self, f.name)
             out[f.name] = list(value) if isinstance(value, tuple) else value

@@ -21,6 +21,7 @@ from ..aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
 from . import markup as mk
 from .effort_section import effort_blocks
+from .sensitivity_section import sensitivity_blocks
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
 from .stats import (DEFAULT_METRICS, METRIC_LABELS, failed_cases, overall_summary, slice_dice_summary,
@@ -166,6 +167,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         blocks += [mk.heading(f"Per task and {attribute}", 3),
                    mk.table(header, rows, numeric=[False, False] + [True] * (len(header) - 2))]
     blocks += effort_blocks(table, figures, FIGURES)  # corrections runs only
+    blocks += sensitivity_blocks(table)  # runs with the sensitivity option only
     blocks.append(mk.heading("Figures"))
     for metric in metrics:
         if table[metric].notna().any():
