@@ -45,6 +45,7 @@ from ._layers import follow_viewer
 from ._results_table import ResultsView
 from ._shortcuts import BENCHMARK_SHORTCUTS, key_text
 from ._theme import theme_colors
+from ._two_runs import TwoRunsWidget
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -97,6 +98,8 @@ class BenchmarkWidget(Container):
         self.effort = EffortPlot(colors=theme_colors(napari_viewer))  # shown for runs with DSC curves only
         self.native.layout().addWidget(self.effort)
         self.effort.follow(self.results)
+        self.two_runs = TwoRunsWidget(napari_viewer)  # run A vs run B (issue 15): a section of its own
+        self.native.layout().addWidget(self.two_runs.native)
 
         self.model.changed.connect(lambda value: setattr(self.checkpoint, "visible", value in NEEDS_CHECKPOINT))
         self.out_dir.changed.connect(self._on_out_dir)

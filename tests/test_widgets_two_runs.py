@@ -1,0 +1,208 @@
+"""Two runs side by side in the Benchmark widget, in a real viewer (Xvfb), on real runs.
+
+Two LiteMedSAM runs made with the real CLI on 5 hippocampus MRI cases, the
+medsam2 protocol with margins 0 (A) and 10 (B), predictions saved. The
+widget's statistics table must hold exactly the cells ``medsam-eval compare A B``
+prints; a case missing from one run is listed as unpaired; double-clicking a
+case opens both predictions and the A/B overlay at the slice of largest
+difference.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from qtpy.QtCore import Qt
+
+from napari_medsam_eval._widgets import BenchmarkWidget
+from napari_medsam_eval._widgets import _two_runs as two_runs_module
+from napari_medsam_eval._widgets import _worker as worker_module
+from napari_medsam_eval._widgets._layers import current_index
+from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
+from napari_medsam_eval.comparison import binary_target
+from napari_medsam_eval.io import read_label
+from napari_medsam_eval.report import paired_scores
+from napari_medsam_eval.run_pairs import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
+
+pytestmark = pytest.mark.gui
+
+TIMEOUT_MS = 600_000
+RUN_ENV_NOTE = "LiteMedSAM, 5 cases: about a minute a run on two idle cores"
+
+
+def medsam_eval(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "napari_medsam_eval", *args], check=True, capture_output=True,
+                          text=True)
+    return done.stdout
+
+
+def make_run(dataset, out, margin: int, model: str = "litemedsam") -> None:
+    medsam_eval("run", str(dataset), "--model", model, "--protocol", "medsam2", "--protocol-options",
+                json.dumps({"margin": margin}), "--limit", "5", "--save-predictions", "--no-report", "--quiet",
+                "--out", str(out))
+
+
+@pytest.fixture(scope="module")
+def runs(shared_data, tmp_path_factory):
+    """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 5 hippocampus cases each."""
+    root = tmp_path_factory.mktemp("two-runs")
+    dataset = shared_data / "hippocampus_mri"
+    make_run(dataset, root / "A", 0)
+    make_run(dataset, root / "B", 10)
+    return root / "A", root / "B"
+
+
+@pytest.fixture
+def messages(monkeypatch):
+    """Error and warning notifications the widgets raise (captured)."""
+    seen = {"error": [], "warning": []}
+    monkeypatch.setattr(worker_module, "show_error", seen["error"].append)
+    monkeypatch.setattr(two_runs_module, "show_warning", seen["warning"].append)
+    return seen
+
+
+def _wait(qtbot, worker, timeout: int = TIMEOUT_MS) -> None:
+    from superqt.utils._qthreading import WorkerBase
+
+    assert worker is not None
+    qtbot.waitUntil(lambda: worker not in WorkerBase._worker_set, timeout=timeout)
+
+
+def parse_text_table(text: str) -> list[list[str]]:
+    """The cells of the table ``medsam-eval compare`` prints, cut at the columns its dashes line marks."""
+    lines = text.splitlines()
+    dashes = next(i for i, line in enumerate(lines) if line.startswith("---"))
+    spans, start = [], 0
+    for width in (len(part) for part in lines[dashes].split("  ")):
+        spans.append((start, start + width))
+        start += width + 2
+    rows = []
+    for line in lines[dashes + 1:]:
+        if not line.strip() or line.startswith("note:"):
+            break
+        rows.append([line[a:b].strip() for a, b in spans])
+    return [[line[a:b].strip() for a, b in spans] for line in lines[dashes - 1:dashes]] + rows
+
+
+def drop_case(run, case_id: str) -> None:
+    store = ResultStore(run)
+    store.drop_cases({case_id})
+    write_tables(run, store.recover())
+
+
+def _dock(make_napari_viewer):
+    viewer = make_napari_viewer()
+    widget = BenchmarkWidget(viewer)
+    viewer.window.add_dock_widget(widget)
+    return viewer, widget, widget.two_runs
+
+
+@pytest.mark.slow
+def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qtbot, messages):
+    run_a, run_b = runs
+    b_copy = tmp_path / "B"  # B without its first case: those rows must be listed as unpaired
+    shutil.copytree(run_b, b_copy)
+    dropped = sorted(load_table(b_copy)["case_id"])[0]
+    drop_case(b_copy, dropped)
+    printed = medsam_eval("compare", str(run_a), str(b_copy))
+
+    viewer, _bench, widget = _dock(make_napari_viewer)
+    _wait(qtbot, widget.compare(run_a, b_copy))
+    assert messages["error"] == []
+    view = widget.view
+
+    # the statistics: cell for cell what `medsam-eval compare A B` printed
+    expected = parse_text_table(printed)
+    shown = [[view.stats.horizontalHeaderItem(c).text() for c in range(view.stats.columnCount())]]
+    shown += [[view.stats.item(r, c).text() for c in range(view.stats.columnCount())]
+              for r in range(view.stats.rowCount())]
+    assert shown == expected and len(shown) == 4  # header, two tasks, (all)
+    assert expected[-1][0] == "(all)" and expected[-1][2] == "2"  # the dropped case's two rows: only in A
+
+    # the pairs: DSC A, B and B-A of every case scored in both, sorted by the difference
+    pairs, _ = paired_scores(run_a, b_copy)
+    pairs = pairs[pairs["paired"]]
+    assert view.table.rowCount() == len(pairs) == 8
+    diffs = [view.table.item(r, 4).data(Qt.UserRole) for r in range(view.table.rowCount())]
+    assert diffs == sorted(diffs)
+    by_key = {(r.case_id, r.task, r.target_label): r for r in pairs.itertuples()}
+    for line in range(view.table.rowCount()):
+        row = by_key[view.key_at(view.table, line)]
+        cells = [view.table.item(line, c).data(Qt.UserRole) for c in (2, 3, 4)]
+        assert cells == [pytest.approx(row.a, abs=1e-12), pytest.approx(row.b, abs=1e-12),
+                         pytest.approx(row.diff, abs=1e-12)]
+        assert view.table.item(line, 2).text() == f"{row.a:.4f}"
+
+    # the rows that do not pair are listed, with why
+    assert view.unpaired.isVisibleTo(view) and view.unpaired.rowCount() == 2
+    assert view.column_values(view.unpaired, "case") == [dropped, dropped]
+    assert set(view.column_values(view.unpaired, "why not paired")) == {"only in A (no row in B)"}
+    assert view.unpaired_label.text() == "rows that do not pair: 2"
+
+    # the scatter: a dot per pair
+    points = np.concatenate([c.get_offsets() for c in view.axes.collections])
+    assert len(points) == 8
+
+    # double-click the largest drop: image, ground truth, both predictions and the A/B overlay
+    item = view.table.item(0, 0)
+    key = view.key_at(view.table, 0)
+    view.table.scrollToItem(item)
+    rect = view.table.visualItemRect(item)
+    qtbot.mouseClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())  # (Qt wants the press first)
+    qtbot.mouseDClick(view.table.viewport(), Qt.LeftButton, pos=rect.center())
+    _wait(qtbot, widget.opener.worker)
+    assert messages["error"] == [] and messages["warning"] == []
+    layers = widget.opened
+    assert {"image", "ground_truth", "prediction", "prediction_b", "ab_overlay"} <= set(layers)
+    row_a, row_b = widget.pair.rows(key)
+    target = int(key[2])
+    mask_a = binary_target(read_label(run_a / row_a["prediction_path"]).array, target, binary_fallback=True)
+    mask_b = binary_target(read_label(b_copy / row_b["prediction_path"]).array, target, binary_fallback=True)
+    overlay = layers["ab_overlay"].data
+    np.testing.assert_array_equal(overlay, ab_overlay(mask_a, mask_b))
+    np.testing.assert_array_equal(overlay == AB_A_ONLY, mask_a & ~mask_b)
+    np.testing.assert_array_equal(overlay == AB_B_ONLY, mask_b & ~mask_a)
+    np.testing.assert_array_equal(overlay == AB_BOTH, mask_a & mask_b)
+    differ = (mask_a ^ mask_b).sum(axis=(1, 2))
+    shown_slice = current_index(viewer, layers["image"])
+    assert differ.max() > 0 and shown_slice == int(np.argmax(differ))
+    assert np.isin(overlay[shown_slice], [AB_A_ONLY, AB_B_ONLY]).sum() == differ.max()
+    np.testing.assert_array_equal(layers["prediction"].data, read_label(run_a / row_a["prediction_path"]).array)
+    np.testing.assert_array_equal(layers["prediction_b"].data, read_label(b_copy / row_b["prediction_path"]).array)
+    assert "A only" in layers["ab_overlay"].name and layers["prediction_b"].metadata["target_label"] == target
+
+    # a prediction file that is gone: said clearly, the case opens without the overlay
+    other = next(view.key_at(view.table, r) for r in range(view.table.rowCount())
+                 if view.key_at(view.table, r)[0] != key[0])
+    _, other_b = widget.pair.rows(other)
+    (b_copy / other_b["prediction_path"]).unlink()
+    _wait(qtbot, widget.open_case(other))
+    (warning,) = messages["warning"]
+    assert "run B: prediction file not found" in warning and other_b["prediction_path"] in warning
+    assert "prediction file not found" in widget.status.value
+    assert "ab_overlay" not in widget.opened and "prediction_b" not in widget.opened
+    assert not any(layer.metadata.get("role") == "ab_overlay" for layer in viewer.layers)
+
+
+def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tmp_path, qtbot, messages):
+    run_a, _ = runs
+    box = tmp_path / "box"  # another model and margin: pairs as well
+    make_run(shared_data / "hippocampus_mri", box, 10, model="box")
+    _viewer, _bench, widget = _dock(make_napari_viewer)
+    _wait(qtbot, widget.compare(run_a, box))
+    assert messages["error"] == [] and widget.view.table.rowCount() == 10 and widget.pair.unpaired.empty
+    assert "litemedsam" in widget.view.runs.text() and "box" in widget.view.runs.text()
+
+    other = tmp_path / "other"
+    shutil.copytree(box, other)
+    manifest = json.loads((other / "manifest.json").read_text())
+    manifest["config"]["dataset_path"] = str(shared_data / "brats2021_flair")
+    (other / "manifest.json").write_text(json.dumps(manifest))
+    _wait(qtbot, widget.compare(run_a, other))
+    (error,) = messages["error"]
+    assert "different datasets" in error and "hippocampus_mri" in error and "brats2021_flair" in error
+    assert "different datasets" in widget.status.value
