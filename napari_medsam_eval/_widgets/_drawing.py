@@ -69,6 +69,9 @@ def follow_drawing(widget: "SegmentWidget") -> None:
     widget.point_layer.changed.connect(apply)
     viewer.layers.selection.events.active.connect(on_active)
     widget.native.destroyed.connect(lambda *_a: viewer.layers.selection.events.active.disconnect(on_active))
+    from ._prompt_log import follow_prompt_log  # drawn prompts are logged beside the protocol's (issue 15)
+
+    follow_prompt_log(widget)
 
 
 __all__ = ["BOX_ONLY_HINT", "POLARITIES", "follow_drawing", "polarity_control", "warn_points"]

@@ -1,0 +1,155 @@
+"""Drawn vs protocol prompts in the Segment widget: every drawn prompt is logged (core: :mod:`..prompt_log`).
+
+When a ground-truth layer is chosen, each result of a drawn prompt (*Segment slice*,
+*Propagate*, *Correct slice*) is logged as one row of the prompt log beside the prompt the
+chosen protocol makes from the ground truth for the same target and slice: box IoU, centre
+offset (px, mm) and the DSC of each. The protocol's prompt is segmented the user's way (that
+slice, or propagated with the same options) in a worker of its own, from the session's cached
+embeddings; the row is appended there. The controls: *log drawn prompts*, the *prompt log*
+file (empty: :func:`~napari_medsam_eval.prompt_log.default_log_path`) and a line comparing the
+last drawn prompt with the protocol's. Prompts made by a protocol (*Prompt from ground truth*,
+unchanged) are not logged.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from magicgui.widgets import CheckBox, Container, FileEdit, Label
+
+from ..metrics import compute_dice
+from ..prompt import Prompt
+from ..prompt_log import Segmenter, append_row, default_log_path, make_row, slice_dice, whole_mask
+from . import _layers
+from ._propagation_options import propagation_options
+
+if TYPE_CHECKING:
+    from .segment import SegmentWidget
+
+
+class PromptLogger(Container):
+    """The prompt-log controls of one Segment widget and the logging itself."""
+
+    def __init__(self, widget: "SegmentWidget") -> None:
+        self.widget = widget
+        self.log_drawn = CheckBox(text="log drawn prompts", value=True,
+                                tooltip="with ground truth open: log each drawn prompt beside the protocol's")
+        self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
+                             tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
+        self.summary = Label(label="drawn vs protocol", value="no prompt logged yet")
+        super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log")
+        self.last_row: dict[str, Any] | None = None
+        self.rows_written = 0
+        self._workers: list[Any] = []
+        widget.session.slice_ready.connect(self._on_slice)
+        widget.session.result_ready.connect(self._on_result)
+
+    @property
+    def log_path(self) -> Path:
+        value = self.path.value
+        return Path(value) if value not in (None, "") and str(value) not in ("", ".") else default_log_path()
+
+    @property
+    def pending(self) -> int:
+        """Rows still being computed."""
+        return len(self._workers)
+
+    def _on_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
+        self.log(prompt, mask, "slice")
+
+    def _on_result(self, result: Any) -> None:
+        if not result.cancelled:
+            action = getattr(self.widget, "_started", (0, "propagate"))[1]
+            self.log(result.prompt, result.mask, "correct" if action == "correct" else "propagate")
+
+    def log(self, prompt: Prompt, mask: np.ndarray, operation: str) -> Any:
+        """Log a drawn prompt's result (a worker computes the protocol's side); None when not logged."""
+        widget, session = self.widget, self.widget.session
+        if not self.log_drawn.value or widget.gt_layer.value is None or prompt.protocol != "manual":
+            return None
+        name = session.image_name
+        image = widget.viewer.layers[name] if name in widget.viewer.layers else None
+        try:
+            truth = _layers.label_map_for(image, widget.gt_layer.value) == int(prompt.target_label)
+        except (ValueError, TypeError):
+            return None
+        if not truth.any():
+            return None
+        kind, index = session.kind, prompt.slice_index
+        mine = whole_mask(mask, truth.shape, kind, index)
+        options = ({} if operation == "slice" else
+                   propagation_options(widget.propagation_box, kind, truth.shape[0], index) if kind != "image" else {})
+        protocol = widget.protocol.value
+        theirs = self._protocol_prompt(truth, prompt, protocol)
+        context = {"case_id": str(image.metadata.get("case_id") or image.name), "kind": kind,
+                   "image_path": str(getattr(image.source, "path", None) or ""), "model": session.model_name,
+                   "spacing_yx": tuple(float(v) for v in image.scale[-2:])}
+        return self._start(Segmenter.of(session), prompt, theirs, mine, truth, operation, options, protocol, context)
+
+    def _protocol_prompt(self, truth: np.ndarray, prompt: Prompt, protocol: str) -> Prompt | None:
+        widget = self.widget
+        options = {"modes": (int(widget.mode.value),)} if protocol == "mazurowski" else {}
+        try:
+            made = widget.session.prompts_from_ground_truth(truth.astype(np.uint8) * int(prompt.target_label),
+                                                            int(prompt.target_label), protocol,
+                                                            slice_index=prompt.slice_index, **options)
+        except (ValueError, TypeError):
+            return None
+        return next((p for p in made if not p.is_empty and not p.info.get("empty")), None)
+
+    def _start(self, segmenter: Segmenter, drawn: Prompt, theirs: Prompt | None, mine: np.ndarray, truth: np.ndarray,
+               operation: str, options: dict[str, Any], protocol: str, context: dict[str, Any]) -> Any:
+        from napari.qt.threading import create_worker
+
+        path = self.log_path
+
+        def work() -> dict[str, Any]:
+            index, kind = drawn.slice_index, segmenter.kind
+            their_mask = None
+            if theirs is not None and operation != "correct":
+                their_mask = segmenter.mask(theirs, operation, options)
+            nan = math.nan
+            row = make_row(drawn=drawn, operation=operation, protocol=protocol, protocol_prompt=theirs,
+                           drawn_dsc=compute_dice(mine, truth), drawn_dsc_slice=slice_dice(mine, truth, kind, index),
+                           protocol_dsc=nan if their_mask is None else compute_dice(their_mask, truth),
+                           protocol_dsc_slice=nan if their_mask is None else slice_dice(their_mask, truth, kind, index),
+                           options=options, **context)
+            append_row(path, row)
+            return row
+
+        worker = create_worker(work)
+        self._workers.append(worker)
+        worker.returned.connect(self._written)
+        worker.errored.connect(lambda error: setattr(self.summary, "value", f"not logged: {error}"))
+        worker.finished.connect(lambda: self._workers.remove(worker) if worker in self._workers else None)
+        worker.start()
+        return worker
+
+    def _written(self, row: dict[str, Any]) -> None:
+        self.last_row, self.rows_written = row, self.rows_written + 1
+        self.summary.value = describe_row(row)
+
+
+def describe_row(row: dict[str, Any]) -> str:
+    """``slice 7, label 1: box IoU 0.62, centre offset 3.1 px (2.4 mm); DSC drawn 0.811 vs medsam2 0.874``."""
+    def num(key: str, digits: int) -> str:
+        value = float(row[key])
+        return "n/a" if not math.isfinite(value) else f"{value:.{digits}f}"
+    where = "" if row["slice_index"] == "" else f"slice {row['slice_index']}, "
+    return (f"{where}label {row['target_label']} ({row['operation']}): box IoU {num('box_iou', 2)}, centre offset "
+            f"{num('centre_offset_px', 1)} px ({num('centre_offset_mm', 1)} mm); DSC drawn {num('drawn_dsc', 3)} "
+            f"vs {row['protocol']} {num('protocol_dsc', 3)}")
+
+
+def follow_prompt_log(widget: "SegmentWidget") -> PromptLogger:
+    """Give ``widget`` its prompt log (``widget.prompt_log``), shown above its status line."""
+    logger = PromptLogger(widget)
+    widget.prompt_log = logger
+    widget.protocol.choices = [c for c in widget.protocol.choices if c != "replay"]  # replay needs a log, not GT
+    widget.insert(list(widget).index(widget.status) - 2, logger)
+    return logger
+
+
+__all__ = ["PromptLogger", "describe_row", "follow_prompt_log"]
