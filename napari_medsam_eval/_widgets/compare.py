@@ -29,6 +29,7 @@ from ._compare_plot import SliceDicePlot, stop_markers
 from ._dock_layout import fit_in_dock, wrap_status
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
 from ._result_layers import write_overlay
+from ._sensitivity import SensitivitySection
 from ._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
 from ._theme import theme_colors
 
@@ -79,6 +80,8 @@ class CompareWidget(Container):
         self.plot = SliceDicePlot(theme_colors(napari_viewer), on_click=self.go_to)  # a click: the nearest slice
         self.figure, self.axes, self.canvas = self.plot.figure, self.plot.axes, self.plot.canvas
         self.native.layout().addWidget(self.canvas)
+        self.sensitivity = SensitivitySection(self)  # is it the model or the prompt? (its own module)
+        self.native.layout().addWidget(self.sensitivity.native)
 
         self._timer = QTimer(self.native)  # dies with the widget
         self._timer.setSingleShot(True)
@@ -101,6 +104,7 @@ class CompareWidget(Container):
     def _on_close(self) -> None:
         """The Qt widget is gone: forget the timer, the compared layers' events and the keys."""
         self._timer = None
+        self.sensitivity.runner.stop()
         self._watch([])
         self._unbind()
 

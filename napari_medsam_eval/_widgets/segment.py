@@ -25,6 +25,7 @@ from napari.utils.notifications import show_info
 from ..prompt import Prompt
 from ..propagation import PropagationResult
 from ..session import Session
+from ._sessions import register_session
 from . import _layers, _prompt_layers
 from ._anchors import start_propagation
 from ._dock_layout import fit_in_dock
@@ -45,6 +46,7 @@ class SegmentWidget(Container):
         super().__init__(labels=True)
         self.viewer = napari_viewer
         self.session = Session()
+        register_session(napari_viewer, self.session)  # the Compare widget's prompt sensitivity uses it
         build_controls(self, napari_viewer)
         self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
         self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.encode_box,
