@@ -42,7 +42,8 @@ one with :class:`PromptLogError` naming the file and the line. ``medsam-eval run
 --prompts LOG.csv`` replays the drawn prompts (:mod:`napari_medsam_eval.protocols.replay`).
 
 Where: :func:`default_log_path` - ``$MEDSAM_EVAL_PROMPT_LOG`` when set, else
-``~/medsam-eval/prompt_log.csv`` (the widget's *prompt log* field overrides it).
+``~/medsam-eval/prompt_log.csv`` (the widget's *prompt log* field overrides it);
+``MEDSAM_EVAL_PROMPT_LOG=off`` starts the widget with logging off.
 """
 from __future__ import annotations
 
@@ -90,9 +91,14 @@ class PromptLogError(DataError, ValueError):
 
 
 def default_log_path() -> Path:
-    """``$MEDSAM_EVAL_PROMPT_LOG`` when set, else ``~/medsam-eval/prompt_log.csv``."""
+    """``$MEDSAM_EVAL_PROMPT_LOG`` when set (to a file), else ``~/medsam-eval/prompt_log.csv``."""
     named = os.environ.get(LOG_ENV, "").strip()
-    return Path(named).expanduser() if named else DEFAULT_LOG.expanduser()
+    return Path(named).expanduser() if named and not logging_off() else DEFAULT_LOG.expanduser()
+
+
+def logging_off() -> bool:
+    """``$MEDSAM_EVAL_PROMPT_LOG=off``: the widget starts with logging off (the test suite sets it)."""
+    return os.environ.get(LOG_ENV, "").strip().lower() == "off"
 
 
 # -- geometry -------------------------------------------------------------------
@@ -393,6 +399,6 @@ def _json_list(values: dict[str, str], column: str) -> list:
 
 __all__ = [
     "COLUMNS", "DEFAULT_LOG", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError", "Segmenter",
-    "append_row", "box_iou", "centre_offset", "default_log_path", "make_row", "prompt_centre", "read_log",
+    "append_row", "box_iou", "centre_offset", "default_log_path", "logging_off", "make_row", "prompt_centre", "read_log",
     "slice_dice", "whole_mask",
 ]

@@ -37,3 +37,9 @@ def cache_root(tmp_path_factory) -> Path:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(root))
         yield root
+
+
+@pytest.fixture(autouse=True)
+def _no_prompt_log(monkeypatch):
+    """The Segment widget logs no drawn prompt (into ~/medsam-eval) unless a test turns it on."""
+    monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")

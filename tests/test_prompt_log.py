@@ -11,7 +11,7 @@ from napari_medsam_eval.case import Case, Spacing
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.prompt import Prompt
 from napari_medsam_eval.prompt_log import (COLUMNS, PromptLogError, append_row, box_iou, centre_offset,
-                                           default_log_path, make_row, read_log)
+                                           default_log_path, logging_off, make_row, read_log)
 from napari_medsam_eval.protocols import build_protocol
 
 
@@ -57,7 +57,9 @@ def test_round_trip_and_default_path(tmp_path, monkeypatch):
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", str(tmp_path / "x.csv"))
     assert default_log_path() == tmp_path / "x.csv"
     monkeypatch.delenv("MEDSAM_EVAL_PROMPT_LOG")
-    assert default_log_path().name == "prompt_log.csv"
+    assert default_log_path().name == "prompt_log.csv" and not logging_off()
+    monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")
+    assert logging_off() and default_log_path().name == "prompt_log.csv"
 
 
 def _append_many(args):

@@ -40,6 +40,8 @@ def test_drawn_box_logged_and_replayed(make_napari_viewer, shared_data, backend,
     image, gt = viewer.open(str(dataset / f"{CASE}.npz"), plugin="napari-medsam-eval")
     widget = _widget(viewer, backend)
     log = tmp_path / "prompt_log.csv"
+    assert not widget.prompt_log.log_drawn.value  # the suite's MEDSAM_EVAL_PROMPT_LOG=off
+    widget.prompt_log.log_drawn.value = True
     widget.prompt_log.path.value = log
     assert widget.gt_layer.value is gt and widget.protocol.value == "medsam2"
     z = int(np.argmax((gt.data == 1).sum(axis=(1, 2))))

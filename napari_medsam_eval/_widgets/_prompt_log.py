@@ -21,7 +21,7 @@ from magicgui.widgets import CheckBox, Container, FileEdit, Label
 
 from ..metrics import compute_dice
 from ..prompt import Prompt
-from ..prompt_log import Segmenter, append_row, default_log_path, make_row, slice_dice, whole_mask
+from ..prompt_log import Segmenter, append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
 from . import _layers
 from ._propagation_options import propagation_options
 
@@ -34,7 +34,7 @@ class PromptLogger(Container):
 
     def __init__(self, widget: "SegmentWidget") -> None:
         self.widget = widget
-        self.log_drawn = CheckBox(text="log drawn prompts", value=True,
+        self.log_drawn = CheckBox(text="log drawn prompts", value=not logging_off(),
                                 tooltip="with ground truth open: log each drawn prompt beside the protocol's")
         self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
                              tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
