@@ -8,13 +8,21 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
    per-slice DSC plot, worst slice);
 3. ``benchmark.png``: the Benchmark and Compare widgets docked together
    after a LiteMedSAM run on the sample data's MedSAM npz layout (the CT
-   phantom's three organs), the worst row opened and compared.
+   phantom's three organs), the worst row opened and compared;
+4. ``sensitivity.png``: the Compare widget's prompt sensitivity of the
+   prediction of 2. (``scripts/_shot_sensitivity.py``);
+5. ``prompt_log.png``: a drawn box beside the protocol's, as the prompt log
+   records it (``scripts/_shot_prompt_log.py``);
+6. ``two_runs.png``: the Benchmark widget's two runs side by side, on two
+   LiteMedSAM runs over 5 hippocampus cases of ``../shared/data`` (box margins
+   0 and 10; ``scripts/_shot_two_runs.py``).
 
 Prediction (warm contour) and ground truth (cool fill) are told apart in all
 three. The window is 1600 x 1000; the script fails when the docked widgets
 make it larger.
 
-Only the repository's own synthetic sample data are used. Run from the
+The repository's own synthetic sample data are used, and for 6. the public
+hippocampus MRI of ``../shared/data`` (read in place). Run from the
 repository root (LiteMedSAM on CPU, a few minutes on two cores)::
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshots.py
@@ -148,6 +156,9 @@ def segment_and_compare(viewer: Any, target: int) -> None:
             layer.visible = False
     save(viewer, "compare.png")
     print(f"compare: volume DSC {comparison.dice:.3f}")
+    from _shot_sensitivity import shot as sensitivity_shot
+
+    sensitivity_shot(viewer, compare)
 
 
 def benchmark(viewer: Any, run_dir: Path) -> None:
@@ -220,6 +231,19 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
             benchmark(viewer, Path(tmp) / "run")
         viewer.close()
+        import _shot_prompt_log
+        import _shot_two_runs
+
+        viewer = napari.Viewer(title="napari-medsam-eval")
+        viewer.window._qt_window.resize(*WINDOW)
+        _shot_prompt_log.shot(viewer)
+        viewer.close()
+        with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
+            run_a, run_b = _shot_two_runs.make_runs(Path(tmp))
+            viewer = napari.Viewer(title="napari-medsam-eval")
+            viewer.window._qt_window.resize(*WINDOW)
+            _shot_two_runs.shot(viewer, run_a, run_b)
+            viewer.close()
     finally:
         if display is not None:
             display.stop()
