@@ -12,7 +12,7 @@ from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, Pro
 
 from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
-from ..protocols import PROTOCOLS
+from ..protocols import GROUND_TRUTH_PROTOCOLS
 from ._dock_layout import wrap_status
 
 AUTO_LAYOUT = "auto-detect"
@@ -46,7 +46,7 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND, tooltip=tip["model"])
     widget.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, visible=False,
                                  tooltip=tip["checkpoint"])
-    widget.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2", tooltip=tip["protocol"])
+    widget.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2", tooltip=tip["protocol"])
     widget.limit = SpinBox(label="limit (0 = all)", min=0, max=1_000_000, value=0, tooltip=tip["limit"])
     widget.workers = SpinBox(label="workers", min=1, max=max(1, os.cpu_count() or 1), value=1,
                              tooltip=tip["workers"])

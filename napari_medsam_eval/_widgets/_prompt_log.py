@@ -147,7 +147,6 @@ def follow_prompt_log(widget: "SegmentWidget") -> PromptLogger:
     """Give ``widget`` its prompt log (``widget.prompt_log``), shown above its status line."""
     logger = PromptLogger(widget)
     widget.prompt_log = logger
-    widget.protocol.choices = [c for c in widget.protocol.choices if c != "replay"]  # replay needs a log, not GT
     widget.insert(list(widget).index(widget.status) - 2, logger)
     return logger
 

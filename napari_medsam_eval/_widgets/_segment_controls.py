@@ -14,7 +14,7 @@ from napari.layers import Image, Labels, Points, Shapes
 
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..models.device import DEVICE_CHOICES as DEVICES
-from ..protocols import PROTOCOLS
+from ..protocols import GROUND_TRUTH_PROTOCOLS
 from . import _layers
 from ._anchors import correction_controls
 from ._dock_layout import wrap_status
@@ -59,7 +59,7 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
                              tooltip="show or fold the ground-truth controls")
     widget.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip="the Labels layer of the truth",
                                choices=choices(viewer, Labels, ("prediction", "overlay", "changes")))
-    widget.protocol = ComboBox(label="protocol", choices=sorted(PROTOCOLS), value="medsam2",
+    widget.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2",
                                tooltip="how a prompt is made from the ground truth (README, Protocols)")
     widget.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice",
                                    tooltip="the protocol's key slice, or the slice on screen")

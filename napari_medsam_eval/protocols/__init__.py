@@ -73,6 +73,8 @@ PROTOCOLS: dict[str, type[PromptProtocol]] = {
         ReplayProtocol,
     )
 }
+#: the protocols that make prompts from ground truth (the widgets' choices; ``replay`` reads a prompt log)
+GROUND_TRUTH_PROTOCOLS: tuple[str, ...] = tuple(sorted(n for n in PROTOCOLS if n != ReplayProtocol.name))
 
 
 def protocol_options(name: str) -> dict[str, Any]:
@@ -102,6 +104,7 @@ def _lookup(name: str) -> type[PromptProtocol]:
 
 
 __all__ = [
+    "GROUND_TRUTH_PROTOCOLS",
     "PROTOCOLS",
     "BoxJitterProtocol",
     "IterationStep",
