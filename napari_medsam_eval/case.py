@@ -55,6 +55,10 @@ def infer_kind(shape: tuple[int, ...], rgb: bool = False, hint: str | None = Non
     raise ValueError(f"an image to segment must be 2D or 3D (plus colour), got shape {tuple(shape)}")
 
 
+def present_label_values(label_map: np.ndarray) -> list[int]:
+    """The foreground label values (> 0) present in ``label_map``, ascending, as ints."""
+    return [int(v) for v in np.unique(np.asarray(label_map)) if v > 0]
+
 @dataclass(frozen=True)
 class Spacing:
     """Voxel/pixel spacing in mm (frames for ``t``), tagged with its axis order.
@@ -188,9 +192,7 @@ class Case:
 
     def label_values(self) -> list[int]:
         """Foreground label values present in ``label`` (sorted; empty without a label)."""
-        if self.label is None:
-            return []
-        return [int(v) for v in np.unique(self.label) if v != 0]
+        return [] if self.label is None else present_label_values(self.label)
 
     def n_slices(self) -> int:
         """Number of 2D slices/frames along the first axis (1 for a 2D image)."""

@@ -56,7 +56,7 @@ from typing import Any, Generator, Hashable
 import numpy as np
 from psygnal import Signal
 
-from .case import infer_kind
+from .case import infer_kind, present_label_values
 from .errors import Cancelled
 from .intensity import prepare_image
 from .models.base import SegmentationBackend, SegmentResult
@@ -283,7 +283,7 @@ class Session:
                 return prompt
         where = f" on slice {slice_index}" if slice_index is not None else ""
         region = label_map if slice_index is None or kind == "image" else label_map[int(slice_index)]
-        present = ", ".join(str(int(v)) for v in np.unique(region) if v > 0) or "none"
+        present = ", ".join(str(v) for v in present_label_values(region)) or "none"
         raise ValueError(f"label {target_label} is absent from the ground truth{where} (labels present: {present}): "
                          "nothing to prompt")
 

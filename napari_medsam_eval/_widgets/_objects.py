@@ -22,6 +22,7 @@ from napari.layers import Labels
 
 from .._layer_style import CHANGE_COLORS
 from ..attempts import ADDED, REMOVED, Attempt, AttemptHistory
+from ..case import present_label_values
 from ..prompt import Prompt
 from ._layers import find_layer, transform_kwargs
 from ._prediction_layer import object_mask, write_object
@@ -42,7 +43,7 @@ def present_labels(layer: Labels | None) -> list[int]:
     cached = _PRESENT.get(layer)
     if cached is not None and cached[0] is layer.data:
         return list(cached[1])
-    values = [int(v) for v in np.unique(np.asarray(layer.data)) if v > 0]
+    values = present_label_values(layer.data)
     _PRESENT[layer] = (layer.data, values)
     return values
 

@@ -26,7 +26,7 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from ..case import KINDS, SPATIAL_AXES, Case
+from ..case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..prompt import Prompt
 
 
@@ -78,7 +78,7 @@ def resolve_source(
     if label_map.dtype == bool:
         label_map = label_map.astype(np.uint8)
     if target_labels is None:
-        labels = [int(v) for v in np.unique(label_map) if v != 0]
+        labels = present_label_values(label_map)
     else:
         labels = [int(v) for v in target_labels]
         if any(v == 0 for v in labels):
