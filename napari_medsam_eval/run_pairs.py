@@ -88,14 +88,14 @@ def describe_run(run: RunResults) -> str:
     """How a run was made: model, protocol and the options that differ from its defaults, stop rule."""
     config = _manifest_text(run)
     if not config:
-        return f"{run.name} (no manifest)"
+        return "no manifest"
     options = {k: v for k, v in (config.get("protocol_options") or {}).items() if k in ("margin", "seed")}
     parts = [str(config.get("model")), str(config.get("protocol"))]
     if options:
         parts.append(json.dumps(options))
     if config.get("propagation"):
         parts.append(f"propagation {json.dumps(config['propagation'])}")
-    return f"{run.name}: " + ", ".join(parts)
+    return ", ".join(parts)
 
 
 def _reason(side: str, a: float, b: float) -> str:

@@ -31,7 +31,6 @@ from napari_medsam_eval.run_pairs import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overl
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 600_000
-RUN_ENV_NOTE = "LiteMedSAM, 5 cases: about a minute a run on two idle cores"
 
 
 def medsam_eval(*args: str) -> str:

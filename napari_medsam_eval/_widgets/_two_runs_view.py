@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import pandas as pd
 from qtpy.QtCore import Qt
-from qtpy.QtWidgets import QLabel, QTableWidget, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QLabel, QSizePolicy, QTableWidget, QVBoxLayout, QWidget
 
 from ..report.compare_report import comparison_rows
 from ..report.markup import cell_text
@@ -48,6 +48,8 @@ class TwoRunsView(QWidget):
         self.pair: RunPair | None = None
         self.runs = QLabel("")
         self.runs.setWordWrap(True)
+        self.runs.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.MinimumExpanding)  # long paths wrap, never widen
+        self.runs.setMinimumWidth(40)
         self.stats: QTableWidget = _table(tuple(comparison_rows(pd.DataFrame(columns=COLUMNS))[0]))
         self.stats.setMinimumHeight(110)
         self.stats.setMaximumHeight(150)
@@ -66,8 +68,8 @@ class TwoRunsView(QWidget):
                                  "double-click to open what there is")
         for widget in (self.table, self.unpaired):
             widget.cellDoubleClicked.connect(lambda line, _col, w=widget: self._double_clicked(w, line))
-        background, self._text_color = colors
-        self.figure, self.axes, self.canvas = plot_canvas(background, 200)
+        self._background, self._text_color = colors
+        self.figure, self.axes, self.canvas = plot_canvas(self._background, 200)
         fixed_margins(self.figure, left=0.18, bottom=0.2)
         self.canvas.setToolTip("DSC in run B against run A, a dot per case and target (colour: task); above the "
                                "diagonal B did better")
@@ -82,7 +84,8 @@ class TwoRunsView(QWidget):
         """Fill the tables and the scatter from ``pair``."""
         self.pair = pair
         a, b = pair.describe
-        self.runs.setText(f"A: {a}\nB: {b}" + "".join(f"\nnote: {n}" for n in pair.notes))
+        notes = "".join(f"\nnote: {n}" for n in pair.notes)
+        self.runs.setText(f"A = {pair.run_a.path}: {a}\nB = {pair.run_b.path}: {b}{notes}")
         header, rows = comparison_rows(pair.comparison)
         self.stats.setRowCount(len(rows))
         for line, values in enumerate(rows):
@@ -125,7 +128,7 @@ class TwoRunsView(QWidget):
     def _draw(self, pair: RunPair | None) -> None:
         ax = self.axes
         ax.clear()
-        style_axes(ax, ax.get_facecolor(), self._text_color)
+        style_axes(ax, self._background, self._text_color)
         ax.plot([0, 1], [0, 1], color=self._text_color, linewidth=0.8, linestyle=":")
         if pair is not None and not pair.pairs.empty:
             for index, (task, part) in enumerate(pair.pairs.groupby("task", sort=True)):

@@ -20,6 +20,7 @@ hidden for other runs); opening a row in the viewer is :mod:`._run_case`
 (read in the worker, layers added one per turn of the event loop), and
 :data:`NEXT_ROW_KEY` opens the next line of the table. The whole dock
 scrolls (:mod:`._dock_layout`), so it fits a 1000 px screen beside the Compare widget.
+At its end, two run folders side by side (run A vs run B): :class:`._two_runs.TwoRunsWidget`.
 """
 from __future__ import annotations
 
