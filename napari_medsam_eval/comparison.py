@@ -78,7 +78,45 @@ def compare_masks(pred: np.ndarray, gt: np.ndarray) -> Comparison:
     return Comparison(overlay, dice, per_slice, counts)
 
 
+#: values of :func:`ab_overlay`'s map (two predictions of one target: run A's, run B's)
+AB_NONE, AB_A_ONLY, AB_B_ONLY, AB_BOTH = 0, 1, 2, 3
+#: their names, for legends
+AB_NAMES = {AB_A_ONLY: "A only", AB_B_ONLY: "B only", AB_BOTH: "both"}
+
+def ab_overlay(pred_a: np.ndarray, pred_b: np.ndarray) -> np.ndarray:
+    """uint8 map: :data:`AB_A_ONLY` where only A segmented, :data:`AB_B_ONLY` only B, :data:`AB_BOTH` both."""
+    a = np.asarray(pred_a).astype(bool, copy=False)
+    b = np.asarray(pred_b).astype(bool, copy=False)
+    if a.shape != b.shape:
+        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
+    return (a.astype(np.uint8) * AB_A_ONLY + b.astype(np.uint8) * AB_B_ONLY)  # 1 + 2 = 3 = both
+
+
+def most_different_slice(pred_a: np.ndarray, pred_b: np.ndarray) -> int | None:
+    """The slice (first axis) with the most voxels in exactly one of A and B (the first of ties).
+
+    Where A and B agree everywhere: the slice with the most foreground of
+    either; None when both are empty or the masks are 2D.
+    """
+    a = np.asarray(pred_a).astype(bool, copy=False)
+    b = np.asarray(pred_b).astype(bool, copy=False)
+    if a.shape != b.shape:
+        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
+    if a.ndim < 3:
+        return None
+    axes = tuple(range(1, a.ndim))
+    for counts in ((a ^ b).sum(axis=axes), (a | b).sum(axis=axes)):
+        if counts.any():
+            return int(np.argmax(counts))
+    return None
+
+
 __all__ = [
+    "AB_A_ONLY",
+    "AB_BOTH",
+    "AB_B_ONLY",
+    "AB_NAMES",
+    "AB_NONE",
     "Comparison",
     "OVERLAY_FN",
     "OVERLAY_FP",
@@ -86,5 +124,7 @@ __all__ = [
     "OVERLAY_TN",
     "OVERLAY_TP",
     "binary_target",
+    "ab_overlay",
     "compare_masks",
+    "most_different_slice",
 ]

@@ -30,48 +30,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .benchmark.run_case import RunCase, _prediction, load_run_case, row_prompt
+from .benchmark.run_case import RunCase, load_run_case, read_prediction, row_prompt
 from .case import Case
-from .comparison import binary_target
+from .comparison import ab_overlay, binary_target, most_different_slice
 from .errors import DataError
 from .report.paired import PAIR_KEYS, compare_runs, paired_scores
 from .report.results import RunResults, is_missing, load_run
 
-#: values of :func:`ab_overlay`'s map
-AB_NONE, AB_A_ONLY, AB_B_ONLY, AB_BOTH = 0, 1, 2, 3
-#: their names, for legends
-AB_NAMES = {AB_A_ONLY: "A only", AB_B_ONLY: "B only", AB_BOTH: "both"}
 #: columns of :attr:`RunPair.pairs` and :attr:`RunPair.unpaired`
 PAIR_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "diff"]
 UNPAIRED_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "reason"]
-
-
-def ab_overlay(pred_a: np.ndarray, pred_b: np.ndarray) -> np.ndarray:
-    """uint8 map: :data:`AB_A_ONLY` where only A segmented, :data:`AB_B_ONLY` only B, :data:`AB_BOTH` both."""
-    a = np.asarray(pred_a).astype(bool, copy=False)
-    b = np.asarray(pred_b).astype(bool, copy=False)
-    if a.shape != b.shape:
-        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
-    return (a.astype(np.uint8) * AB_A_ONLY + b.astype(np.uint8) * AB_B_ONLY)  # 1 + 2 = 3 = both
-
-
-def most_different_slice(pred_a: np.ndarray, pred_b: np.ndarray) -> int | None:
-    """The slice (first axis) with the most voxels in exactly one of A and B (the first of ties).
-
-    Where A and B agree everywhere: the slice with the most foreground of
-    either; None when both are empty or the masks are 2D.
-    """
-    a = np.asarray(pred_a).astype(bool, copy=False)
-    b = np.asarray(pred_b).astype(bool, copy=False)
-    if a.shape != b.shape:
-        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
-    if a.ndim < 3:
-        return None
-    axes = tuple(range(1, a.ndim))
-    for counts in ((a ^ b).sum(axis=axes), (a | b).sum(axis=axes)):
-        if counts.any():
-            return int(np.argmax(counts))
-    return None
 
 
 def _manifest_text(run: RunResults) -> dict[str, Any]:
@@ -205,7 +173,7 @@ def load_case_pair(run_a: str | Path, run_b: str | Path, row_a: dict[str, Any] |
             notes.append(f"run {name} has no row for this case and target")
             continue
         prediction, note = ((loaded.prediction, loaded.note) if row is first
-                            else _prediction(Path(directory), row, loaded.case))
+                            else read_prediction(Path(directory), row, loaded.case))
         predictions[name] = prediction
         if note:
             notes.append(f"run {name}: {note}")
@@ -217,5 +185,4 @@ def load_case_pair(run_a: str | Path, run_b: str | Path, row_a: dict[str, Any] |
     return pair
 
 
-__all__ = ["AB_A_ONLY", "AB_BOTH", "AB_B_ONLY", "AB_NAMES", "AB_NONE", "CasePair", "RunPair", "ab_overlay",
-           "describe_run", "load_case_pair", "most_different_slice", "open_run_pair"]
+__all__ = ["CasePair", "RunPair", "describe_run", "load_case_pair", "open_run_pair"]

@@ -20,8 +20,8 @@ from napari_medsam_eval.comparison import binary_target
 from napari_medsam_eval.errors import DataError
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import compare_runs
-from napari_medsam_eval.run_pairs import (AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, load_case_pair,
-                                          most_different_slice, open_run_pair)
+from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, most_different_slice
+from napari_medsam_eval.run_pairs import load_case_pair, open_run_pair
 
 
 def make_run(dataset, out, margin: int, model: str = "box", limit: int = 4, extra: tuple[str, ...] = ()) -> None:

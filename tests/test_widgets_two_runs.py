@@ -26,7 +26,7 @@ from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
 from napari_medsam_eval.comparison import binary_target
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
-from napari_medsam_eval.run_pairs import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
+from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
 
 pytestmark = pytest.mark.gui
 

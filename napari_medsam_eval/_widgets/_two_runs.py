@@ -26,7 +26,8 @@ from qtpy.QtCore import QTimer
 
 from .._layer_style import AB_COLORS, style_prediction
 from ..report.stats import row_stops
-from ..run_pairs import AB_NAMES, CasePair, RunPair, load_case_pair, open_run_pair
+from ..comparison import AB_NAMES
+from ..run_pairs import CasePair, RunPair, load_case_pair, open_run_pair
 from . import _run_case
 from ._dock_layout import wrap_status
 from ._layers import go_to_index, transform_kwargs

@@ -76,7 +76,7 @@ def row_prompt(row: dict[str, Any]) -> Prompt | None:
     return prompts[0] if prompts else None
 
 
-def _prediction(run_dir: Path, row: dict[str, Any], case: Case) -> tuple[np.ndarray | None, str]:
+def read_prediction(run_dir: Path, row: dict[str, Any], case: Case) -> tuple[np.ndarray | None, str]:
     """The saved prediction of ``row`` and an empty note, or None and why."""
     relative = str(row.get("prediction_path") or "")
     if not relative:
@@ -100,8 +100,8 @@ def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
         raise DataError("the row has no case_id: not a row of a benchmark run", run_dir)
     layout, dataset = run_dataset(run_dir)
     case = layout.load(_find_ref(layout, dataset, str(row["case_id"])))
-    prediction, note = _prediction(run_dir, row, case)
+    prediction, note = read_prediction(run_dir, row, case)
     return RunCase(row=dict(row), case=case, prediction=prediction, prompt=row_prompt(row), note=note)
 
 
-__all__ = ["RunCase", "load_run_case", "row_prompt", "run_dataset"]
+__all__ = ["RunCase", "load_run_case", "read_prediction", "row_prompt", "run_dataset"]
