@@ -48,6 +48,7 @@ from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, CaseSettings, er
 from .steps import StepProgress, stepping
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
+from .ray_executor import RayCases, check_executor
 
 
 LOG_FILE = "run.log"
@@ -152,6 +153,9 @@ def run_benchmark(
     propagation: str | dict[str, Any] | None = None,
     steps: StepProgress | None = None,
     cancel: threading.Event | None = None,
+    executor: str = "local",
+    ray_address: str | None = None,
+    gpus_per_worker: float = 0.0,
 ) -> pd.DataFrame:
     """Evaluate ``model`` with prompts of ``protocol`` on every case of ``dataset``.
 
@@ -173,12 +177,16 @@ def run_benchmark(
     overrides what the readers record of the cases' intensities ("auto": the modality's rule, npz prepared).
     ``propagation``: the propagation rules of per-slice models (a preset name, a dict of
     options, or None for each kind's measured default; :mod:`napari_medsam_eval.propagation.rules`).
+    ``executor``: ``"local"`` (this process, or ``workers`` spawned processes) or ``"ray"``
+    (``workers`` Ray actors, :mod:`.ray_executor`: a local Ray, or the cluster at ``ray_address``;
+    each actor reserves ``gpus_per_worker`` GPUs).
     """
     from ..protocols import build_protocol
 
     dataset, out_dir = Path(dataset), Path(out_dir)
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    check_executor(executor, workers, gpus_per_worker, ray_address)
     if propagation is not None:  # refuse unknown presets and options before any work
         resolve_rules("volume", propagation)
     if intensity not in INTENSITY_MODES:
@@ -212,7 +220,8 @@ def run_benchmark(
                         backend, workers=workers, resume=resume, limit=limit,
                         save_predictions=save_predictions, seed=seed, progress=progress,
                         progress_bar=progress_bar, intensity=intensity, propagation=propagation,
-                        steps=steps, cancel=cancel)
+                        steps=steps, cancel=cancel,
+                        ray=(ray_address, gpus_per_worker) if executor == "ray" else None)
         finally:
             logger.removeHandler(handler)
             logger.setLevel(log_level)
@@ -223,7 +232,8 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
          model_options: dict[str, Any], protocol: Any, backend: Any, *, workers: int, resume: bool,
          limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
          progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None,
-         steps: StepProgress | None = None, cancel: threading.Event | None = None) -> pd.DataFrame:
+         steps: StepProgress | None = None, cancel: threading.Event | None = None,
+         ray: tuple[str | None, float] | None = None) -> pd.DataFrame:
     from tqdm import tqdm
 
     settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
@@ -234,6 +244,8 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     config = {"dataset_path": str(dataset.resolve()), "layout": layout, "model": model,
               "model_options": model_options, "protocol": protocol.name, "protocol_options": protocol.options(),
               "seed": seed, "intensity": intensity, "propagation": propagation, "workers": workers, "limit": limit, "save_predictions": save_predictions}
+    if ray is not None:
+        config.update(executor="ray", ray_address=ray[0], gpus_per_worker=ray[1])
     store = ResultStore(out_dir)
     previous = read_manifest(out_dir) if resume else None
     manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config}
@@ -270,8 +282,12 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     logger.info("run %s: %d of %d cases to do (%s, %s, %s, workers=%d)", out_dir, len(todo), len(refs),
                 layout, model, protocol.name, workers)
 
-    if workers > 1:
-        executor: SerialCases | ParallelCases = ParallelCases(spec, todo, workers, cancel=cancel)
+    if ray is not None:
+        executor: SerialCases | ParallelCases | RayCases = RayCases(
+            spec, todo, workers, address=ray[0], gpus_per_worker=ray[1], cancel=cancel)
+        del backend  # the actors build their own
+    elif workers > 1:
+        executor = ParallelCases(spec, todo, workers, cancel=cancel)
         del backend  # the workers build their own; free this one's memory
     else:
         executor = SerialCases(build_evaluator(spec, backend), todo, progress=stepping(steps, cancel))

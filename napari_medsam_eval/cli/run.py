@@ -4,6 +4,9 @@ Writes results.jsonl/csv/parquet, manifest.json and run.log into RUN_DIR (see
 :mod:`napari_medsam_eval.benchmark.runner`), then, when the report module is
 installed, the report. A non-empty RUN_DIR is refused unless ``--resume``.
 
+``--executor ray`` runs the cases on Ray actors (:mod:`napari_medsam_eval.benchmark.ray_executor`):
+a local Ray, or the cluster of ``--ray-address``, ``--gpus-per-worker`` GPUs each.
+
 ``--prompts LOG.csv`` replays the prompts a person drew (a prompt log of the Segment
 widget, :mod:`napari_medsam_eval.prompt_log`): it selects the ``replay`` protocol
 (:mod:`napari_medsam_eval.protocols.replay`) and cannot be combined with another
@@ -40,7 +43,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_embeddings_argument(parser)
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
-    parser.add_argument("--workers", type=int, default=1, help="cases in parallel processes (default 1)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="cases in parallel: local processes, or Ray actors with --executor ray (default 1)")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="where the workers run: local processes (default), or Ray actors (a local Ray, or "
+                             "the cluster of --ray-address; pip install 'napari-medsam-eval[ray]')")
+    parser.add_argument("--ray-address", metavar="ADDRESS",
+                        help="a running Ray cluster to join (HOST:PORT as 'ray start --head' prints, or auto); "
+                             "default: a local Ray started for the run")
+    parser.add_argument("--gpus-per-worker", type=float, default=0.0, metavar="F",
+                        help="GPUs each Ray worker reserves (e.g. 1 for MedSAM2, 0.5 shares a GPU; default 0)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--limit", type=int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
@@ -125,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
             model_options=model_options, protocol_options=protocol_options,
             workers=args.workers, resume=args.resume, limit=args.limit, save_predictions=args.save_predictions,
             seed=args.seed, layout=args.layout, progress_bar=not args.quiet, intensity=args.intensity,
-            propagation=propagation_option(args.propagation),
+            propagation=propagation_option(args.propagation), executor=getattr(args, "executor", "local"),
+            ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0),
         )
     except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
         if getattr(args, "debug", False):
