@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from screenshots import WINDOW, _display, _dock, _process, _wait, save  # noqa: E402
+from screenshots import _dock, _process, _wait, in_viewer, on_display, save  # noqa: E402
 
 
 def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name: str | None = "prompt_log.png") -> None:
@@ -74,18 +74,7 @@ def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name:
 
 
 def main() -> int:
-    display = _display()
-    try:
-        import napari
-
-        viewer = napari.Viewer(title="napari-medsam-eval")
-        viewer.window._qt_window.resize(*WINDOW)
-        shot(viewer)
-        viewer.close()
-    finally:
-        if display is not None:
-            display.stop()
-    return 0
+    return on_display(lambda: in_viewer(shot))
 
 
 if __name__ == "__main__":

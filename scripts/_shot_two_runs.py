@@ -96,20 +96,12 @@ def make_runs(root: Path) -> tuple[Path, Path]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    display = screenshots._display()
-    try:
-        import napari
 
+    def job() -> None:
         with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
-            run_a, run_b = (Path(argv[0]), Path(argv[1])) if len(argv) == 2 else make_runs(Path(tmp))
-            viewer = napari.Viewer(title="napari-medsam-eval")
-            viewer.window._qt_window.resize(*screenshots.WINDOW)
-            shot(viewer, run_a, run_b)
-            viewer.close()
-    finally:
-        if display is not None:
-            display.stop()
-    return 0
+            runs = (Path(argv[0]), Path(argv[1])) if len(argv) == 2 else make_runs(Path(tmp))
+            screenshots.in_viewer(shot, *runs)
+    return screenshots.on_display(job)
 
 
 if __name__ == "__main__":

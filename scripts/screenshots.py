@@ -51,6 +51,29 @@ MAX_WIDTH = 1300
 MAX_BYTES = 400_000
 
 
+def in_viewer(shot: Callable[..., None], *args: Any) -> None:
+    """``shot(viewer, *args)`` in a new 1600 x 1000 viewer, closed afterwards."""
+    import napari
+
+    viewer = napari.Viewer(title="napari-medsam-eval")
+    viewer.window._qt_window.resize(*WINDOW)
+    try:
+        shot(viewer, *args)
+    finally:
+        viewer.close()
+
+
+def on_display(job: Callable[[], None]) -> int:
+    """Run ``job`` with a display (a virtual one started here when there is none); 0."""
+    display = _display()
+    try:
+        job()
+    finally:
+        if display is not None:
+            display.stop()
+    return 0
+
+
 def _display() -> Any:
     """A virtual display when there is none (kept alive by the returned object)."""
     if os.environ.get("DISPLAY") or os.environ.get("QT_QPA_PLATFORM") == "offscreen":
@@ -218,36 +241,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", type=int, default=2, help="CT phantom label to segment (1 liver, 2 kidney, 3 lesion)")
     args = parser.parse_args(argv)
-    display = _display()
-    try:
-        import napari
+    return on_display(lambda: all_shots(args.target))
 
-        viewer = napari.Viewer(title="napari-medsam-eval")
-        viewer.window._qt_window.resize(*WINDOW)
-        segment_and_compare(viewer, args.target)
-        viewer.close()
-        viewer = napari.Viewer(title="napari-medsam-eval")
-        viewer.window._qt_window.resize(*WINDOW)
-        with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
-            benchmark(viewer, Path(tmp) / "run")
-        viewer.close()
-        import _shot_prompt_log
-        import _shot_two_runs
 
-        viewer = napari.Viewer(title="napari-medsam-eval")
-        viewer.window._qt_window.resize(*WINDOW)
-        _shot_prompt_log.shot(viewer)
-        viewer.close()
-        with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
-            run_a, run_b = _shot_two_runs.make_runs(Path(tmp))
-            viewer = napari.Viewer(title="napari-medsam-eval")
-            viewer.window._qt_window.resize(*WINDOW)
-            _shot_two_runs.shot(viewer, run_a, run_b)
-            viewer.close()
-    finally:
-        if display is not None:
-            display.stop()
-    return 0
+def all_shots(target: int) -> None:
+    """Every screenshot, each in a viewer of its own."""
+    import _shot_prompt_log
+    import _shot_two_runs
+
+    in_viewer(segment_and_compare, target)
+    with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
+        in_viewer(benchmark, Path(tmp) / "run")
+    in_viewer(_shot_prompt_log.shot)
+    with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
+        in_viewer(_shot_two_runs.shot, *_shot_two_runs.make_runs(Path(tmp)))
 
 
 if __name__ == "__main__":

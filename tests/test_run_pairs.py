@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pandas as pd
@@ -22,14 +20,7 @@ from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import compare_runs
 from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, most_different_slice
 from napari_medsam_eval.run_pairs import load_case_pair, open_run_pair
-
-
-def make_run(dataset, out, margin: int, model: str = "box", limit: int = 4, extra: tuple[str, ...] = ()) -> None:
-    """``medsam-eval run`` with the medsam2 protocol's ``margin`` (predictions saved, no report)."""
-    subprocess.run([sys.executable, "-m", "napari_medsam_eval", "run", str(dataset), "--model", model,
-                    "--protocol", "medsam2", "--protocol-options", f'{{"margin": {margin}}}', "--limit", str(limit),
-                    "--save-predictions", "--no-report", "--quiet", "--out", str(out), *extra],
-                   check=True, capture_output=True, text=True)
+from margin_runs import margin_runs
 
 
 def drop_case(run, case_id: str) -> None:
@@ -41,11 +32,7 @@ def drop_case(run, case_id: str) -> None:
 
 @pytest.fixture(scope="module")
 def runs(shared_data, tmp_path_factory):
-    root = tmp_path_factory.mktemp("box-runs")
-    dataset = shared_data / "hippocampus_mri"
-    make_run(dataset, root / "A", 0)
-    make_run(dataset, root / "B", 10)
-    return root / "A", root / "B"
+    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("box-runs"), "box", 4)
 
 
 def test_ab_overlay_values_and_slice():

@@ -27,6 +27,7 @@ from napari_medsam_eval.comparison import binary_target
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
 from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
+from margin_runs import make_run, margin_runs
 
 pytestmark = pytest.mark.gui
 
@@ -39,20 +40,10 @@ def medsam_eval(*args: str) -> str:
     return done.stdout
 
 
-def make_run(dataset, out, margin: int, model: str = "litemedsam") -> None:
-    medsam_eval("run", str(dataset), "--model", model, "--protocol", "medsam2", "--protocol-options",
-                json.dumps({"margin": margin}), "--limit", "5", "--save-predictions", "--no-report", "--quiet",
-                "--out", str(out))
-
-
 @pytest.fixture(scope="module")
 def runs(shared_data, tmp_path_factory):
     """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 5 hippocampus cases each."""
-    root = tmp_path_factory.mktemp("two-runs")
-    dataset = shared_data / "hippocampus_mri"
-    make_run(dataset, root / "A", 0)
-    make_run(dataset, root / "B", 10)
-    return root / "A", root / "B"
+    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("two-runs"), "litemedsam", 5)
 
 
 @pytest.fixture
@@ -190,7 +181,7 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
 def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tmp_path, qtbot, messages):
     run_a, _ = runs
     box = tmp_path / "box"  # another model and margin: pairs as well
-    make_run(shared_data / "hippocampus_mri", box, 10, model="box")
+    make_run(shared_data / "hippocampus_mri", box, 10, model="box", limit=5)
     _viewer, _bench, widget = _dock(make_napari_viewer)
     _wait(qtbot, widget.compare(run_a, box))
     assert messages["error"] == [] and widget.view.table.rowCount() == 10 and widget.pair.unpaired.empty

@@ -1,0 +1,24 @@
+"""Two real runs over one dataset for the tests of "two runs side by side": the medsam2 protocol
+with two box margins, predictions saved, made by the real CLI in a subprocess."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def make_run(dataset: Path, out: Path, margin: int, model: str = "box", limit: int = 4,
+             extra: tuple[str, ...] = ()) -> None:
+    """``medsam-eval run`` with the medsam2 protocol's ``margin`` (predictions saved, no report)."""
+    subprocess.run([sys.executable, "-m", "napari_medsam_eval", "run", str(dataset), "--model", model,
+                    "--protocol", "medsam2", "--protocol-options", json.dumps({"margin": margin}),
+                    "--limit", str(limit), "--save-predictions", "--no-report", "--quiet", "--out", str(out), *extra],
+                   check=True, capture_output=True, text=True)
+
+
+def margin_runs(dataset: Path, root: Path, model: str, limit: int) -> tuple[Path, Path]:
+    """(A, B): margins 0 and 10 under ``root``."""
+    make_run(dataset, root / "A", 0, model, limit)
+    make_run(dataset, root / "B", 10, model, limit)
+    return root / "A", root / "B"
