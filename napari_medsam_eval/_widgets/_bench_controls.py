@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, ProgressBar, PushButton, SpinBox, Widget
+from magicgui.widgets import (CheckBox, ComboBox, Container, FileEdit, Label, LineEdit, ProgressBar, PushButton, SpinBox,
+                              Widget)
 
 from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
@@ -31,7 +32,12 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
         "protocol": "how prompts are made from the ground truth (medsam2: a box on the target's middle slice, "
                     "propagated both ways)",
         "limit": "run only the first N cases of the dataset (0: every case)",
-        "workers": "processes segmenting cases at once; with one, the progress bar moves per slice",
+        "workers": "processes (or Ray actors) segmenting cases at once; with one local worker, the progress bar "
+                   "moves per slice",
+        "executor": "where the workers run: local processes of this machine, or Ray actors (a local Ray, or a "
+                    "Ray cluster; needs pip install 'napari-medsam-eval[ray]')",
+        "ray_address": "a running Ray cluster to join (HOST:PORT as 'ray start --head' prints, or auto); empty: "
+                       "a local Ray started for the run. The workers read the cases by path: a shared filesystem",
         "save": "write each case's predicted label map into the run folder, so that a row opens with its prediction",
         "output": "the run folder: new or empty for Run, an earlier run's to Resume it or to browse its rows",
         "run": "start the run the settings describe",
@@ -50,6 +56,9 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.limit = SpinBox(label="limit (0 = all)", min=0, max=1_000_000, value=0, tooltip=tip["limit"])
     widget.workers = SpinBox(label="workers", min=1, max=max(1, os.cpu_count() or 1), value=1,
                              tooltip=tip["workers"])
+    widget.executor = ComboBox(label="executor", choices=["local", "ray"], value="local", tooltip=tip["executor"])
+    widget.ray_address = LineEdit(label="Ray address", value="", visible=False, tooltip=tip["ray_address"])
+    widget.executor.changed.connect(lambda value: _on_executor(widget, value))
     widget.save_predictions = CheckBox(text="save predictions (to open cases)", value=True, tooltip=tip["save"])
     widget.out_dir = FileEdit(label="output", mode="d", nullable=True, value=None, tooltip=tip["output"])
     widget.run_button = PushButton(text="Run", tooltip=tip["run"])
@@ -62,8 +71,15 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.status = Label(label="status", value="choose a dataset folder and an output folder")
     wrap_status(widget.status)
     inputs = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol,
-              widget.limit, widget.workers, widget.save_predictions, widget.out_dir]
+              widget.limit, widget.workers, widget.executor, widget.ray_address, widget.save_predictions,
+              widget.out_dir]
     return inputs, buttons
+
+
+def _on_executor(widget: Any, executor: str) -> None:
+    """Ray: the address field shows, and workers may outnumber this machine's cores (a cluster's)."""
+    widget.ray_address.visible = executor == "ray"
+    widget.workers.max = 1024 if executor == "ray" else max(1, os.cpu_count() or 1)
 
 
 __all__ = ["AUTO_LAYOUT", "MODEL_CHOICES", "add_run_controls"]

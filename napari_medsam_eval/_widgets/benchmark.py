@@ -131,7 +131,8 @@ class BenchmarkWidget(Container):
         return RunRequest.checked(_path(self.dataset), _path(self.out_dir), self.model.value, self.protocol.value,
                                   checkpoint=_path(self.checkpoint), resume=resume, layout=layout,
                                   limit=int(self.limit.value) or None, workers=int(self.workers.value),
-                                  save_predictions=bool(self.save_predictions.value))
+                                  save_predictions=bool(self.save_predictions.value),
+                                  executor=self.executor.value, ray_address=self.ray_address.value)
 
     def run(self, resume: bool = False) -> Any:
         """Start the run the controls describe (``resume``: continue the output folder's run).

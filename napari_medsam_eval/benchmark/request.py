@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..progress import iterate_progress
 from .manifest import read_manifest
+from .ray_executor import RayUnavailable, import_ray
 from .runner import run_benchmark
 from .steps import CaseStep
 from .store import ROWS_FILE
@@ -44,11 +45,15 @@ class RunRequest:
     resume: bool = False
     save_predictions: bool = True
     model_options: dict[str, Any] = field(default_factory=dict)
+    #: ``local`` (processes of this machine) or ``ray`` (Ray actors: a local Ray, or the cluster at ``ray_address``)
+    executor: str = "local"
+    ray_address: str | None = None
 
     def kwargs(self) -> dict[str, Any]:
         return {"dataset": self.dataset, "out_dir": self.out_dir, "model": self.model, "protocol": self.protocol,
                 "layout": self.layout, "limit": self.limit, "workers": self.workers, "resume": self.resume,
-                "save_predictions": self.save_predictions, "model_options": dict(self.model_options)}
+                "save_predictions": self.save_predictions, "model_options": dict(self.model_options),
+                "executor": self.executor, "ray_address": self.ray_address}
 
     @classmethod
     def checked(cls, dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
@@ -57,7 +62,8 @@ class RunRequest:
 
         ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
         with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
-        need an existing ``checkpoint`` file. ``options``: the other fields.
+        need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package.
+        ``options``: the other fields.
         """
         if dataset is None:
             raise ValueError("choose a dataset folder")
@@ -72,6 +78,14 @@ class RunRequest:
                              "or choose a new folder")
         if resume and not (out_dir / ROWS_FILE).is_file():
             raise ValueError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
+        if options.get("executor", "local") == "ray":
+            try:
+                import_ray()
+            except RayUnavailable as error:
+                raise ValueError(str(error)) from None
+            options["ray_address"] = (options.get("ray_address") or "").strip() or None
+        elif "ray_address" in options:
+            options["ray_address"] = None  # an address typed for Ray does not apply to local workers
         model_options: dict[str, Any] = {}
         if model in NEEDS_CHECKPOINT:
             if checkpoint is None or not checkpoint.is_file():
