@@ -9,7 +9,8 @@ Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment
 (one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`.scoring`
 (metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
 files, atomic rows, resume, and the one reader of ``results.jsonl``), :mod:`.workers` (process
-pool), :mod:`.manifest`, :mod:`.run_case` (a row's case, saved prediction and prompt, opened again).
+pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.run_case` (a row's
+case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
 
