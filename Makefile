@@ -58,7 +58,7 @@ test: $(STAMP) system-deps
 # The performance suite (README, "Performance"): each script prints the CPU
 # (model, family/model, cores, clock, estimated fp32 peak: benchmarks/_machine.py),
 # medians, its named baseline measured in the same run, and the ratio; the
-# encoder scripts add GFLOP per pass and the GFLOP/s reached. About 35 min on
+# encoder scripts add GFLOP per pass and the GFLOP/s reached. About 45 min on
 # 2 cores; `make bench BENCH_ARGS=--quick` runs the short versions.
 BENCH_ARGS ?=
 bench: $(STAMP)
@@ -70,6 +70,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/encoder_variants.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/encode_ahead_speed.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/embedding_store_rerun.py $(BENCH_ARGS)
+	$(BIN)/python benchmarks/ray_overhead.py
 
 sample-data: $(STAMP)
 	$(BIN)/python scripts/make_sample_data.py
