@@ -2,11 +2,7 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +16,7 @@ from napari_medsam_eval.cli import main
 from napari_medsam_eval.datasets import CaseRef
 from napari_medsam_eval.errors import DataError
 
-from test_benchmark_store import SLOW_BACKEND, _alive
+from test_benchmark_store import all_gone, kill_part_way
 
 ray = pytest.importorskip("ray")  # in the test extra: CI has it
 
@@ -66,35 +62,17 @@ def test_resume_after_killing_the_driver(local_ray: str, shared_data: Path, tmp_
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A driver joined to the cluster (--ray-address) killed with SIGKILL part-way: its actors exit,
     and --resume on Ray completes the table of an uninterrupted local run, no row twice."""
-    (tmp_path / "slow_backend.py").write_text(SLOW_BACKEND)
     pids = tmp_path / "pids"
     pids.mkdir()
     dataset, run_dir, model = shared_data / "hippocampus_mri", tmp_path / "killed", "slow_backend:build"
     options = {"delay": 0.05, "pid_dir": str(pids)}
-    script = ("import sys; sys.path.insert(0, %r)\n"
-              "from napari_medsam_eval.benchmark import run_benchmark\n"
-              "run_benchmark(%r, %r, %r, model_options=%r, limit=10, workers=2, executor='ray', ray_address=%r)\n"
-              ) % (str(tmp_path), str(dataset), str(run_dir), model, options, local_ray)
-    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
-    rows_file = run_dir / "results.jsonl"
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline and process.poll() is None:
-            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 6:  # 3 cases x 2 targets
-                break
-            time.sleep(0.02)
-        assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read()!r}"
-        os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.wait(timeout=30)
+    process = kill_part_way(tmp_path, dataset, run_dir, options,
+                            extra=f", executor='ray', ray_address={local_ray!r}", timeout_s=240)
     done_before = ResultStore(run_dir).done_case_ids()
     assert 3 <= len(done_before) < 10
     actors = [int(p.name) for p in pids.iterdir() if int(p.name) != process.pid]
     assert len(actors) == 2, actors  # two actors built the model, the driver one
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in actors) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(_alive(pid) for pid in actors), "the actors of a killed driver must exit"
+    assert all_gone(actors, 30), "the actors of a killed driver must exit"
 
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: list[str] = []

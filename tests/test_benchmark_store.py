@@ -111,22 +111,27 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, shared_data: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """Kill a 2-worker run with SIGKILL part-way: its workers exit, and --resume completes the table."""
+def all_gone(pids: list[int], timeout_s: float) -> bool:
+    """Whether every process in ``pids`` has exited within ``timeout_s`` seconds."""
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not any(_alive(pid) for pid in pids)
+
+
+def kill_part_way(tmp_path: Path, dataset: Path, run_dir: Path, options: dict, extra: str = "",
+                  timeout_s: float = 180) -> subprocess.Popen:
+    """``run_benchmark`` of 10 cases of ``dataset`` with the slow box backend (``options``), 2 workers and
+    ``extra`` keyword arguments, in a subprocess killed with SIGKILL once 3 cases (6 rows) are stored."""
     (tmp_path / "slow_backend.py").write_text(SLOW_BACKEND)
-    pids = tmp_path / "pids"
-    pids.mkdir()
-    dataset, run_dir, model = shared_data / "hippocampus_mri", tmp_path / "killed", "slow_backend:build"
-    options = {"delay": 0.03, "pid_dir": str(pids)}
     script = (
         "import sys; sys.path.insert(0, %r)\n"
         "from napari_medsam_eval.benchmark import run_benchmark\n"
-        "run_benchmark(%r, %r, %r, model_options=%r, limit=10, workers=2)\n"
-    ) % (str(tmp_path), str(dataset), str(run_dir), model, options)
+        "run_benchmark(%r, %r, 'slow_backend:build', model_options=%r, limit=10, workers=2%s)\n"
+    ) % (str(tmp_path), str(dataset), str(run_dir), options, extra)
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
     rows_file = run_dir / "results.jsonl"
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline and process.poll() is None:
             if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 6:  # 3 cases x 2 targets
@@ -136,16 +141,24 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, share
         os.kill(process.pid, signal.SIGKILL)
     finally:
         process.wait(timeout=30)
+    return process
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, shared_data: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kill a 2-worker run with SIGKILL part-way: its workers exit, and --resume completes the table."""
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    dataset, run_dir, model = shared_data / "hippocampus_mri", tmp_path / "killed", "slow_backend:build"
+    options = {"delay": 0.03, "pid_dir": str(pids)}
+    process = kill_part_way(tmp_path, dataset, run_dir, options)
     assert process.returncode == -signal.SIGKILL
     done_before = ResultStore(run_dir).done_case_ids()
     assert 3 <= len(done_before) < 10
     assert json.loads((run_dir / "manifest.json").read_text())["status"] == "running"
     workers = [int(p.name) for p in pids.iterdir() if int(p.name) != process.pid]
     assert len(workers) == 2
-    deadline = time.monotonic() + 15
-    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(_alive(pid) for pid in workers), "workers of a killed run must exit"
+    assert all_gone(workers, 15), "workers of a killed run must exit"
 
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: list[str] = []

@@ -39,7 +39,9 @@ class PromptLogger(Container):
         self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
                              tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
         self.summary = Label(label="drawn vs protocol", value="no prompt logged yet")
-        super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log")
+        super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
+                         tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
+                                 "(README, 'Drawn vs protocol prompts')")
         self.last_row: dict[str, Any] | None = None
         self.rows_written = 0
         self._workers: list[Any] = []

@@ -91,6 +91,9 @@ class SensitivitySection(Container):
         self.figure, self.axes, self.canvas = plot_canvas(background, 110)
         style_axes(self.axes, background, self._text)
         self.native.layout().addWidget(self.canvas)
+        # hidden until there is a histogram: a shown canvas redraws whenever the dock's layout changes
+        # (measured: +0.1 s on every benchmark row opened with Compare docked)
+        self.canvas.setVisible(False)
         self.runner = WorkerRunner(self.status, [self.runs, self.run_button], self.cancel_button, self.progress)
         self.run_button.changed.connect(lambda *_: self.start())
         self.cancel_button.changed.connect(lambda *_: self.runner.cancel())
@@ -133,6 +136,7 @@ class SensitivitySection(Container):
         self._plot(result)
 
     def _plot(self, result: SensitivityResult) -> None:
+        self.canvas.setVisible(bool(result.dice))
         self.axes.clear()
         style_axes(self.axes, self.figure.get_facecolor(), self._text)
         if result.dice:
