@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/encode_ahead_speed.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/embedding_store_rerun.py $(BENCH_ARGS)
 	$(BIN)/python benchmarks/ray_overhead.py
+	$(BIN)/python benchmarks/responsiveness.py
 
 sample-data: $(STAMP)
 	$(BIN)/python scripts/make_sample_data.py

@@ -37,9 +37,11 @@ GROUND_TRUTH_OPACITY = 0.45
 OVERLAY_COLORS = {OVERLAY_TP: "lime", OVERLAY_FP: "magenta", OVERLAY_FN: "cyan"}
 #: an attempt's changes (Segment widget, *Changes*): pixels added, removed
 CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
-#: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A red, only run B dodger blue,
-#: both white
-AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: "red", AB_B_ONLY: "dodgerblue", AB_BOTH: "white"}
+#: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A red, only run B chartreuse (no
+#: blue: that is the ground truth's; no orange: a prediction's), both white
+AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: "red", AB_B_ONLY: "chartreuse", AB_BOTH: "white"}
+#: the worst run of a prompt sensitivity (Compare widget): a white contour, not a prediction's warm colour
+WORST_RUN_COLOR = "white"
 
 
 def palette_colormap(palette: tuple[str, ...]) -> dict[Any, str]:
@@ -62,13 +64,14 @@ def ground_truth_kwargs() -> dict[str, Any]:
     return {"colormap": ground_truth_colormap(), "opacity": GROUND_TRUTH_OPACITY}
 
 
-def style_prediction(layer: Any) -> Any:
-    """Give a Labels layer the prediction look (warm palette, contour); returns it."""
-    layer.colormap = prediction_colormap()
+def style_prediction(layer: Any, color: str | None = None) -> Any:
+    """Give a Labels layer the prediction look (warm palette, contour; ``color``: every label in that one
+    colour instead); returns it."""
+    layer.colormap = prediction_colormap() if color is None else palette_colormap((color,))
     layer.contour = PREDICTION_CONTOUR
     layer.opacity = PREDICTION_OPACITY
     return layer
 
 
-__all__ = ["AB_COLORS", "CHANGE_COLORS", "GROUND_TRUTH_PALETTE", "OVERLAY_COLORS", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "ground_truth_colormap",
+__all__ = ["AB_COLORS", "CHANGE_COLORS", "GROUND_TRUTH_PALETTE", "OVERLAY_COLORS", "PREDICTION_CONTOUR", "PREDICTION_PALETTE", "WORST_RUN_COLOR", "ground_truth_colormap",
            "ground_truth_kwargs", "palette_colormap", "prediction_colormap", "style_prediction"]

@@ -25,9 +25,13 @@ MAX_ATTEMPTS = 100
 ADDED, REMOVED = 1, 2
 
 
-@dataclass
+@dataclass(eq=False)
 class Attempt:
-    """One segmentation attempt: the object's whole mask after it, and how it was made."""
+    """One segmentation attempt: the object's whole mask after it, and how it was made.
+
+    Attempts compare by identity (``eq=False``): two attempts with the same box and mask are still
+    two attempts, and a generated ``__eq__`` would compare the packed masks by array truth.
+    """
 
     image: str
     target_label: int
@@ -89,7 +93,7 @@ class AttemptHistory:
 
     def previous_mask(self, attempt: Attempt) -> np.ndarray:
         """The object's mask before ``attempt``: its previous attempt's, else empty."""
-        index = self.attempts.index(attempt)
+        index = next(i for i, kept in enumerate(self.attempts) if kept is attempt)
         earlier = self.last(attempt.image, attempt.target_label, before=index)
         return earlier.mask if earlier is not None else np.zeros(attempt.shape, dtype=bool)
 

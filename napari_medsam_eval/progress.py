@@ -33,6 +33,10 @@ T = TypeVar("T")
 _DONE = object()
 
 
+#: seconds a closed :func:`iterate_progress` waits for its job to stop (it stops at its next report)
+STOP_WAIT_S = 120.0
+
+
 def iterate_progress(
     job: Callable[[Callable[..., bool]], T],
     cancel: threading.Event,
@@ -45,9 +49,10 @@ def iterate_progress(
     The callback answers ``False`` (stop) once ``cancel`` is set, so the job
     stops at its next progress report. Returns what ``job`` returned
     (``result = yield from iterate_progress(...)``) and re-raises what it
-    raised. Closing the generator early (a GUI aborting its worker) sets
-    ``cancel`` and returns at once; the job ends at its next report (whoever
-    starts the next job must hold a lock the job holds, as the session does).
+    raised. Closing the generator early (a GUI aborting its worker, or closing
+    its window) sets ``cancel`` and waits, up to :data:`STOP_WAIT_S`, for the job
+    to end at its next report: a job cut off by the process ending could leave
+    a file half-written.
     """
     events: queue.Queue = queue.Queue()
     outcome: dict[str, Any] = {}
@@ -72,8 +77,9 @@ def iterate_progress(
             yield convert(*args)
         finished = True
     finally:
-        if not finished:  # closed early: ask the job to stop; do not wait for its running step
+        if not finished:  # closed early: ask the job to stop, and let it finish its running step
             cancel.set()
+            thread.join(STOP_WAIT_S)
     thread.join()
     if "error" in outcome:
         raise outcome["error"]

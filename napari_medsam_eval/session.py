@@ -63,7 +63,7 @@ from .models.base import SegmentationBackend, SegmentResult
 from .progress import SliceProgress, iterate_progress
 from .prompt import Prompt, check_prompt_in_image
 from .propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
-from .propagation.anchors import AnchoredSegmentation
+from .propagation.anchors import AnchoredSegmentation, AnchorSnapshot
 from .sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                           volume_segmenter)
 
@@ -386,6 +386,23 @@ class Session:
         anchored = self._current_anchors(target_label)
         anchors = {} if anchored is None else dict(anchored.anchors)
         return [anchors[k] for k in sorted(anchors)]
+
+    def anchor_snapshot(self, target_label: int) -> AnchorSnapshot | None:
+        """``target_label``'s anchors and mask as they are now (None without any), for :meth:`restore_anchors`."""
+        anchored = self._current_anchors(target_label)
+        return None if anchored is None else anchored.snapshot()
+
+    def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None) -> None:
+        """Put ``target_label``'s anchors back as :meth:`anchor_snapshot` took them (an undo of a correction
+        removes that correction's anchor only); None, or a snapshot of another image or backend, drops them."""
+        owner = None if snapshot is None else snapshot.owner
+        if owner is None or owner.backend is not self.backend or owner.case_id != self.image_id:
+            self.drop_anchors(target_label)
+            return
+        with self._lock:
+            owner.restore(snapshot)
+            self._anchored[int(target_label)] = owner
+            self._anchor_target = int(target_label)
 
     def drop_anchors(self, target_label: int | None = None) -> None:
         """Forget ``target_label``'s anchored segmentation (None: every target's, a GUI whose image changed);

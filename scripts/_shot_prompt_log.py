@@ -19,20 +19,18 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from screenshots import _dock, _process, _wait, in_viewer, on_display, save  # noqa: E402
+from screenshots import _process, _wait, dock, in_viewer, on_display, save  # noqa: E402
 
 
 def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name: str | None = "prompt_log.png") -> None:
     """Set ``viewer`` up to show the prompt log (module doc) and save ``docs/screenshots/<name>`` (None: no file)."""
-    from napari_medsam_eval._widgets import SegmentWidget
     from napari_medsam_eval._widgets._layers import from_image_coords
     from napari_medsam_eval._widgets._prompt_layers import box_vertices
     from napari_medsam_eval.protocols.geometry import tight_box
     from napari_medsam_eval.session import Session
 
     image, gt = viewer.open_sample("napari-medsam-eval", "phantom_ct")[:2]
-    widget = SegmentWidget(viewer)
-    _dock(viewer, widget, "Segment")
+    widget, _ = dock(viewer, "Segment")
     widget.set_backend(Session.build_backend("litemedsam", device="cpu"))
     widget.target_label.value = target
     log_path = Path(log_path) if log_path is not None else Path(tempfile.mkdtemp(prefix="prompt-log-")) / "prompt_log.csv"

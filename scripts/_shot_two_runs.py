@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import screenshots  # noqa: E402  (scripts/screenshots.py: save, _wait, _process, _dock, _check_fits)
+import screenshots  # noqa: E402  (scripts/screenshots.py: save, _wait, _process, dock, _check_fits)
 
 NAME = "two_runs.png"
 DATASET = screenshots.REPO.parent / "shared" / "data" / "hippocampus_mri"
@@ -33,10 +33,7 @@ def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
     from qtpy.QtCore import Qt
     from qtpy.QtWidgets import QDockWidget, QScrollArea
 
-    from napari_medsam_eval._widgets import BenchmarkWidget
-
-    widget = BenchmarkWidget(viewer)
-    screenshots._dock(viewer, widget, "Benchmark")
+    widget, _ = screenshots.dock(viewer, "Benchmark")
     two = widget.two_runs
     worker = two.compare(Path(run_a), Path(run_b))
     if worker is None:
@@ -56,7 +53,7 @@ def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
         if role in two.opened:
             two.opened[role].visible = False
     window = viewer.window._qt_window
-    docks = [dock for dock in window.findChildren(QDockWidget) if dock.windowTitle() == "Benchmark"]
+    docks = [dock for dock in window.findChildren(QDockWidget) if dock.windowTitle().startswith(screenshots.PLUGIN_WIDGETS["Benchmark"])]
     if docks:
         window.resizeDocks(docks, [640], Qt.Horizontal)
     screenshots._process(0.5)

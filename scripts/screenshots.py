@@ -136,19 +136,31 @@ def save(viewer: Any, name: str) -> Path:
     return path
 
 
-def _dock(viewer: Any, widget: Any, name: str) -> Callable[[], None]:
-    dock = viewer.window.add_dock_widget(widget, name=name, area="right")
-    return lambda: viewer.window.remove_dock_widget(dock)
+#: the widgets' names in the Plugins menu (napari.yaml), by a short name
+PLUGIN_WIDGETS = {"Segment": "Segment", "Compare": "Compare / failure analysis", "Benchmark": "Benchmark"}
+
+
+def dock(viewer: Any, name: str) -> tuple[Any, Callable[[], None]]:
+    """Dock widget ``name`` (Segment, Compare, Benchmark) as the Plugins menu does (napari hands it its proxy
+    of the viewer); returns the widget and a function that undocks it."""
+    dock_widget, widget = viewer.window.add_plugin_dock_widget("napari-medsam-eval", PLUGIN_WIDGETS[name])
+    return widget, lambda: viewer.window.remove_dock_widget(dock_widget)
+
+
+def dock_titled(viewer: Any, name: str) -> Any:
+    """The QDockWidget of our widget ``name`` (napari titles it "<name> (napari-medsam-eval)")."""
+    from qtpy.QtWidgets import QDockWidget
+
+    return next(d for d in viewer.window._qt_window.findChildren(QDockWidget)
+                if d.windowTitle().startswith(PLUGIN_WIDGETS[name]))
 
 
 def segment_and_compare(viewer: Any, target: int) -> None:
     """Screenshots 1 and 2: propagate a ground-truth prompt, then compare with the ground truth."""
-    from napari_medsam_eval._widgets import CompareWidget, SegmentWidget
     from napari_medsam_eval.session import Session
 
     viewer.open_sample("napari-medsam-eval", "phantom_ct")
-    segment = SegmentWidget(viewer)
-    remove_segment = _dock(viewer, segment, "Segment")
+    segment, remove_segment = dock(viewer, "Segment")
     segment.set_backend(Session.build_backend("litemedsam", device="cpu"))
     _process()
     segment.target_label.value = target
@@ -165,8 +177,7 @@ def segment_and_compare(viewer: Any, target: int) -> None:
     save(viewer, "segment.png")
 
     remove_segment()
-    compare = CompareWidget(viewer)
-    _dock(viewer, compare, "Compare")
+    compare, _ = dock(viewer, "Compare")
     _process()
     comparison = compare.update_comparison()
     if comparison is None:
@@ -186,10 +197,7 @@ def segment_and_compare(viewer: Any, target: int) -> None:
 
 def benchmark(viewer: Any, run_dir: Path) -> None:
     """Screenshot 3: a LiteMedSAM run on the sample data's npz layout, a row opened."""
-    from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
-
-    widget = BenchmarkWidget(viewer)
-    _dock(viewer, widget, "Benchmark")
+    widget, _ = dock(viewer, "Benchmark")
     widget.dataset.value = SAMPLE
     widget.layout_choice.value = "npz"  # sample_data/ also looks like SUN-SEG (its video folder)
     widget.out_dir.value = run_dir
@@ -203,8 +211,7 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
     line = min(range(view.table.rowCount()), key=lambda i: float(view.row_at(i)["dice"]))
     view.table.selectRow(line)
     _wait(widget.open_row(view.row_at(line)))
-    compare = CompareWidget(viewer)
-    _dock(viewer, compare, "Compare")
+    compare, _ = dock(viewer, "Compare")
     _process()
     _show_results(viewer, widget)
     if compare.update_comparison() is None:
@@ -216,12 +223,10 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
 def _show_results(viewer: Any, widget: Any) -> None:
     """Give the Benchmark dock most of the height and scroll it to its results (table, summary, plot)."""
     from qtpy.QtCore import Qt
-    from qtpy.QtWidgets import QDockWidget, QScrollArea
+    from qtpy.QtWidgets import QScrollArea
 
     window = viewer.window._qt_window
-    docks = {dock.windowTitle(): dock for dock in window.findChildren(QDockWidget)}
-    if "Benchmark" in docks and "Compare" in docks:
-        window.resizeDocks([docks["Benchmark"], docks["Compare"]], [560, 400], Qt.Vertical)
+    window.resizeDocks([dock_titled(viewer, "Benchmark"), dock_titled(viewer, "Compare")], [560, 400], Qt.Vertical)
     _process(0.5)
     for area in widget.native.findChildren(QScrollArea):
         area.ensureWidgetVisible(widget.results, 0, 0)

@@ -42,3 +42,20 @@ def test_history_keeps_the_latest_attempts_and_changes_check_shapes():
         assert "different shapes" in str(exc)
     else:
         raise AssertionError("shapes were not checked")
+
+
+def test_two_identical_attempts_are_two_attempts():
+    """The same box segmented twice gives two attempts with equal masks: Undo and Changes tell them
+    apart by identity (a generated ``__eq__`` compared the packed masks by array truth and raised)."""
+    mask = np.zeros((3, 8, 8), dtype=bool)
+    mask[1, 2:6, 2:6] = True
+    history = AttemptHistory()
+    first = history.record(Attempt.of("img", 1, mask, action="segment slice", prompt={"boxes": [[2, 2, 5, 5]]}))
+    second = history.record(Attempt.of("img", 1, mask, action="segment slice", prompt={"boxes": [[2, 2, 5, 5]]}))
+    assert first != second and first.when <= second.when
+    assert not history.changes("img", 1).any()  # the second changed nothing
+    attempt, before = history.undo()
+    assert attempt is second
+    np.testing.assert_array_equal(before, mask)  # back to the first attempt's mask
+    attempt, before = history.undo()
+    assert attempt is first and not before.any()

@@ -11,12 +11,25 @@ without hole filling: ours runs with ``fill_holes: false`` to match (and says so
 Random weights make masks that cover most of each image, so the two 3D scripts' masks
 differ by only a few thousand voxels; each test also checks that its masks are not the
 other script's, so an equality here cannot come from a step that does not matter.
+
+A processor other than the one the references were made on (or another thread
+split) may flip a voxel whose logit sits on the threshold: a numerical tie, not a
+different computation. Beside each reference, ``*_ties.npz`` (made once by the same
+scripts, PROVENANCE.md) holds the reference's deciding |logit| of every voxel within
+1e-4 of the threshold. A differing voxel counts as a tie only when that logit is
+within :data:`TIE_EPSILON` of 0, and at most :data:`MAX_TIED_VOXELS` per case may
+differ; any other difference fails the test.
+
+Torch's global state the results depend on (threads, the attention kernels' switches,
+matmul precision, default dtype) is set by the ``torch_as_the_references_ran`` fixture
+inside each test and restored after it, so the outcome does not depend on what ran before.
 """
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +50,55 @@ AS_THE_REFERENCE_RAN = json.dumps({"fill_holes": False, "num_threads": 2})
 #: the two clips of cvc_clinicdb_video that were run (the first two in the layout's order)
 VIDEO_CLIPS = ["seq01", "seq02"]
 
+#: a differing voxel is a numerical tie when the reference's deciding logit is within this of 0. The
+#: logits are float32 sums of thousands of products, of magnitude ~1..30: another split of those sums
+#: (another processor's kernels, another thread count) moves them by ~1e-7 (the voxels flipped by 1 thread
+#: instead of 2 had |logit| <= 7.8e-8, PROVENANCE.md); 1e-5 leaves a factor of 100 and is still 1000 times
+#: below the |logit| of the voxels a protocol step changes (>= 0.01 nearly all). ``*_ties.npz`` keeps
+#: every voxel below 1e-4 (so the stored set covers the epsilon with room).
+TIE_EPSILON = 1e-5
+#: at most this many voxels may differ in one case, ties or not: 130-340 voxels per case lie within
+#: TIE_EPSILON of 0 out of 2-4 million, and a perturbation flips 0-2 of them
+MAX_TIED_VOXELS = 8
+
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(autouse=True)
+def torch_as_the_references_ran():
+    """Torch's global state set as the reference runs had it, inside the test, and restored after it:
+    2 CPU threads, every scaled-dot-product-attention kernel allowed (torch's default: our backend
+    picks the math kernel where MedSAM2's code does), float32 matmuls at full precision, float32
+    default dtype, no deterministic-algorithms mode, gradients off."""
+    import torch
+
+    backends = torch.backends.cuda
+    kernels = ("flash_sdp", "mem_efficient_sdp", "math_sdp", "cudnn_sdp")
+    saved = {
+        "threads": torch.get_num_threads(),
+        "kernels": {name: getattr(backends, f"{name}_enabled")() for name in kernels},
+        "matmul": torch.get_float32_matmul_precision(),
+        "dtype": torch.get_default_dtype(),
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "grad": torch.is_grad_enabled(),
+    }
+    torch.set_num_threads(2)
+    for name in kernels:
+        getattr(backends, f"enable_{name}")(True)
+    torch.set_float32_matmul_precision("highest")
+    torch.set_default_dtype(torch.float32)
+    torch.use_deterministic_algorithms(False)
+    torch.set_grad_enabled(False)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(saved["threads"])
+        for name, enabled in saved["kernels"].items():
+            getattr(backends, f"enable_{name}")(enabled)
+        torch.set_float32_matmul_precision(saved["matmul"])
+        torch.set_default_dtype(saved["dtype"])
+        torch.use_deterministic_algorithms(saved["deterministic"])
+        torch.set_grad_enabled(saved["grad"])
 
 
 @pytest.fixture(scope="module")
@@ -64,14 +125,58 @@ def _prediction(run_dir: Path, case_id: str) -> np.ndarray:
     return sitk.GetArrayFromImage(sitk.ReadImage(str(path))) > 0
 
 
-def _differing_voxels(run_dir: Path, reference_file: str) -> dict[str, int]:
-    with np.load(REFERENCE / reference_file) as reference:
+@dataclass(frozen=True)
+class Difference:
+    """Where our mask of one case differs from the reference's: the flat voxel indices, and the
+    reference's deciding |logit| at each (inf where it is not near the threshold at all)."""
+
+    voxels: np.ndarray
+    abs_logits: np.ndarray
+
+    @property
+    def count(self) -> int:
+        return int(self.voxels.size)
+
+    @property
+    def ties(self) -> bool:
+        return bool(np.all(self.abs_logits <= TIE_EPSILON))
+
+    def __repr__(self) -> str:
+        worst = f", largest |logit| {self.abs_logits.max():.3g}" if self.count else ""
+        return f"{self.count} voxels{worst}"
+
+
+def _tie_logits(stem: str, case_id: str, voxels: np.ndarray) -> np.ndarray:
+    """The reference's deciding |logit| at ``voxels`` (flat indices), inf where it is not below 1e-4."""
+    with np.load(REFERENCE / f"{stem}_ties.npz") as ties:
+        index, abs_logit = ties[f"{case_id}/index"], ties[f"{case_id}/abs_logit"]
+        assert index.size == 0 or index[-1] < np.prod(ties[f"{case_id}/shape"]), case_id
+    where = np.searchsorted(index, voxels)
+    found = (where < index.size) & (index[np.minimum(where, index.size - 1)] == voxels)
+    return np.where(found, abs_logit[np.minimum(where, index.size - 1)], np.inf)
+
+
+def _differences(run_dir: Path, stem: str) -> dict[str, Difference]:
+    with np.load(REFERENCE / f"{stem}.npz") as reference:
         out = {}
         for case_id in reference.files:
             ours, theirs = _prediction(run_dir, case_id), reference[case_id]
             assert ours.shape == theirs.shape, case_id
-            out[case_id] = int(np.count_nonzero(ours != theirs))
+            voxels = np.flatnonzero(ours != theirs)
+            out[case_id] = Difference(voxels, _tie_logits(stem, case_id, voxels))
         return out
+
+
+def assert_same_computation(run_dir: Path, stem: str) -> dict[str, Difference]:
+    """Our masks are the reference's but for a few numerical ties (module docstring)."""
+    found = _differences(run_dir, stem)
+    print(f"{stem}: differing voxels {found}")
+    assert all(d.ties and d.count <= MAX_TIED_VOXELS for d in found.values()), found
+    return found
+
+
+def _differing_counts(run_dir: Path, stem: str) -> dict[str, int]:
+    return {case_id: d.count for case_id, d in _differences(run_dir, stem).items()}
 
 
 def test_medsam2_reference_checkpoint_is_rebuilt_from_its_recipe(random_checkpoint):
@@ -81,9 +186,9 @@ def test_medsam2_reference_checkpoint_is_rebuilt_from_its_recipe(random_checkpoi
 def test_medsam2_reference_3d_ct_script(random_checkpoint, shared_data, tmp_path):
     """``medsam2`` (default protocol) = ``medsam2_infer_3D_CT.py``: box both ways, union, largest 3D component."""
     run = _run(shared_data / "deeplesion_ct_npz", random_checkpoint, tmp_path / "ct3d")
-    assert _differing_voxels(run, "medsam2_infer_3D_CT.npz") == dict.fromkeys(
-        np.load(REFERENCE / "medsam2_infer_3D_CT.npz").files, 0)
-    other = _differing_voxels(run, "medsam2_infer_CT_lesion_npz_recist.npz")
+    found = assert_same_computation(run, "medsam2_infer_3D_CT")
+    assert set(found) == set(np.load(REFERENCE / "medsam2_infer_3D_CT.npz").files)
+    other = _differing_counts(run, "medsam2_infer_CT_lesion_npz_recist")
     assert min(other.values()) > 1000, other  # the RECIST script's masks are not these
 
 
@@ -92,9 +197,9 @@ def test_medsam2_reference_recist_npz_script(random_checkpoint, shared_data, tmp
     the box's mask seeds both passes (``add_new_mask``), every component kept."""
     run = _run(shared_data / "deeplesion_ct_npz", random_checkpoint, tmp_path / "recist", "--protocol",
                "medsam2-recist")
-    assert _differing_voxels(run, "medsam2_infer_CT_lesion_npz_recist.npz") == dict.fromkeys(
-        np.load(REFERENCE / "medsam2_infer_CT_lesion_npz_recist.npz").files, 0)
-    other = _differing_voxels(run, "medsam2_infer_3D_CT.npz")
+    found = assert_same_computation(run, "medsam2_infer_CT_lesion_npz_recist")
+    assert set(found) == set(np.load(REFERENCE / "medsam2_infer_CT_lesion_npz_recist.npz").files)
+    other = _differing_counts(run, "medsam2_infer_3D_CT")
     assert min(other.values()) > 1000, other
 
 
@@ -103,7 +208,7 @@ def test_medsam2_reference_video_script(random_checkpoint, shared_data, tmp_path
     options = json.dumps({"video_frame": "first", "video_prompt": "mask"})
     run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video", "--limit", "2",
                "--protocol-options", options)
-    assert _differing_voxels(run, "medsam2_infer_video.npz") == dict.fromkeys(VIDEO_CLIPS, 0)
+    assert set(assert_same_computation(run, "medsam2_infer_video")) == set(VIDEO_CLIPS)
 
 
 def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_data, tmp_path):
@@ -111,6 +216,6 @@ def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_dat
     for videos); its masks differ from the mask-seeded ones by tens of thousands of pixels."""
     run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video_box", "--limit", "2",
                "--protocol-options", json.dumps({"video_frame": "first"}))
-    assert _differing_voxels(run, "medsam2_infer_video_box.npz") == dict.fromkeys(VIDEO_CLIPS, 0)
-    other = _differing_voxels(run, "medsam2_infer_video.npz")
+    assert set(assert_same_computation(run, "medsam2_infer_video_box")) == set(VIDEO_CLIPS)
+    other = _differing_counts(run, "medsam2_infer_video")
     assert min(other.values()) > 1000, other

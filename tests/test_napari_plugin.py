@@ -132,3 +132,16 @@ def test_open_single_dicom_file(make_napari_viewer, tmp_path):
     (layer,) = viewer.open(str(path), plugin="napari-medsam-eval")
     assert np.squeeze(layer.data).shape == (32, 40)
     np.testing.assert_array_equal(np.squeeze(layer.data), array)
+
+
+def test_widget_tests_and_scripts_dock_through_the_plugins_menu():
+    """napari hands a plugin widget its proxy of the viewer; a widget built on the real viewer object (in a
+    test or a screenshot script) would miss what users meet, so none is built that way."""
+    import re
+
+    built = re.compile(r"\b(Segment|Compare|Benchmark|TwoRuns)Widget\(")
+    root = Path(__file__).resolve().parents[1]
+    offenders = [f"{path.relative_to(root)}:{number}" for folder in ("tests", "scripts", "benchmarks")
+                 for path in sorted((root / folder).glob("*.py"))
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if built.search(line)]
+    assert offenders == [], f"dock widgets with add_plugin_dock_widget (tests/plugin_dock.py): {offenders}"

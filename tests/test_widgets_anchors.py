@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from plugin_dock import dock
 from napari_medsam_eval._widgets import SegmentWidget
 from napari_medsam_eval._widgets._anchors import describe_anchor
 from napari_medsam_eval._widgets._layers import current_index, from_image_coords, go_to_index
@@ -34,8 +35,7 @@ def test_correct_slice_updates_that_slice_and_lists_the_anchors(make_napari_view
                                                                 errors):
     viewer = make_napari_viewer()
     image, gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
-    widget = SegmentWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "segment")
     widget.set_backend(backend)
     assert _lines(widget) == []
     first = widget.prompt_from_ground_truth()

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from qtpy.QtCore import Qt
 
-from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
+from plugin_dock import dock, undock
+from napari_medsam_eval._widgets import BenchmarkWidget
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets import benchmark as benchmark_module
 from napari_medsam_eval._widgets._layers import current_index
@@ -46,8 +47,7 @@ def _wait(qtbot, worker, timeout: int = TIMEOUT_MS) -> None:
 
 
 def _widget(viewer, dataset, out, model: str = "litemedsam", limit: int = 3) -> BenchmarkWidget:
-    widget = BenchmarkWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "benchmark")
     widget.dataset.value = dataset
     widget.out_dir.value = out
     widget.model.value = model
@@ -108,8 +108,7 @@ def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_d
     assert len(view.axes.get_xticks()) == 2  # one box per task
 
     # double-click a posterior row (label 2: it wins overlaps in the saved label map, so its DSC is exact)
-    compare = CompareWidget(viewer)
-    viewer.window.add_dock_widget(compare)
+    compare = dock(viewer, "compare")
     line = next(i for i in range(view.table.rowCount()) if view.row_at(i)["target_label"] == 2)
     row = view.row_at(line)
     item = view.table.item(line, 0)
@@ -158,7 +157,7 @@ def test_cancel_then_resume_without_duplicates(make_napari_viewer, shared_data, 
     assert _shown(widget) == _expected(cancelled)
 
     # a fresh widget on the same folder shows its rows; Resume finishes the run without duplicates
-    widget.close()
+    undock(viewer, widget)
     widget = _widget(viewer, shared_data / "hippocampus_mri", out, model="box", limit=20)
     assert widget.results.table.rowCount() == len(cancelled)
     worker = widget.run(resume=True)
@@ -310,9 +309,9 @@ def test_cancel_within_a_case_records_nothing_of_it_and_resume_redoes_it(shared_
 
 def test_every_control_has_a_tooltip(make_napari_viewer):
     viewer = make_napari_viewer()
-    widget = BenchmarkWidget(viewer)
-    viewer.window.add_dock_widget(widget)
-    controls = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol, widget.limit,
+    widget = dock(viewer, "benchmark")
+    controls = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol,
+                widget.protocol_options, widget.propagation, widget.propagation_margin, widget.seed, widget.limit,
                 widget.workers, widget.save_predictions, widget.out_dir, widget.run_button, widget.cancel_button,
                 widget.resume_button, widget.progress, widget.status]
     for control in controls:
@@ -320,3 +319,24 @@ def test_every_control_has_a_tooltip(make_napari_viewer):
     view = widget.results
     for part in (view.table, view.summary, view.canvas, widget.effort.canvas):
         assert part.toolTip()
+
+
+def test_run_options_as_the_cli_takes_them(make_napari_viewer, shared_data, tmp_path, qtbot, errors):
+    """Propagation rules, their margin, protocol options and the seed go into the run (its manifest), as
+    ``medsam-eval run --propagation ... --protocol-options ... --seed`` would put them; bad options are refused
+    before the run starts, naming the option."""
+    viewer = make_napari_viewer()
+    widget = _widget(viewer, shared_data / "hippocampus_mri", tmp_path / "run", model="box", limit=2)
+    widget.protocol_options.value = '{"margn": 10}'
+    assert widget.run() is None and "protocol options" in errors[-1] and "margin" in errors[-1]
+    widget.protocol_options.value = '{"margin": 10}'
+    widget.propagation.value = "legacy"
+    widget.propagation_margin.value = 7
+    widget.seed.value = 3
+    _wait(qtbot, widget.run())
+    assert widget.last_status == "completed", widget.status.value
+    config = read_manifest(tmp_path / "run")["config"]
+    assert config["protocol_options"]["margin"] == 10 and config["seed"] == 3
+    assert config["propagation"]["margin"] == 7
+    table = load_table(tmp_path / "run")
+    assert len(table) == 4 and set(table["status"]) == {"ok"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from napari_medsam_eval._widgets import BenchmarkWidget
+from plugin_dock import dock
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval.benchmark import comparable, load_table, read_manifest, run_benchmark
 
@@ -17,8 +17,7 @@ pytest.importorskip("ray")  # in the test extra: CI has it
 
 def test_executor_choice_shows_the_address_field(make_napari_viewer, tmp_path):
     viewer = make_napari_viewer()
-    widget = BenchmarkWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "benchmark")
     assert widget.executor.value == "local" and widget.ray_address.native.isHidden()  # (the dock is not shown)
     assert widget.executor.native.toolTip() and widget.ray_address.native.toolTip()
     widget.executor.value = "ray"

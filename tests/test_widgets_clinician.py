@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from plugin_dock import dock
 from napari_medsam_eval._layer_style import GROUND_TRUTH_PALETTE, PREDICTION_CONTOUR, PREDICTION_PALETTE
 from napari_medsam_eval._widgets import _drawing as drawing_module
 from napari_medsam_eval._widgets._layers import from_image_coords
@@ -165,6 +166,9 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
     assert widget.load_model() is None and "'checkpoint' field" in errors[-1]
     # every control has a tooltip; the ground-truth controls fold away
     for control in widget:
+        if control in widget._footer[:2]:  # the rows of action buttons: each button has its tooltip
+            assert all(button.tooltip for button in control), control
+            continue
         assert control.tooltip or control in (widget.objects, widget.propagation_box, widget.encode_box,
                                               widget.anchor_list, widget.progress, widget.status), control.label
     widget.use_gt.value = False
@@ -177,12 +181,10 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
 
 
 def test_segment_dock_fits_a_1600_by_1000_window_and_long_errors_wrap(make_napari_viewer, shared_data, qtbot, errors):
-    from napari_medsam_eval._widgets import CompareWidget
-
     viewer = make_napari_viewer(show=True)
     _open_hippocampus(viewer, shared_data)
     widget = _widget(viewer)
-    viewer.window.add_dock_widget(CompareWidget(viewer), name="Compare")
+    dock(viewer, "compare")
     window = viewer.window._qt_window
     window.resize(1600, 1000)
     qtbot.wait(300)

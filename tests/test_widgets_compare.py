@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from plugin_dock import dock
 from napari_medsam_eval._widgets import CompareWidget
 from napari_medsam_eval.comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 from napari_medsam_eval.io import read_label
@@ -43,8 +44,7 @@ def viewer_with_pair(make_napari_viewer, shared_data):
 
 def test_compare_overlay_and_dice(viewer_with_pair, qtbot):
     viewer, gt_layer, pred_layer, pred, gt = viewer_with_pair
-    widget = CompareWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "compare")
     # layers picked by their roles, target from the prediction's metadata
     assert widget.pred_layer.value is pred_layer and widget.gt_layer.value is gt_layer
     assert widget.target_label.value == 2
@@ -79,8 +79,7 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     from matplotlib.backend_bases import MouseEvent
 
     viewer, _gt_layer, _pred_layer, pred, gt = viewer_with_pair
-    widget = CompareWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "compare")
     comparison = widget.update_comparison()
     per_slice = compute_per_slice_dice(pred, gt)
     line_x, line_y = widget.plot.line.get_data()
@@ -119,8 +118,7 @@ def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, 
     a ground truth that does not fit the compared prediction is left alone."""
     root = shared_data / "hippocampus_mri"
     viewer = make_napari_viewer()
-    widget = CompareWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "compare")
     label = read_label(root / "labelsTr" / f"{HIPPO}.nii.gz").array
     gt_layer = viewer.add_labels(label, name="ground truth", metadata={"role": "ground_truth"})
     other = viewer.add_labels(np.zeros((4, 8, 8), np.uint8), name="user mask")  # no role: not picked
@@ -150,7 +148,7 @@ def test_compare_scaled_volume_and_mismatch(make_napari_viewer, shared_data, mon
     pred = np.zeros_like(gt)
     pred[:, 250:300, 250:300] = True
     viewer.add_labels(pred.astype(np.uint8), name="my mask", scale=image.scale)
-    widget = CompareWidget(viewer)
+    widget = dock(viewer, "compare")
     widget.pred_layer.value = viewer.layers["my mask"]
     assert widget.gt_layer.value is gt_layer
     comparison = widget.update_comparison()
@@ -187,7 +185,7 @@ def test_plot_marks_where_propagation_stopped(viewer_with_pair):
         {"direction": "up", "last": int(present[-1]), "at": int(present[-1]) + 1, "reason": "intensity"},
         {"direction": "down", "last": int(present[0]), "at": None, "reason": "end"},
     ]
-    widget = CompareWidget(viewer)
+    widget = dock(viewer, "compare")
     widget.update_comparison()
     assert widget.stop_markers == [(int(present[-1]) + 1, "intensity")]
     lines = [line for line in widget.axes.get_lines() if line.get_linestyle() == ":"]
@@ -206,8 +204,7 @@ def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_p
     warnings: list[str] = []
     monkeypatch.setattr(compare_module, "show_warning", warnings.append)
     viewer, gt_layer, pred_layer, pred, gt = viewer_with_pair
-    widget = CompareWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "compare")
     widget.gt_layer.value = None
     assert widget.update_comparison() is None and widget.comparison is None
     assert widget.status.value == "nothing compared: choose a ground truth (Labels layers of one shape)"
@@ -230,8 +227,7 @@ def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_p
 
 def test_every_control_has_a_tooltip(viewer_with_pair):
     viewer, *_ = viewer_with_pair
-    widget = CompareWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "compare")
     for control in (widget.pred_layer, widget.gt_layer, widget.target_label, widget.compare_button,
                     widget.volume_dice, widget.slice_dice, widget.worst_button, widget.worst_info, widget.status):
         assert control.native.toolTip(), control.label

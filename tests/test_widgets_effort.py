@@ -12,6 +12,7 @@ from qtpy.QtCore import Qt
 from test_report_data import rows_a, write_run
 from test_report_effort import corrections_rows
 
+from plugin_dock import dock
 from napari_medsam_eval._widgets import BenchmarkWidget
 from napari_medsam_eval._widgets.benchmark import Progress
 from napari_medsam_eval.benchmark.schema import to_dataframe
@@ -27,8 +28,7 @@ def expected() -> dict:
 
 
 def _widget(viewer, out=None) -> BenchmarkWidget:
-    widget = BenchmarkWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "benchmark")
     if out is not None:
         widget.out_dir.value = out  # shows the folder's rows, as for an earlier run
     return widget

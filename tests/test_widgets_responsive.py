@@ -1,81 +1,47 @@
 """The Benchmark and Compare widgets keep the viewer responsive, in a real viewer (Xvfb) on real data.
 
-Responsiveness is measured as the issue measured it: a 16 ms QTimer runs on
-the GUI thread while the job runs, and the largest interval between two of
-its ticks is the longest the viewer was frozen. Opening benchmark rows (the
-first adds the layers, the next ones reuse them) and a LiteMedSAM run on
-MSD hippocampus cases (rows arriving, the bar moving per slice) must never
-freeze it for 200 ms (the first row opened in a viewer: 500 ms, see
-:data:`MAX_FIRST_GAP_S`); Cancel must end that run within 5 s. Both docks
-must fit a 1600 x 1000 window.
+No stopwatch: a loaded 2-core machine stretches every interval, so what keeps the
+viewer responsive is asserted instead (``gui_probe``), the same on any machine, and
+the freeze times themselves are measured by ``benchmarks/responsiveness.py``:
 
-Each measurement starts from a collected heap (``gc.collect()``): a full
-collection of a process holding napari and torch stops every thread for a
-third of a second whenever the interpreter decides to run one, which no
-widget controls; starting collected keeps that out of what is measured. For
-the same reason the one-time set-ups of a process are done before measuring:
-napari's first Labels layer (it JIT-compiles their colour mapping: two
-seconds, and enough new objects to bring on such a collection soon after)
-and the first import of torch and the LiteMedSAM backend (at the top). Opening a row
-builds its layers in a worker thread and a run imports its model there, so
-those costs no longer land on the GUI thread; the collection they bring on
-still would.
+* opening benchmark rows reads the case and builds its layers on a worker
+  thread; the GUI thread only puts one layer in the viewer per turn of the
+  event loop (the loop turns between two of them), and rows after the first
+  reuse the layers (none added or removed);
+* a LiteMedSAM run on MSD hippocampus cases encodes every slice on a worker
+  thread while the event loop keeps turning (rows arrive, the bar moves per
+  slice), and Cancel ends it within the slice being encoded;
+* both docks fit a 1600 x 1000 window.
 """
 from __future__ import annotations
 
-import gc
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from napari.layers import Labels
-from qtpy.QtCore import QEvent, QTimer
+from qtpy.QtCore import QEvent
 from qtpy.QtGui import QHelpEvent
 from qtpy.QtWidgets import QApplication
 
-from napari_medsam_eval._widgets import BenchmarkWidget, CompareWidget
+from gui_probe import LoopTurns, ThreadLog, on_gui_thread
+from plugin_dock import dock
+from napari_medsam_eval._widgets import _run_case
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval.benchmark import load_table, read_manifest, run_benchmark
 from napari_medsam_eval.benchmark.request import CaseStep
 from napari_medsam_eval.datasets import get_layout
 
-# torch's one-time import, before any viewer is shown (see the module docstring); also, under Xvfb torch's
-# import of triton crashes a process where Mesa's software OpenGL (its own LLVM) is already loaded
+# torch's one-time import, before any viewer is shown: under Xvfb torch's import of triton crashes a
+# process where Mesa's software OpenGL (its own LLVM) is already loaded
 import napari_medsam_eval.models.litemedsam  # noqa: E402,F401 - imported for its side effect
+from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend  # noqa: E402
 
 pytestmark = pytest.mark.gui
 
-#: the longest the viewer may be frozen, in seconds
-MAX_GAP_S = 0.2
-#: ... while the first row opened in a viewer adds its layers (napari's set-up of new layers)
-MAX_FIRST_GAP_S = 0.5
-#: the longest Cancel may take to end a run, in seconds
-MAX_CANCEL_S = 5.0
-
-
-class TimerGaps:
-    """A 16 ms QTimer on the GUI thread; :attr:`max_gap` is the largest interval between two ticks."""
-
-    def __init__(self) -> None:
-        self.ticks: list[float] = []
-        self.timer = QTimer()
-        self.timer.setInterval(16)
-        self.timer.timeout.connect(lambda: self.ticks.append(time.perf_counter()))
-
-    def __enter__(self) -> "TimerGaps":
-        gc.collect()
-        self.ticks = [time.perf_counter()]
-        self.timer.start()
-        return self
-
-    def __exit__(self, *_exc) -> None:
-        self.timer.stop()
-        self.ticks.append(time.perf_counter())
-
-    @property
-    def max_gap(self) -> float:
-        return float(np.diff(self.ticks).max())
+#: encoder passes a run may still start after Cancel is clicked: the one in flight finishes, the
+#: job checks its cancel event before the next slice
+MAX_PASSES_AFTER_CANCEL = 1
 
 
 @pytest.fixture
@@ -99,11 +65,9 @@ def box_run_dataset(run_dir):
 
 
 def _docked(make_napari_viewer):
-    Labels(np.zeros((2, 4, 4), np.uint8))  # napari's one-time Labels set-up (see the module's docstring)
+    Labels(np.zeros((2, 4, 4), np.uint8))  # napari's one-time Labels set-up, done before any row is opened
     viewer = make_napari_viewer(show=True)
-    benchmark, compare = BenchmarkWidget(viewer), CompareWidget(viewer)
-    viewer.window.add_dock_widget(benchmark, name="Benchmark")
-    viewer.window.add_dock_widget(compare, name="Compare")
+    benchmark, compare = dock(viewer, "benchmark"), dock(viewer, "compare")
     viewer.window._qt_window.resize(1600, 1000)
     return viewer, benchmark, compare
 
@@ -114,7 +78,15 @@ def _finished(worker) -> bool:
     return worker not in WorkerBase._worker_set
 
 
-def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbot, errors):
+def _layer_changes(viewer) -> list[str]:
+    """A log of the layers added to and removed from ``viewer`` from now on."""
+    changes: list[str] = []
+    viewer.layers.events.inserted.connect(lambda event: changes.append(f"added {event.value.name}"))
+    viewer.layers.events.removed.connect(lambda event: changes.append(f"removed {event.value.name}"))
+    return changes
+
+
+def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbot, errors, monkeypatch):
     viewer, widget, compare = _docked(make_napari_viewer)
     widget.out_dir.value = box_run
     view = widget.results
@@ -124,18 +96,41 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
     layout = get_layout("msd")
     cases = {ref.case_id: layout.load(ref).label for ref in layout.list_cases(box_run_dataset(box_run))
              if ref.case_id in {row["case_id"] for row in rows}}
+    threads = ThreadLog(monkeypatch).watch(_run_case, "load_run_case").watch(_run_case, "open_steps")
+    turns = LoopTurns()
+    applied: list[tuple[int, bool]] = []  # per layer put in the viewer: the loop's ticks so far, on the GUI?
+    shown: list[str] = []  # the status line while layers are put in the viewer
+    original_apply = _run_case.apply_step
+
+    def apply_step(*args, **kwargs):
+        applied.append((turns.mark(), on_gui_thread()))
+        shown.append(widget.status.value)
+        return original_apply(*args, **kwargs)
+    monkeypatch.setattr(_run_case, "apply_step", apply_step)
+    changes = _layer_changes(viewer)
     # three cases, both targets: the first open adds the layers, the others reuse them
     order = sorted(rows, key=lambda r: (r["case_id"], -int(r["target_label"])))
-    gaps = []
-    for row in order[::2] + [order[1]]:
-        with TimerGaps() as meter:
+    for number, row in enumerate(order[::2] + [order[1]]):
+        applied.clear()
+        shown.clear()
+        changes.clear()
+        with turns:
             worker = widget.open_row(row)
             qtbot.waitUntil(lambda: _finished(worker), timeout=60_000)
             qtbot.waitUntil(lambda: compare.comparison is not None and compare.status.value.startswith(
                 f"label {int(row['target_label'])}: {row['case_id']} prediction"), timeout=10_000)
-            qtbot.wait(300)  # the canvas and plots repaint
-        gaps.append(meter.max_gap)
         assert errors == []
+        # reading the case and building its layers ran on the worker, each layer was put in the viewer
+        # on the GUI thread in a turn of its own (the loop ticked between two of them: it repainted)
+        assert threads.count("load_run_case") == number + 1 and threads.count("open_steps") == number + 1
+        assert threads.on_gui == [] and len(applied) >= 4 and all(gui for _, gui in applied), threads.calls
+        marks = [mark for mark, _ in applied]
+        assert all(later > earlier for earlier, later in zip(marks, marks[1:])), marks
+        # while napari sets up the layers (the first row: new layers) the dock says what is going on
+        assert all(text.startswith(f"opening {row['case_id']}") for text in shown), shown
+        # rows after the first reuse its layers: napari builds no new layer controls or canvas visuals
+        if number:
+            assert changes == [], changes
         # the Compare widget compares this row's prediction for its target and finds the row's DSC
         assert compare.pred_layer.value is widget.opened["prediction"]
         assert compare.target_label.value == int(row["target_label"])
@@ -146,24 +141,26 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
         # one layer per role, whatever the number of rows opened: nothing piles up
         roles = [layer.metadata.get("role", "image") for layer in viewer.layers]
         assert sorted(roles) == ["ground_truth", "image", "overlay", "prediction", "prompt_boxes"]
-    print(f"max timer gaps opening rows (s): {[round(g, 3) for g in gaps]}")
-    # the first row adds five layers to a new viewer: napari's own set-up of each (its controls, canvas
-    # visuals, shaders; about 0.15 s a Labels layer here) is done one layer per turn of the event loop
-    assert gaps[0] < MAX_FIRST_GAP_S, gaps
-    assert max(gaps[1:]) < MAX_GAP_S, gaps  # the next rows reuse the layers
+    # the opened layers stay (through napari's proxies they were removed about a second later)
+    qtbot.wait(2000)
+    assert all(widget.opened[role] in viewer.layers for role in ("image", "ground_truth", "prediction"))
+    assert compare.comparison is not None and compare.volume_dice.value not in ("", "-")
 
 
 @pytest.mark.slow
 def test_litemedsam_run_moves_per_slice_never_freezes_and_cancels_quickly(make_napari_viewer, shared_data,
-                                                                         tmp_path, qtbot, errors):
+                                                                         tmp_path, qtbot, errors, monkeypatch):
     viewer, widget, _compare = _docked(make_napari_viewer)
     out = tmp_path / "run"
     widget.dataset.value = shared_data / "hippocampus_mri"
     widget.out_dir.value = out
     widget.model.value = "litemedsam"
     widget.limit.value = 3
+    threads = ThreadLog(monkeypatch).watch(LiteMedSAMBackend, "_run_encoder", "encoder pass")
     steps: list[CaseStep] = []
     bar: list[int] = []
+    ticks: list[int] = []  # the loop's tick count at each step shown
+    turns = LoopTurns()
     original = widget._on_progress
 
     def spy(step) -> None:
@@ -171,24 +168,27 @@ def test_litemedsam_run_moves_per_slice_never_freezes_and_cancels_quickly(make_n
         if isinstance(step, CaseStep):
             steps.append(step)
             bar.append(widget.progress.value)
+            ticks.append(turns.mark())
     widget._on_progress = spy
     qtbot.wait(300)
-    with TimerGaps() as meter:
+    with turns:
         worker = widget.run()
         # the first case's rows arrive, then the second case gets going
         qtbot.waitUntil(lambda: widget.results.table.rowCount() == 2, timeout=600_000)
         qtbot.waitUntil(lambda: any(s.case_id != steps[0].case_id and s.done >= 3 for s in steps), timeout=300_000)
-    run_gap = meter.max_gap
-    running = steps[-1]
-    start = time.perf_counter()
-    widget.cancel_button.native.click()
-    qtbot.waitUntil(lambda: _finished(worker) and widget.run_button.enabled, timeout=60_000)
-    latency = time.perf_counter() - start
-    print(f"max timer gap during the run: {run_gap:.3f} s; cancel took {latency:.2f} s "
-          f"(at {running})")
+        running = steps[-1]
+        passes = threads.count("encoder pass")
+        widget.cancel_button.native.click()
+        qtbot.waitUntil(lambda: _finished(worker) and widget.run_button.enabled, timeout=300_000)
+    after_cancel = threads.count("encoder pass") - passes
+    print(f"encoder passes {passes} before Cancel, {after_cancel} after (at {running}); "
+          f"loop ticks {turns.ticks} over {len(steps)} steps")
     assert errors == [] and widget.last_status == "cancelled"
-    assert latency < MAX_CANCEL_S
-    assert run_gap < MAX_GAP_S
+    # every encoder pass ran on the worker; the loop turned between the steps shown (the viewer was free)
+    assert passes >= 3 and threads.on_gui == [], threads.on_gui
+    assert sum(later > earlier for earlier, later in zip(ticks, ticks[1:])) >= len(ticks) // 2, ticks
+    # Cancel ends the run within the slice being encoded
+    assert after_cancel <= MAX_PASSES_AFTER_CANCEL, after_cancel
     # the bar moved with the slices of each case, up and within the case's share
     first = [v for s, v in zip(steps, bar) if s.case_id == steps[0].case_id]
     assert len(set(first)) > 10 and first == sorted(first) and max(first) <= 100

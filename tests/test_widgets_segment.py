@@ -8,12 +8,11 @@ propagation, compared exactly with the core run on the same inputs.
 """
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
-from napari_medsam_eval._widgets import CompareWidget, SegmentWidget
+from gui_probe import LoopTurns, ThreadLog
+from plugin_dock import dock
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._prompt_layers import prompt_from_layers
 from napari_medsam_eval.intensity import prepare_intensity
@@ -59,8 +58,7 @@ def _open_hippocampus(viewer, shared_data):
 
 
 def _widget(viewer, backend=None):
-    widget = SegmentWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "segment")
     if backend is not None:
         widget.set_backend(backend)
     return widget
@@ -165,7 +163,8 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
 
 
 @pytest.mark.slow
-def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shared_data, backend, qtbot, errors):
+def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shared_data, backend, qtbot, errors,
+                                                       monkeypatch):
     viewer = make_napari_viewer()
     image, gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
     assert image.scale[0] == pytest.approx(5.0)
@@ -174,18 +173,18 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
     prompt = widget.prompt_from_ground_truth()
     assert viewer.dims.current_step[0] == prompt.slice_index  # world step of an anisotropic volume
 
-    ticks: list[float] = []
-    timer = qtbot_timer(ticks)
+    threads = ThreadLog(monkeypatch).watch(backend, "_run_encoder", "encoder pass")
     progress: list[tuple[int, int]] = []
-    start = time.perf_counter()
-    worker = widget.propagate()
-    worker.yielded.connect(progress.append)  # connected after the start: the first steps may be missed
-    assert widget.cancel_button.enabled and not widget.propagate_button.enabled
-    _wait(qtbot, worker)
-    elapsed = time.perf_counter() - start
-    timer.stop()
-    # the event loop ran all along: a 20 ms timer ticked through the run
-    assert elapsed > 1.0 and len(ticks) >= min(20, 0.25 * elapsed / 0.02), (len(ticks), elapsed)
+    ticks: list[int] = []  # the loop's tick count at each step received
+    with LoopTurns() as turns:
+        worker = widget.propagate()
+        # (connected after the start: the first steps may be missed)
+        worker.yielded.connect(lambda step: (progress.append(step), ticks.append(turns.mark())))
+        assert widget.cancel_button.enabled and not widget.propagate_button.enabled
+        _wait(qtbot, worker)
+    # every encoder pass ran on the worker while the event loop kept turning between the steps
+    assert threads.count("encoder pass") > 0 and threads.on_gui == [], threads.calls
+    assert sum(later > earlier for earlier, later in zip(ticks, ticks[1:])) >= len(ticks) // 2, ticks
     n = image.data.shape[0]
     assert progress[-1] == (n, n) and all(total == n for _, total in progress)
     assert [d for d, _ in progress] == sorted(d for d, _ in progress)
@@ -200,7 +199,7 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
     assert compute_dice(layer.data == 1, gt.data == 1) == compute_dice(core, gt.data == 1) > 0.5
 
     # the compare widget on the model's prediction gives the same DSC
-    compare = CompareWidget(viewer)
+    compare = dock(viewer, "compare")
     assert compare.pred_layer.value is layer and compare.gt_layer.value is gt
     comparison = compare.update_comparison()
     assert comparison.dice == compute_dice(core, gt.data == 1)
@@ -220,16 +219,6 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
         core6 = largest_component(core6)
     np.testing.assert_array_equal(layer.data == 1, core6)
     assert not errors
-
-
-def qtbot_timer(ticks: list[float]):
-    from qtpy.QtCore import QTimer
-
-    timer = QTimer()
-    timer.setInterval(20)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
-    timer.start()
-    return timer
 
 
 def test_cancel_stops_propagation(make_napari_viewer, shared_data, backend, qtbot, errors):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from plugin_dock import dock
 from napari_medsam_eval._widgets._sensitivity import NEEDS_SEGMENT, prompt_of
-from napari_medsam_eval._widgets.compare import CompareWidget
 from test_widgets_segment import LESION, _wait, _widget, backend, errors  # noqa: F401 - shared
 
 pytestmark = pytest.mark.gui
@@ -16,8 +16,7 @@ pytestmark = pytest.mark.gui
 def test_compare_shows_the_prompt_sensitivity_of_a_propagation(make_napari_viewer, shared_data, backend, qtbot,
                                                                 errors):
     viewer = make_napari_viewer()
-    compare = CompareWidget(viewer)
-    viewer.window.add_dock_widget(compare)
+    compare = dock(viewer, "compare")
     image, gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
     assert compare.sensitivity.start() is None and errors[-1] == NEEDS_SEGMENT  # no Segment widget yet
     errors.clear()

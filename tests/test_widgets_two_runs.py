@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from qtpy.QtCore import Qt
 
-from napari_medsam_eval._widgets import BenchmarkWidget
+from plugin_dock import dock
 from napari_medsam_eval._widgets import _two_runs as two_runs_module
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._layers import current_index
@@ -86,8 +86,7 @@ def drop_case(run, case_id: str) -> None:
 
 def _dock(make_napari_viewer):
     viewer = make_napari_viewer()
-    widget = BenchmarkWidget(viewer)
-    viewer.window.add_dock_widget(widget)
+    widget = dock(viewer, "benchmark")
     return viewer, widget, widget.two_runs
 
 

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -13,10 +14,13 @@ from magicgui.widgets import (CheckBox, ComboBox, Container, FileEdit, Label, Li
 
 from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
+from ..propagation.rules import RULE_PRESETS
 from ..protocols import GROUND_TRUTH_PROTOCOLS
-from ._dock_layout import wrap_status
+from ._dock_layout import button_row, wrap_status
 
 AUTO_LAYOUT = "auto-detect"
+#: the propagation choice that leaves the rules to the data (volumes and videos have their own)
+DATA_DEFAULT = "data's default"
 #: models offered, in this order; the first four are promptable models, the last two baselines
 MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam", "box", "oracle") if name in BACKENDS]
 
@@ -45,6 +49,12 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
                   "that was running",
         "resume": "finish the run in the output folder: only the cases it does not hold yet are run",
         "progress": "cases done, moving with the slices of the case running",
+        "propagation": "the propagation rules: the data's measured default (volumes and videos apart) or a preset "
+                       "(medsam-eval run --propagation)",
+        "margin": "pixels added around a slice's mask for the next slice's box (-1: the rules' own margin)",
+        "protocol_options": "the protocol's options as JSON, e.g. {\"margin\": 10} for a box 10 px wider "
+                            "(medsam-eval run --protocol-options); empty: its defaults",
+        "seed": "the seed of the protocol's random choices (jittered boxes, sampled points)",
     }
     widget.dataset = FileEdit(label="dataset", mode="d", nullable=True, value=None, tooltip=tip["dataset"])
     widget.layout_choice = ComboBox(label="layout", choices=[AUTO_LAYOUT, *available_layouts()], value=AUTO_LAYOUT,
@@ -53,6 +63,12 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, visible=False,
                                  tooltip=tip["checkpoint"])
     widget.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2", tooltip=tip["protocol"])
+    widget.protocol_options = LineEdit(label="protocol options", value="", tooltip=tip["protocol_options"])
+    widget.propagation = ComboBox(label="propagation", choices=[DATA_DEFAULT, *RULE_PRESETS], value=DATA_DEFAULT,
+                                  tooltip=tip["propagation"])
+    widget.propagation_margin = SpinBox(label="propagation margin (px)", min=-1, max=200, value=-1,
+                                        tooltip=tip["margin"])
+    widget.seed = SpinBox(label="seed", min=0, max=2**31 - 1, value=0, tooltip=tip["seed"])
     widget.limit = SpinBox(label="limit (0 = all)", min=0, max=1_000_000, value=0, tooltip=tip["limit"])
     widget.workers = SpinBox(label="workers", min=1, max=max(1, os.cpu_count() or 1), value=1,
                              tooltip=tip["workers"])
@@ -64,16 +80,24 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.run_button = PushButton(text="Run", tooltip=tip["run"])
     widget.cancel_button = PushButton(text="Cancel", enabled=False, tooltip=tip["cancel"])
     widget.resume_button = PushButton(text="Resume", tooltip=tip["resume"])
-    buttons = Container(layout="horizontal", labels=False,
-                        widgets=[widget.run_button, widget.cancel_button, widget.resume_button])
-    buttons.margins = (0, 0, 0, 0)
+    buttons = button_row(widget.run_button, widget.cancel_button, widget.resume_button)
     widget.progress = ProgressBar(label="progress", min=0, max=1, value=0, tooltip=tip["progress"])
     widget.status = Label(label="status", value="choose a dataset folder and an output folder")
     wrap_status(widget.status)
     inputs = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol,
-              widget.limit, widget.workers, widget.executor, widget.ray_address, widget.save_predictions,
+              widget.protocol_options, widget.propagation, widget.propagation_margin, widget.seed, widget.limit, widget.workers, widget.executor, widget.ray_address, widget.save_predictions,
               widget.out_dir]
     return inputs, buttons
+
+
+def propagation_choice(preset: str, margin: int) -> str | dict[str, Any] | None:
+    """``run_benchmark``'s ``propagation`` of the widget's choices: None (the data's default), a preset's
+    name, or rule options (a margin on top of the chosen preset)."""
+    name = None if preset == DATA_DEFAULT else preset
+    if margin < 0:
+        return name
+    base = {} if name is None else dataclasses.asdict(RULE_PRESETS[name])
+    return {**base, "margin": int(margin)}
 
 
 def _on_executor(widget: Any, executor: str) -> None:
@@ -82,4 +106,4 @@ def _on_executor(widget: Any, executor: str) -> None:
     widget.workers.max = 1024 if executor == "ray" else max(1, os.cpu_count() or 1)
 
 
-__all__ = ["AUTO_LAYOUT", "MODEL_CHOICES", "add_run_controls"]
+__all__ = ["AUTO_LAYOUT", "DATA_DEFAULT", "MODEL_CHOICES", "add_run_controls", "propagation_choice"]

@@ -42,19 +42,31 @@ class NumericItem(QTableWidgetItem):
         return a < b
 
 
-def table(headers: tuple[str, ...]) -> QTableWidget:
+def table(headers: tuple[str, ...], stretch: int | None = 0) -> QTableWidget:
+    """A read-only row table; column ``stretch`` (the case names) takes the width the others leave and
+    elides its text, so every column shows at the dock's width without scrolling sideways (its full text
+    is in the tooltip of the cell). ``stretch=None``: columns sized to their contents."""
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(list(headers))
     table.setEditTriggers(QAbstractItemView.NoEditTriggers)
     table.setSelectionBehavior(QAbstractItemView.SelectRows)
     table.verticalHeader().setVisible(False)
-    table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeToContents)
-    table.horizontalHeader().setStretchLastSection(True)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeToContents)
+    if stretch is None:
+        header.setStretchLastSection(True)
+    else:
+        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
+        header.setMinimumSectionSize(24)
+        table.setTextElideMode(Qt.ElideMiddle)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
     return table
 
 
 def text_item(text: str) -> QTableWidgetItem:
-    return QTableWidgetItem(text)
+    item = QTableWidgetItem(text)
+    item.setToolTip(text)
+    return item
 
 
 def target_text(row: dict[str, Any]) -> str:

@@ -15,6 +15,8 @@ from ._theme import plot_canvas, style_axes
 
 LINE_COLOR = "#4fc3f7"
 STOP_COLOR = "#ce93d8"
+#: the stop markers' text size in points (readable beside the 8 pt axis labels)
+STOP_FONT_PT = 9
 
 
 def stop_markers(stops: Any) -> list[tuple[int, str]]:
@@ -61,7 +63,7 @@ class SliceDicePlot:
         self.stops = stops
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
-            ax.annotate(reason, (at, 0.0), fontsize=6, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
+            ax.annotate(reason, (at, 0.0), fontsize=STOP_FONT_PT, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         ax.set_xlabel(xlabel, fontsize=8)

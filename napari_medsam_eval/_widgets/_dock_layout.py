@@ -1,46 +1,79 @@
-"""Fitting the dock widgets into a 1600 x 1000 window: scrolling, wrapping, fixed plot margins.
+"""Fitting the dock widgets into a 1600 x 1000 window: scrolling, a fixed footer, wrapping, plot margins.
 
 napari docks a magicgui container's ``native`` widget as it is, with no
-scroll area, so two tall docks stacked on one side make the main window
-taller than the screen. :func:`fit_in_dock` moves a container's contents
-into a vertical scroll area of a modest minimum height; :func:`wrap_status`
-makes a status label wrap (its full text in the tooltip) instead of
-widening the dock; :func:`fixed_margins` gives an embedded plot fixed margins
-instead of a tight layout, whose measuring of every text made each redraw
-of the small plots cost tens of milliseconds on the GUI thread.
+scroll area, so tall docks stacked on one side make the main window taller
+than the screen. :func:`fit_in_dock` moves a container's contents into a
+vertical scroll area, but for its *footer*: the main actions (buttons in
+rows, :func:`button_row`), the progress bar and the status line stay below
+the scroll area, in view whatever the dock's height, so three docks stacked
+at 1600 x 1000 each show what a user clicks and what a job is doing.
+:func:`wrap_status` makes a status label wrap (its full text selectable and
+in the tooltip) instead of widening the dock; in the footer a long message
+scrolls inside a few lines (:data:`STATUS_LINES`) instead of pushing the
+actions out of view. :func:`fixed_margins` gives an embedded plot fixed
+margins instead of a tight layout, whose measuring of every text made each
+redraw of the small plots cost tens of milliseconds on the GUI thread.
 """
 from __future__ import annotations
 
-from magicgui.widgets import Container, Label
+from typing import Sequence
+
+from magicgui.widgets import Container, Label, Widget
 from matplotlib.figure import Figure
 from qtpy.QtCore import QEvent, QObject, Qt
-from qtpy.QtWidgets import QFrame, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QFrame, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
-#: the least height of a docked widget's scroll area, in pixels
-MIN_DOCK_HEIGHT = 220
+#: the least height of a docked widget's scroll area, in pixels (its footer comes on top)
+MIN_DOCK_HEIGHT = 90
+#: lines of a status message shown in a footer before it scrolls
+STATUS_LINES = 4
 
 
-def fit_in_dock(container: Container, min_height: int = MIN_DOCK_HEIGHT) -> QScrollArea:
-    """Move everything in ``container``'s layout into a vertical scroll area; returns the area.
+def button_row(*buttons: Widget) -> Container:
+    """``buttons`` side by side, sharing the dock's width (a footer row)."""
+    row = Container(widgets=list(buttons), layout="horizontal", labels=False)
+    row.margins = (0, 0, 0, 0)
+    return row
+
+
+def _holds(item: QLayoutItem, widgets: Sequence[Widget]) -> bool:
+    shown = item.widget()
+    return shown is not None and any(shown is w.native or shown.isAncestorOf(w.native) for w in widgets)
+
+
+def _move_items(source: QLayout, body: QVBoxLayout, footer: QVBoxLayout, footer_widgets: Sequence[Widget]) -> None:
+    while source.count():
+        item = source.takeAt(0)
+        target = footer if _holds(item, footer_widgets) else body
+        if item.widget() is not None:
+            target.addWidget(item.widget())
+        elif item.layout() is not None:
+            target.addLayout(item.layout())
+        else:
+            target.addItem(item)
+
+
+def fit_in_dock(container: Container, footer: Sequence[Widget] = (), min_height: int = MIN_DOCK_HEIGHT
+                ) -> QScrollArea:
+    """Move ``container``'s contents into a vertical scroll area, but for ``footer`` (widgets of the
+    container, e.g. rows of main actions, the progress bar, the status line), which stays below it,
+    always in view; returns the area.
 
     Call it last in the widget's ``__init__``: widgets appended to the
     container afterwards would land outside the scroll area.
     """
     outer = container.native.layout()
-    body = QWidget()
-    inner = QVBoxLayout(body)
+    body, bottom = QWidget(), QWidget()
+    inner, below = QVBoxLayout(body), QVBoxLayout(bottom)
     margins = outer.contentsMargins()
-    inner.setContentsMargins(margins)
-    inner.setSpacing(outer.spacing())
-    while outer.count():
-        item = outer.takeAt(0)
-        if item.widget() is not None:
-            inner.addWidget(item.widget())
-        elif item.layout() is not None:
-            inner.addLayout(item.layout())
-        else:
-            inner.addItem(item)
+    for layout in (inner, below):
+        layout.setContentsMargins(margins)
+        layout.setSpacing(outer.spacing())
+    _move_items(outer, inner, below, footer)
     inner.addStretch(1)
+    for widget in footer:
+        if isinstance(widget, Label) and widget.native.wordWrap():
+            _scroll_long_text(widget)
     area = QScrollArea()
     area.setWidget(body)
     area.setWidgetResizable(True)
@@ -51,6 +84,9 @@ def fit_in_dock(container: Container, min_height: int = MIN_DOCK_HEIGHT) -> QScr
     area.setMinimumWidth(body.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width())
     outer.setContentsMargins(0, 0, 0, 0)
     outer.addWidget(area)
+    if below.count():
+        bottom.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        outer.addWidget(bottom)
     # expanding: napari then adds no stretch below it, and the area takes the dock's height
     container.native.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
     return area
@@ -63,6 +99,27 @@ class _FullTextTip(QObject):
         if event.type() == QEvent.ToolTip:
             watched.setToolTip(watched.text())
         return False
+
+
+def _scroll_long_text(label: Label) -> None:
+    """Cap a wrapping footer label at :data:`STATUS_LINES` lines; a longer text scrolls, readable in full."""
+    native = label.native
+    line = native.fontMetrics().lineSpacing()
+    holder = native.parentWidget()
+    layout = holder.layout() if holder is not None else None
+    area = QScrollArea()
+    area.setFrameShape(QFrame.NoFrame)
+    area.setWidgetResizable(True)
+    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    area.setMaximumHeight(line * STATUS_LINES + 6)
+    area.setMinimumHeight(line + 6)
+    area.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Maximum)
+    if layout is not None and layout.indexOf(native) >= 0:
+        index = layout.indexOf(native)
+        layout.removeWidget(native)
+        area.setWidget(native)
+        layout.insertWidget(index, area)
+    native.setAlignment(Qt.AlignLeft | Qt.AlignTop)
 
 
 def wrap_status(label: Label) -> None:
@@ -84,4 +141,4 @@ def fixed_margins(figure: Figure, *, left: float = 0.16, bottom: float = 0.2, ri
     figure.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
 
 
-__all__ = ["MIN_DOCK_HEIGHT", "fit_in_dock", "fixed_margins", "wrap_status"]
+__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "button_row", "fit_in_dock", "fixed_margins", "wrap_status"]

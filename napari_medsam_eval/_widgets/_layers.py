@@ -131,11 +131,32 @@ def with_role(layers: Any, role: str, kind: type = Layer, shape: tuple[int, ...]
     return None
 
 
-def pick_missing(combo: Any, layers: Any, role: str, kind: type = Layer, shape: tuple[int, ...] | None = None,
-                 **metadata: Any) -> None:
-    """Choose :func:`with_role`'s layer in ``combo`` (a magicgui ComboBox of layers) when it has no value."""
-    if combo.value is None:
-        combo.value = with_role(layers, role, kind, shape, **metadata)
+def belongs_to(layer: Layer | None, image: Layer, role: str) -> bool:
+    """Whether ``layer`` can serve ``image`` in ``role``: a ground truth of its spatial shape; a prompt layer
+    made for it (``metadata['image']``) or a user's own layer (no ``image``) of its dimensionality."""
+    if layer is None:
+        return False
+    if role == "ground_truth":
+        return isinstance(layer, Labels) and tuple(layer.data.shape) == spatial_shape(image)
+    owner = layer.metadata.get("image")
+    return layer.ndim == image.ndim and (owner is None or owner == image.name)
+
+
+def layers_of_image(layers: Any, image: Layer, chosen: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """The ground truth, box and point layers for ``image``: each ``chosen`` one that belongs to it, else
+    the layer with its role made for it (a ground truth named after it first), else None."""
+    roles = ("ground_truth", "prompt_boxes", "prompt_points")
+    picked = []
+    for role, layer in zip(roles, chosen):
+        if belongs_to(layer, image, role):
+            picked.append(layer)
+        elif role == "ground_truth":
+            fits = [x for x in layers if x.metadata.get("role") == role and belongs_to(x, image, role)]
+            named = [x for x in fits if x.name.startswith(image.name)]
+            picked.append((named or fits or [None])[0])
+        else:
+            picked.append(with_role(layers, role, image=image.name))
+    return picked[0], picked[1], picked[2]
 
 
 def layer_choices(viewer: Any, kind: type, exclude_roles: tuple[str, ...] = ()) -> Callable[..., list]:
@@ -196,7 +217,7 @@ def label_map_for(image: Image, labels: Labels | None) -> np.ndarray:
     return np.asarray(labels.data)
 
 
-__all__ = ["add_inactive", "checked_image", "current_index", "find_layer", "follow_viewer", "from_image_coords", "go_to_index",
-           "image_args", "label_map_for", "layer_choices", "layer_kind", "pick_missing", "spatial_shape",
+__all__ = ["add_inactive", "belongs_to", "checked_image", "layers_of_image", "current_index", "find_layer", "follow_viewer", "from_image_coords", "go_to_index",
+           "image_args", "label_map_for", "layer_choices", "layer_kind", "spatial_shape",
            "to_image_coords",
            "transform_kwargs", "with_role"]

@@ -61,6 +61,8 @@ class ObjectControls(Container):
     def __init__(self, widget: "SegmentWidget") -> None:
         self.widget = widget
         self.history = AttemptHistory()
+        #: each attempt's object anchors after it (Undo puts back the previous attempt's)
+        self._anchors: "weakref.WeakKeyDictionary[Attempt, Any]" = weakref.WeakKeyDictionary()
         self._prompts: dict[tuple[str, int], tuple[Any, Any]] = {}  # (image, label) -> (boxes, points) data
         self._shown = int(widget.target_label.value)
         self.previous_button = PushButton(text="< object", tooltip=with_shortcut(
@@ -119,15 +121,20 @@ class ObjectControls(Container):
 
     # -- attempts ---------------------------------------------------------------
 
-    def commit(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None) -> Labels:
+    def commit(self, prompt: Prompt, mask: np.ndarray, index: int | None = None, stops: list | None = None
+               ) -> Labels | None:
         """Write a result as its object into the image's prediction layer and keep it as an attempt.
 
         The layer the user was drawing in stays the active one; Ctrl+Z on the
-        prediction layer is this Undo (not napari's paint undo).
+        prediction layer is this Undo (not napari's paint undo). None (nothing written) when the image the
+        job ran on was closed meanwhile.
         """
         widget, viewer = self.widget, self.widget.viewer
         name = widget.session.image_name  # the image the job ran on (the choice may have changed since)
-        image = viewer.layers[name] if name in viewer.layers else widget._image()
+        if name not in viewer.layers:  # closed while the job ran: its result belongs to no open image
+            widget.status.value = f"image {name} was closed while it was segmented: its result was dropped"
+            return None
+        image = viewer.layers[name]
         active = viewer.layers.selection.active
         layer = write_object(viewer, image, prompt.target_label, mask, index=index,
                              metadata={"prompt": prompt.to_dict(), "model": widget.session.model_name,
@@ -136,9 +143,10 @@ class ObjectControls(Container):
         if active is not None and active in viewer.layers:
             viewer.layers.selection.active = active
         started, action = getattr(widget, "_started", (time.perf_counter(), "segment"))
-        self.history.record(Attempt.of(image.name, prompt.target_label, object_mask(layer, prompt.target_label),
-                                       action=action, model=widget.session.model_name, prompt=prompt.to_dict(),
-                                       seconds=time.perf_counter() - started))
+        attempt = self.history.record(Attempt.of(
+            image.name, prompt.target_label, object_mask(layer, prompt.target_label), action=action,
+            model=widget.session.model_name, prompt=prompt.to_dict(), seconds=time.perf_counter() - started))
+        self._anchors[attempt] = widget.session.anchor_snapshot(prompt.target_label)
         return layer
 
     def undo(self) -> Attempt | None:
@@ -155,8 +163,10 @@ class ObjectControls(Container):
             self.widget.status.value = f"cannot undo: image {attempt.image} is no longer open"
             return None
         write_object(viewer, viewer.layers[attempt.image], attempt.target_label, before)
-        self.widget.session.drop_anchors(attempt.target_label)
+        previous = self.history.last(attempt.image, attempt.target_label)
+        self.widget.session.restore_anchors(attempt.target_label, self._anchors.get(previous) if previous else None)
         self.widget.target_label.value = attempt.target_label
+        self.widget.anchor_list.reset_choices()
         self.widget.status.value = f"undid: {attempt.describe()}"
         return attempt
 

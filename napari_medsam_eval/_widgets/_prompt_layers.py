@@ -203,23 +203,22 @@ def prompt_slices(image: Image, boxes: Shapes | None, points: Points | None) -> 
     return sorted(found)
 
 
-def prompt_from_layers(
-    image: Image,
-    index: int | None,
-    target_label: int,
-    boxes: Shapes | None = None,
-    points: Points | None = None,
-) -> Prompt:
-    """The :class:`Prompt` of the boxes and points drawn on slice ``index`` (None: 2D image)."""
+def _drawn_on_slice(image: Image, index: int | None, boxes: Shapes | None, points: Points | None
+                    ) -> tuple[list[tuple[int, int, int, int]], list[tuple[float, float]], list[int], int]:
+    """The boxes, point coordinates (x, y) and point labels drawn on slice ``index`` inside the image, and
+    how many boxes and points drawn on that slice lie wholly outside it."""
     is_2d = layer_kind(image) == "image"
     shape_hw = spatial_shape(image)[-2:]
     prompt_boxes: list[tuple[int, int, int, int]] = []
+    outside = 0
     for shape in (boxes.data if boxes is not None else []):
         coords = to_image_coords(boxes, image, shape)
         if not is_2d and _shape_slice(coords) != index:
             continue
         box = box_from_vertices(coords[:, -2:], shape_hw)
-        if box is not None:
+        if box is None:
+            outside += 1
+        else:
             prompt_boxes.append(box)
     xy: list[tuple[float, float]] = []
     labels: list[int] = []
@@ -231,9 +230,23 @@ def prompt_from_layers(
                 continue
             y, x = float(coord[-2]), float(coord[-1])
             if not (-0.5 <= y <= h - 0.5 and -0.5 <= x <= w - 0.5):
+                outside += 1
                 continue
             xy.append((min(max(x, 0.0), w - 1.0), min(max(y, 0.0), h - 1.0)))
             labels.append(int(label))
+    return prompt_boxes, xy, labels, outside
+
+
+def prompt_from_layers(
+    image: Image,
+    index: int | None,
+    target_label: int,
+    boxes: Shapes | None = None,
+    points: Points | None = None,
+) -> Prompt:
+    """The :class:`Prompt` of the boxes and points drawn on slice ``index`` (None: 2D image)."""
+    prompt_boxes, xy, labels, _outside = _drawn_on_slice(image, index, boxes, points)
+    is_2d = layer_kind(image) == "image"
     return Prompt(target_label=int(target_label), slice_index=None if is_2d else index, boxes=prompt_boxes,
                   points=xy, point_labels=labels, protocol="manual")
 
@@ -241,7 +254,7 @@ def prompt_from_layers(
 def drawn_prompt(viewer: Any, image: Image, target_label: int, boxes: Shapes | None, points: Points | None,
                  index: int | None = None) -> Prompt:
     """The prompt drawn on slice ``index`` (default: the one on screen, else the only prompted one);
-    ValueError when there are no prompt layers or nothing is drawn there."""
+    ValueError when there are no prompt layers, nothing is drawn there or all of it lies outside the image."""
     if boxes is None and points is None:
         raise ValueError("no prompt layers: draw a box or points (New prompt layers) or prompt from ground truth")
     if index is None and layer_kind(image) != "image":
@@ -252,6 +265,12 @@ def drawn_prompt(viewer: Any, image: Image, target_label: int, boxes: Shapes | N
     prompt = prompt_from_layers(image, index, target_label, boxes, points)
     if prompt.is_empty:
         where = "" if index is None else f" on slice {index}"
+        outside = _drawn_on_slice(image, index, boxes, points)[3]
+        if outside:
+            height, width = spatial_shape(image)[-2:]
+            what = "the box or point" if outside == 1 else f"all {outside} boxes and points"
+            raise ValueError(f"{what} drawn{where} lie{'s' if outside == 1 else ''} wholly outside the image "
+                             f"({width} x {height} pixels): draw over the image")
         raise ValueError(f"no box or point{where}: draw one or prompt from ground truth")
     return prompt
 

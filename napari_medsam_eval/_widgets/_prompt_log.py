@@ -23,7 +23,9 @@ from ..metrics import compute_dice
 from ..prompt import Prompt
 from ..prompt_log import Segmenter, append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
 from . import _layers
+from ._dock_layout import wrap_status
 from ._propagation_options import propagation_options
+from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
     from .segment import SegmentWidget
@@ -39,12 +41,14 @@ class PromptLogger(Container):
         self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
                              tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
         self.summary = Label(label="drawn vs protocol", value="no prompt logged yet")
+        wrap_status(self.summary)  # a long line wraps instead of widening the dock
         super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
                          tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
                                  "(README, 'Drawn vs protocol prompts')")
         self.last_row: dict[str, Any] | None = None
         self.rows_written = 0
-        self._workers: list[Any] = []
+        #: the rows being computed, each in a worker of its own (they may overlap)
+        self.runner = WorkerRunner(self.summary)
         widget.session.slice_ready.connect(self._on_slice)
         widget.session.result_ready.connect(self._on_result)
 
@@ -56,7 +60,7 @@ class PromptLogger(Container):
     @property
     def pending(self) -> int:
         """Rows still being computed."""
-        return len(self._workers)
+        return self.runner.running
 
     def _on_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         self.log(prompt, mask, "slice")
@@ -103,8 +107,6 @@ class PromptLogger(Container):
 
     def _start(self, segmenter: Segmenter, drawn: Prompt, theirs: Prompt | None, mine: np.ndarray, truth: np.ndarray,
                operation: str, options: dict[str, Any], protocol: str, context: dict[str, Any]) -> Any:
-        from napari.qt.threading import create_worker
-
         path = self.log_path
 
         def work() -> dict[str, Any]:
@@ -121,13 +123,7 @@ class PromptLogger(Container):
             append_row(path, row)
             return row
 
-        worker = create_worker(work)
-        self._workers.append(worker)
-        worker.returned.connect(self._written)
-        worker.errored.connect(lambda error: setattr(self.summary, "value", f"not logged: {error}"))
-        worker.finished.connect(lambda: self._workers.remove(worker) if worker in self._workers else None)
-        worker.start()
-        return worker
+        return self.runner.start(work, text=self.summary.value, returned=self._written, error_prefix="not logged: ")
 
     def _written(self, row: dict[str, Any]) -> None:
         self.last_row, self.rows_written = row, self.rows_written + 1
@@ -149,7 +145,7 @@ def follow_prompt_log(widget: "SegmentWidget") -> PromptLogger:
     """Give ``widget`` its prompt log (``widget.prompt_log``), shown above its status line."""
     logger = PromptLogger(widget)
     widget.prompt_log = logger
-    widget.insert(list(widget).index(widget.status) - 2, logger)
+    widget.insert(list(widget).index(widget.anchor_list) + 1, logger)  # in the body, above the actions
     return logger
 
 

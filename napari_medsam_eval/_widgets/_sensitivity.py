@@ -18,7 +18,7 @@ import numpy as np
 from magicgui.widgets import Container, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels
 
-from .._layer_style import style_prediction
+from .._layer_style import WORST_RUN_COLOR, style_prediction
 from ..comparison import binary_target
 from ..prompt import Prompt
 from ..sensitivity import DEFAULT_RUNS, SensitivityResult
@@ -31,6 +31,8 @@ from ._worker import WorkerRunner
 if TYPE_CHECKING:
     from .compare import CompareWidget
 
+#: what the agreement map's colours mean (its colormap: inferno, 0..1)
+AGREEMENT_LEGEND = "0 (black: no run segmented the pixel) .. 1 (yellow: every run); worst run: white contour"
 NEEDS_SEGMENT = ("prompt sensitivity uses the Segment widget's model and image: dock it, load a model and "
                  "segment or propagate the target first")
 
@@ -61,7 +63,7 @@ def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name:
         if worst is None:
             worst = add_inactive(viewer, style_prediction(Labels(data, name=f"{name} worst run",
                                                                  metadata={"role": "worst_run"},
-                                                                 **transform_kwargs(reference))))
+                                                                 **transform_kwargs(reference)), WORST_RUN_COLOR))
         else:
             worst.data = data
     return agreement, worst
@@ -84,9 +86,13 @@ class SensitivitySection(Container):
         self.cancel_button = PushButton(text="Cancel sensitivity", enabled=False, tooltip="stop after this slice")
         self.progress = ProgressBar(label="runs", value=0, max=1)
         self.spread = Label(label="DSC spread", value="-", tooltip="min / median / max DSC of the runs")
+        self.legend = Label(label="agreement map", value=AGREEMENT_LEGEND, visible=False,
+                            tooltip="the share of the perturbed runs that segmented each pixel (an Image layer)")
+        wrap_status(self.legend)
         self.status = Label(label="sensitivity", value="")
         wrap_status(self.status)
-        self.extend([self.runs, self.run_button, self.cancel_button, self.progress, self.spread, self.status])
+        self.extend([self.runs, self.run_button, self.cancel_button, self.progress, self.spread, self.legend,
+                     self.status])
         background, self._text = theme_colors(self.viewer)
         self.figure, self.axes, self.canvas = plot_canvas(background, 110)
         style_axes(self.axes, background, self._text)
@@ -132,6 +138,7 @@ class SensitivitySection(Container):
                                  f"(spread {s['dice_spread']:.3f}); worst: run {result.worst + 1}")
         else:
             self.spread.value = "no ground truth compared: agreement map only"
+        self.legend.visible = True
         self.status.value = f"{what}; agreement map: 1 where every run segmented"
         self._plot(result)
 

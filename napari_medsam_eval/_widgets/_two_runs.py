@@ -34,6 +34,7 @@ from ._layers import go_to_index, transform_kwargs
 from ._theme import theme_colors
 from ._two_runs_view import TwoRunsView
 from ._worker import WorkerRunner
+from ._viewer import real_viewer
 
 if TYPE_CHECKING:
     import napari
@@ -93,7 +94,7 @@ class TwoRunsWidget(Container):
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
         super().__init__(labels=True)
-        self.viewer = napari_viewer
+        self.viewer = napari_viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
         #: the runs shown (a :class:`RunPair`), the last case pair opened and its layers by role
         self.pair: RunPair | None = None
         self.case_pair: CasePair | None = None

@@ -9,10 +9,19 @@ widget's controls are disabled (Cancel enabled for a cancellable job), its
 exception becomes an error notification and the status line, its progress
 goes to the status line and a progress bar (napari's activity dock or the
 widget's own), and Cancel sets the job's ``cancel`` event.
+
+A worker must never outlive the widgets its callbacks touch: :meth:`WorkerRunner.close`
+(called when the widget's Qt object is destroyed, and for every runner still open when
+the interpreter exits) sets each running job's cancel event, disconnects the worker's
+callbacks and waits for the job to end, so no callback reaches a deleted Qt object and
+no job is cut off half-way through writing a file when the process ends.
 """
 from __future__ import annotations
 
+import atexit
 import threading
+import time
+import weakref
 from typing import Any, Callable, Sequence
 
 from magicgui.widgets import Label, ProgressBar, PushButton, Widget
@@ -20,11 +29,25 @@ from napari.qt.threading import create_worker
 from napari.utils import progress as napari_progress
 from napari.utils.notifications import show_error
 
+from ._jobs import CLOSE_WAIT_S, Job, end_job, room_in_the_pool, tracked
+
+#: every runner not yet closed, closed at interpreter exit (before Qt and the interpreter go away)
+_OPEN_RUNNERS: "weakref.WeakSet[WorkerRunner]" = weakref.WeakSet()
+
+
+def _close_open_runners() -> None:
+    for runner in list(_OPEN_RUNNERS):
+        runner.close()
+
+
+atexit.register(_close_open_runners)
+
 
 def report_error(status: Label | None, message: str) -> None:
-    """An error as a napari notification, its first line on the ``status`` label."""
+    """An error as a napari notification and, whole, on the ``status`` label (it wraps; in a dock's
+    footer a long message scrolls within a few lines, readable in full and selectable)."""
     if status is not None:
-        status.value = message.splitlines()[0][:200]
+        status.value = message
     show_error(message)
 
 
@@ -48,10 +71,19 @@ class WorkerRunner:
         self.cancel_event: threading.Event | None = None
         self._pbar: Any = None
         self._steps: Callable[[int, int], str] = lambda done, total: f"{done}/{total}"
+        #: every job started and not yet ended, by its worker
+        self._jobs: dict[Any, Job] = {}
+        self.closed = False
+        _OPEN_RUNNERS.add(self)
 
     @property
     def busy(self) -> bool:
         return self.worker is not None
+
+    @property
+    def running(self) -> int:
+        """How many of this runner's jobs have not ended yet."""
+        return len(self._jobs)
 
     @property
     def cancelling(self) -> bool:
@@ -78,16 +110,22 @@ class WorkerRunner:
         ``yielded``, the job yields ``(done, total)`` steps. ``total``: show
         step ``(0, total)`` at once.
         """
+        if self.closed:
+            return None
         self.cancel_event = threading.Event() if cancellable else None
         if cancellable:
             kwargs["cancel"] = self.cancel_event
+        state = Job(getattr(job, "__name__", str(job)), self.cancel_event)
 
         def failed(error: BaseException) -> None:
             if errored is not None:
                 errored(error)
             self.error(f"{error_prefix}{type(error).__name__}: {error}")
 
-        worker = create_worker(job, *args, _start_thread=False, _connect={"errored": failed}, **kwargs)
+        worker = create_worker(tracked(job, state), *args, _start_thread=False, _connect={"errored": failed},
+                               **kwargs)
+        self._jobs[worker] = state
+        worker.finished.connect(lambda: self._jobs.pop(worker, None))
         if self.cancel_event is not None:
             worker.aborted.connect(self.cancel_event.set)  # napari's own cancel (worker.quit) stops the job too
         if progress is not None:
@@ -103,6 +141,7 @@ class WorkerRunner:
                 getattr(worker, name).connect(callback)
         self.worker = worker
         self._set_busy(True, text)
+        room_in_the_pool()
         worker.start()
         if total is not None:
             self.step(0, total)
@@ -136,6 +175,35 @@ class WorkerRunner:
         """Set the running job's cancel event without touching the UI (the widget is going away)."""
         if self.cancel_event is not None:
             self.cancel_event.set()
+
+    def close(self, timeout: float = CLOSE_WAIT_S) -> None:
+        """The widget is going away: cancel every job, disconnect its worker's callbacks (none may touch a
+        deleted widget) and wait up to ``timeout`` seconds in all for the running jobs to end. A job not
+        started yet will do nothing; a generator job its worker no longer drives (it waits at a yield) is
+        closed here. No UI is touched; the runner starts nothing afterwards."""
+        self.closed = True
+        _OPEN_RUNNERS.discard(self)
+        jobs = list(self._jobs.items())
+        for worker, state in jobs:
+            state.skip = True
+            if state.cancel is not None:
+                state.cancel.set()
+            for name in ("returned", "yielded", "finished", "errored", "aborted"):
+                try:
+                    getattr(worker, name).disconnect()
+                except (AttributeError, TypeError, RuntimeError):  # none connected, or Qt's side gone
+                    pass
+        deadline = time.monotonic() + timeout
+        for _worker, state in jobs:
+            end_job(state, deadline)
+        self._jobs.clear()
+        self.worker = self.cancel_event = None
+        if self._pbar is not None:
+            try:
+                self._pbar.close()
+            except RuntimeError:
+                pass
+            self._pbar = None
 
     def _set_busy(self, busy: bool, text: str | None = None) -> None:
         for widget in self.controls:

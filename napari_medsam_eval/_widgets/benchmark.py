@@ -39,7 +39,8 @@ from qtpy.QtWidgets import QShortcut
 from ..benchmark import ROWS_FILE, ResultStore
 from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, RunRequest, benchmark_job
 from . import _run_case
-from ._bench_controls import AUTO_LAYOUT, add_run_controls
+from ..options import json_object
+from ._bench_controls import AUTO_LAYOUT, add_run_controls, propagation_choice
 from ._dock_layout import fit_in_dock
 from ._effort_plot import EffortPlot
 from ._layers import follow_viewer
@@ -48,6 +49,7 @@ from ._shortcuts import BENCHMARK_SHORTCUTS, key_text
 from ._theme import theme_colors
 from ._two_runs import TwoRunsWidget
 from ._worker import WorkerRunner
+from ._viewer import real_viewer
 
 if TYPE_CHECKING:
     import napari
@@ -73,7 +75,7 @@ class BenchmarkWidget(Container):
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
         super().__init__(labels=True)
-        self.viewer = napari_viewer
+        self.viewer = napari_viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
         #: the last finished run's table (as ``run_benchmark`` returned it) and its status
         self.last_table: pd.DataFrame | None = None
         self.last_status: str | None = None
@@ -110,8 +112,13 @@ class BenchmarkWidget(Container):
         self.next_row_shortcut = QShortcut(QKeySequence(NEXT_ROW_KEY), self.native)
         self.next_row_shortcut.setContext(Qt.WindowShortcut)  # anywhere in the viewer's window
         self.next_row_shortcut.activated.connect(self.next_row)
-        follow_viewer(self, [], on_close=self.runner.stop)  # a closed widget stops its run
-        fit_in_dock(self)
+        follow_viewer(self, [], on_close=self._close)  # a closed widget ends its jobs
+        fit_in_dock(self, footer=[buttons, self.progress, self.status])  # Run/Cancel/Resume always in view
+
+    def _close(self) -> None:
+        """The Qt widget is gone: cancel the run (its finished cases stay stored), end every job."""
+        for runner in (self.runner, self.opener, self.two_runs.loader, self.two_runs.opener):
+            runner.close()
 
     @property
     def busy(self) -> bool:
@@ -132,7 +139,11 @@ class BenchmarkWidget(Container):
                                   checkpoint=_path(self.checkpoint), resume=resume, layout=layout,
                                   limit=int(self.limit.value) or None, workers=int(self.workers.value),
                                   save_predictions=bool(self.save_predictions.value),
-                                  executor=self.executor.value, ray_address=self.ray_address.value)
+                                  protocol_options=json_object(self.protocol_options.value, "protocol options"),
+                                  propagation=propagation_choice(self.propagation.value,
+                                                                 int(self.propagation_margin.value)),
+                                  seed=int(self.seed.value), executor=self.executor.value,
+                                  ray_address=self.ray_address.value)
 
     def run(self, resume: bool = False) -> Any:
         """Start the run the controls describe (``resume``: continue the output folder's run).

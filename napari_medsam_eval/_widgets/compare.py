@@ -26,12 +26,13 @@ from qtpy.QtCore import QTimer
 
 from ..comparison import Comparison, binary_target, compare_masks
 from ._compare_plot import SliceDicePlot, stop_markers
-from ._dock_layout import fit_in_dock, wrap_status
+from ._dock_layout import button_row, fit_in_dock, wrap_status
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
 from ._result_layers import write_overlay
 from ._sensitivity import SensitivitySection
 from ._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
 from ._theme import theme_colors
+from ._viewer import real_viewer
 
 #: the status line when there is nothing to compare
 CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
@@ -50,7 +51,7 @@ class CompareWidget(Container):
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
         super().__init__(labels=True)
-        self.viewer = napari_viewer
+        self.viewer = napari_viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
         self.comparison: Comparison | None = None
         self.overlay_layer: Labels | None = None
         self._worst: np.ndarray = np.array([], dtype=int)
@@ -74,8 +75,9 @@ class CompareWidget(Container):
         self.worst_info = Label(label="worst", value="-", tooltip="the worst slice shown, its rank and DSC")
         self.status = Label(label="status", value=CHOOSE_PAIR)
         wrap_status(self.status)
-        self.extend([self.pred_layer, self.gt_layer, self.target_label, self.compare_button,
-                     self.volume_dice, self.slice_dice, self.worst_button, self.worst_info, self.status])
+        actions = button_row(self.compare_button, self.worst_button)
+        self.extend([self.pred_layer, self.gt_layer, self.target_label, self.volume_dice, self.slice_dice,
+                     self.worst_info, actions, self.status])
 
         self.plot = SliceDicePlot(theme_colors(napari_viewer), on_click=self.go_to)  # a click: the nearest slice
         self.figure, self.axes, self.canvas = self.plot.figure, self.plot.axes, self.plot.canvas
@@ -99,12 +101,12 @@ class CompareWidget(Container):
                              (events.reordered, self._refresh_choices)], on_close=self._on_close)
         self._unbind = bind_shortcuts(napari_viewer, {"next_worst": self.next_worst}, COMPARE_SHORTCUTS)
         self._refresh_choices()
-        fit_in_dock(self)
+        fit_in_dock(self, footer=[actions, self.status])  # Compare always in view
 
     def _on_close(self) -> None:
         """The Qt widget is gone: forget the timer, the compared layers' events and the keys."""
         self._timer = None
-        self.sensitivity.runner.stop()
+        self.sensitivity.runner.close()
         self._watch([])
         self._unbind()
 

@@ -19,21 +19,22 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from magicgui.widgets import Container
-from napari.layers import Image, Labels, Points, Shapes
+from napari.layers import Image, Points, Shapes
 from napari.utils.notifications import show_info
 
 from ..prompt import Prompt
 from ..propagation import PropagationResult
 from ..session import Session
 from ._sessions import register_session
-from . import _layers, _prompt_layers
+from . import _layers, _objects, _prompt_layers
 from ._anchors import start_propagation
-from ._dock_layout import fit_in_dock
+from ._dock_layout import button_row, fit_in_dock
 from ._drawing import follow_drawing, warn_points
 from ._encode_ahead import EncodeAhead
 from ._segment_controls import MODEL_CHOICES, build_controls
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
 from ._worker import WorkerRunner
+from ._viewer import real_viewer
 
 if TYPE_CHECKING:
     import napari
@@ -44,22 +45,25 @@ class SegmentWidget(Container):
 
     def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
         super().__init__(labels=True)
-        self.viewer = napari_viewer
+        self.viewer = napari_viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
         self.session = Session()
         register_session(napari_viewer, self.session)  # the Compare widget's prompt sensitivity uses it
         build_controls(self, napari_viewer)
         self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
+        actions = [button_row(self.segment_button, self.propagate_button),
+                   button_row(self.correct_button, self.cancel_button)]
         self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.encode_box,
                      self.box_layer,
                      self.point_layer, self.polarity, self.new_prompt_layers_button, self.target_label, self.objects,
                      self.use_gt, *self._gt_controls[:3], self.mode, self.gt_prompt_button, self.propagation_box,
-                     self.segment_button, self.propagate_button, self.correct_button, self.anchor_list,
-                     self.cancel_button, self.progress, self.status])
-        free = (self.encode_box, self.polarity, self.use_gt, self.anchor_list, self.cancel_button, self.progress,
-                self.status)
-        self.runner = WorkerRunner(self.status, [w for w in self if w not in free], self.cancel_button, self.progress)
+                     self.anchor_list, *actions, self.progress, self.status])
+        free = (self.encode_box, self.polarity, self.use_gt, self.anchor_list, *actions, self.progress, self.status)
+        controls = [w for w in self if w not in free] + [self.segment_button, self.propagate_button,
+                                                         self.correct_button]
+        self.runner = WorkerRunner(self.status, controls, self.cancel_button, self.progress)
+        self._footer = [*actions, self.progress, self.status]
         self._connect(napari_viewer)
-        fit_in_dock(self)  # last: the controls scroll, the dock fits a 1000 px screen
+        fit_in_dock(self, footer=self._footer)  # last: the controls scroll, the actions stay in view
 
     def _connect(self, viewer: "napari.viewer.Viewer") -> None:
         for button, action in ((self.load_button, self.load_model), (self.cancel_button, self.cancel),
@@ -88,8 +92,9 @@ class SegmentWidget(Container):
         return {action: objects.get(action) or getattr(self, action) for action in SEGMENT_SHORTCUTS}
 
     def _close(self) -> None:
-        self.runner.stop()
-        self.encoder.stop()
+        """The Qt widget is gone: end every job (none may call back into it) and forget the keys."""
+        for runner in (self.runner, self.encoder.runner, self.prompt_log.runner):
+            runner.close()
         self._unbind()
 
     @property
@@ -101,17 +106,28 @@ class SegmentWidget(Container):
         """The last propagation's result (cancelled ones included), for scripts and tests."""
         return self.session.last_result
 
-    def _refresh_choices(self, _event: Any = None) -> None:
+    def _refresh_choices(self, event: Any = None) -> None:
+        removed = getattr(event, "type", None) == "removed" and getattr(event.value, "name", None)
+        if removed and removed == self.session.image_name and self.busy:
+            self.cancel()  # its image is gone: the job stops, its result is dropped (ObjectControls.commit)
         self.reset_choices()
         self._pick_defaults()
 
     def _pick_defaults(self, _value: Any = None) -> None:
-        """Pick ground truth and prompt layers that belong to the chosen image, when none is chosen."""
-        image, layers = self.image_layer.value, self.viewer.layers
-        if image is not None:
-            _layers.pick_missing(self.gt_layer, layers, "ground_truth", Labels, _layers.spatial_shape(image))
-            _layers.pick_missing(self.box_layer, layers, "prompt_boxes", image=image.name)
-            _layers.pick_missing(self.point_layer, layers, "prompt_points", image=image.name)
+        """Keep the ground truth and prompt layers on the chosen image: when the image changes (or a
+        chosen layer does not fit it), pick its own (:func:`._layers.layers_of_image`) and an object its
+        ground truth holds, so nothing of the previous image is prompted, compared or overwritten."""
+        image = self.image_layer.value
+        if image is None:
+            return
+        truth, boxes, points = _layers.layers_of_image(
+            self.viewer.layers, image, (self.gt_layer.value, self.box_layer.value, self.point_layer.value))
+        for combo, layer in ((self.gt_layer, truth), (self.box_layer, boxes), (self.point_layer, points)):
+            if combo.value is not layer:
+                combo.value = layer
+        present = _objects.present_labels(truth)
+        if present and int(self.target_label.value) not in present:
+            self.target_label.value = present[0]
 
     def _fold_ground_truth(self, shown: bool) -> None:
         for widget in self._gt_controls:
@@ -238,7 +254,8 @@ class SegmentWidget(Container):
 
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         layer = self.objects.commit(prompt, mask, prompt.slice_index)
-        self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
+        if layer is not None:
+            self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
 
     def _show_result(self, result: PropagationResult) -> None:
         if result.cancelled:
@@ -246,7 +263,8 @@ class SegmentWidget(Container):
             show_info(self.status.value)
             return
         layer = self.objects.commit(result.prompt, result.mask, stops=[s.to_dict() for s in result.record.stops])
-        self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name}"
+        if layer is not None:
+            self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name}"
 
 
 __all__ = ["SegmentWidget"]

@@ -20,6 +20,7 @@ from typing import Any, Generator
 
 import pandas as pd
 
+from ..options import checked_propagation, checked_protocol_options
 from ..progress import iterate_progress
 from .manifest import read_manifest
 from .ray_executor import RayUnavailable, import_ray
@@ -45,6 +46,10 @@ class RunRequest:
     resume: bool = False
     save_predictions: bool = True
     model_options: dict[str, Any] = field(default_factory=dict)
+    protocol_options: dict[str, Any] = field(default_factory=dict)
+    #: the propagation rules: None (the data's default), a preset's name or rule options
+    propagation: str | dict[str, Any] | None = None
+    seed: int = 0
     #: ``local`` (processes of this machine) or ``ray`` (Ray actors: a local Ray, or the cluster at ``ray_address``)
     executor: str = "local"
     ray_address: str | None = None
@@ -53,6 +58,7 @@ class RunRequest:
         return {"dataset": self.dataset, "out_dir": self.out_dir, "model": self.model, "protocol": self.protocol,
                 "layout": self.layout, "limit": self.limit, "workers": self.workers, "resume": self.resume,
                 "save_predictions": self.save_predictions, "model_options": dict(self.model_options),
+                "protocol_options": dict(self.protocol_options), "propagation": self.propagation, "seed": self.seed,
                 "executor": self.executor, "ray_address": self.ray_address}
 
     @classmethod
@@ -62,8 +68,8 @@ class RunRequest:
 
         ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
         with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
-        need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package.
-        ``options``: the other fields.
+        need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package; the protocol
+        must take ``protocol_options`` and ``propagation`` must be a rule set. ``options``: the other fields.
         """
         if dataset is None:
             raise ValueError("choose a dataset folder")
@@ -86,6 +92,8 @@ class RunRequest:
             options["ray_address"] = (options.get("ray_address") or "").strip() or None
         elif "ray_address" in options:
             options["ray_address"] = None  # an address typed for Ray does not apply to local workers
+        checked_protocol_options(protocol, options.get("protocol_options") or {})
+        checked_propagation(options.get("propagation"))
         model_options: dict[str, Any] = {}
         if model in NEEDS_CHECKPOINT:
             if checkpoint is None or not checkpoint.is_file():

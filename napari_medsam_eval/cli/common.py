@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
+
+from ..options import json_object
 
 #: ``--embeddings``' help, one text for every subcommand that builds a model
 EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, README 'Embedding "
@@ -22,15 +23,10 @@ def embeddings_option(args: argparse.Namespace) -> dict[str, Any]:
 
 def json_options(text: str | None, what: str) -> dict[str, Any]:
     """A JSON object given on the command line (``what`` names the option in errors)."""
-    if not text:
-        return {}
     try:
-        value = json.loads(text)
+        return json_object(text, what)
     except ValueError as error:
-        raise SystemExit(f"error: {what} must be a JSON object, e.g. '{{\"margin\": 5}}' ({error})") from None
-    if not isinstance(value, dict):
-        raise SystemExit(f"error: {what} must be a JSON object, got {text!r}")
-    return value
+        raise SystemExit(f"error: {error}") from None
 
 
 def propagation_option(text: str | None) -> str | dict | None:

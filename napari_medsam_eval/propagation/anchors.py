@@ -102,6 +102,22 @@ class AnchoredSegmentation:
         """The anchors in slice order."""
         return [self.anchors[k] for k in sorted(self.anchors)]
 
+    def snapshot(self) -> "AnchorSnapshot":
+        """The anchors and mask as they are now (the mask bit-packed), for :meth:`restore`."""
+        mask = None if self.mask is None else (np.packbits(self.mask, axis=None), self.mask.shape)
+        return AnchorSnapshot(self, dict(self.anchors), mask)
+
+    def restore(self, snapshot: "AnchorSnapshot") -> None:
+        """Put back the anchors and mask of ``snapshot`` (an undo goes back one correction)."""
+        if snapshot.owner is not self:
+            raise ValueError("a snapshot restores the segmentation it was taken of")
+        self.anchors = dict(snapshot.anchors)
+        if snapshot.mask is None:
+            self.mask = None
+        else:
+            packed, shape = snapshot.mask
+            self.mask = np.unpackbits(packed, count=int(np.prod(shape))).astype(bool).reshape(shape)
+
     # ------------------------------------------------------------------ prompting
     def propagate(self, prompt: Prompt, progress: SliceProgress | None = None) -> PropagationResult:
         """Start over: ``prompt`` becomes the only anchor and is propagated through the stack."""
@@ -199,6 +215,15 @@ class AnchoredSegmentation:
         self.mask = np.asarray(frames, dtype=bool).copy()
         self.last = PropagationResult(self.mask.copy(), first, record=PropagationRecord())
         return self.last
+
+
+@dataclass(frozen=True, eq=False)
+class AnchorSnapshot:
+    """What :meth:`AnchoredSegmentation.snapshot` kept: its segmentation, anchors and packed mask."""
+
+    owner: AnchoredSegmentation
+    anchors: dict[int, Prompt]
+    mask: tuple[np.ndarray, tuple[int, ...]] | None
 
 
 def _kept_range(record: PropagationRecord, k: int, lo: int, hi: int) -> tuple[int, int]:

@@ -1,0 +1,92 @@
+"""Switching the image in the Segment widget, and Undo of corrections (real viewer, real LiteMedSAM, real MR).
+
+Two hippocampus cases open at once: choosing the other image switches the ground truth,
+the prompt layers, the object and the anchors with it, so a prompt from ground truth
+fits, each object's propagation writes only its own label, and nothing of the first
+image is touched. Undo of a correction removes that correction's anchor only.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plugin_dock import dock
+from napari_medsam_eval.protocols.geometry import tight_box
+from test_widgets_clinician import _draw_box
+from test_widgets_segment import _wait, backend, errors  # noqa: F401 - shared fixtures
+
+pytestmark = pytest.mark.gui
+
+CASES = ("hippocampus_015", "hippocampus_007")
+
+
+def _open(viewer, shared_data, case):
+    root = shared_data / "hippocampus_mri"
+    image, truth = viewer.open(str(root / "imagesTr" / f"{case}.nii.gz"), plugin="napari-medsam-eval")
+    return image, truth
+
+
+@pytest.mark.slow
+def test_switching_the_image_switches_truth_prompts_objects_and_anchors(make_napari_viewer, shared_data, backend,
+                                                                        qtbot, errors):
+    viewer = make_napari_viewer()
+    first, first_truth = _open(viewer, shared_data, CASES[0])
+    widget = dock(viewer, "segment", backend)
+    assert widget.image_layer.value is first and widget.gt_layer.value is first_truth
+    widget.target_label.value = 2
+    widget.prompt_from_ground_truth()
+    first_boxes = widget.box_layer.value
+    assert first_boxes.metadata["image"] == first.name
+    _wait(qtbot, widget.propagate())
+    first_prediction = viewer.layers[f"{first.name} prediction"].data.copy()
+    assert widget.session.anchors(2)
+
+    second, second_truth = _open(viewer, shared_data, CASES[1])
+    assert second_truth.data.shape != first_truth.data.shape  # a mix-up would show as a shape mismatch
+    widget.image_layer.value = second
+    # its own ground truth; no prompt layer of the first image; an object its truth holds; no anchors
+    assert widget.gt_layer.value is second_truth
+    assert widget.box_layer.value is not first_boxes and widget.point_layer.value is None
+    assert int(widget.target_label.value) in (1, 2) and widget.anchor_list.lines == []
+    for label in (1, 2):  # one object after the other, each propagated from its ground-truth box
+        widget.target_label.value = label
+        prompt = widget.prompt_from_ground_truth()
+        assert prompt is not None and prompt.target_label == label, widget.status.value
+        assert widget.box_layer.value.metadata["image"] == second.name
+        _wait(qtbot, widget.propagate())
+        assert not errors, errors
+    prediction = viewer.layers[f"{second.name} prediction"].data
+    assert set(np.unique(prediction)) == {0, 1, 2}  # object 2 did not overwrite object 1
+    # the first image's prediction is untouched, and choosing it brings back its own layers
+    np.testing.assert_array_equal(viewer.layers[f"{first.name} prediction"].data, first_prediction)
+    widget.image_layer.value = first
+    assert widget.gt_layer.value is first_truth and widget.box_layer.value is first_boxes
+
+
+@pytest.mark.slow
+def test_undo_of_a_correction_removes_its_anchor_only(make_napari_viewer, shared_data, backend, qtbot, errors):
+    viewer = make_napari_viewer()
+    image, truth = _open(viewer, shared_data, CASES[0])
+    widget = dock(viewer, "segment", backend)
+    prompt = widget.prompt_from_ground_truth()
+    _wait(qtbot, widget.propagate())
+    propagated = viewer.layers[f"{image.name} prediction"].data.copy()
+    assert len(widget.anchor_list.lines) == 1
+    slices = np.nonzero((truth.data == 1).any(axis=(1, 2)))[0]
+    z = int(slices[0]) if int(slices[0]) != prompt.slice_index else int(slices[-1])
+    boxes = widget.box_layer.value
+    boxes.data = []
+    _draw_box(boxes, image, tight_box(truth.data[z] == 1), z)
+    viewer.dims.set_point(0, image.data_to_world([z, 0, 0])[0])
+    _wait(qtbot, widget.correct_slice())
+    assert len(widget.anchor_list.lines) == 2 and not errors
+    widget.objects.undo()  # the correction: its anchor goes, the propagation's stays
+    assert widget.anchor_list.lines == [widget.anchor_list.lines[0]] and len(widget.anchor_list.lines) == 1
+    assert f"slice {prompt.slice_index}:" in widget.anchor_list.lines[0]
+    np.testing.assert_array_equal(viewer.layers[f"{image.name} prediction"].data, propagated)
+    # a correction after the undo corrects the propagated result again (its anchors are back)
+    _wait(qtbot, widget.correct_slice())
+    assert len(widget.anchor_list.lines) == 2
+    widget.objects.undo()
+    widget.objects.undo()  # the propagation itself: no anchor left
+    assert widget.anchor_list.lines == [] and not viewer.layers[f"{image.name} prediction"].data.any()
