@@ -16,6 +16,12 @@ class MedsamEvalError(Exception):
     """Base class of every error this package raises on purpose."""
 
 
+class OptionError(MedsamEvalError, ValueError, TypeError):
+    """An option a user gave (a flag, a JSON option, a widget field) that cannot be used; the message
+    names the option, what it must be and what it got (:mod:`napari_medsam_eval.options`). Also a
+    ValueError (a bad value) and a TypeError (an unknown keyword), for callers that catch those."""
+
+
 class DataError(MedsamEvalError):
     """Input data that cannot be used: unreadable, inconsistent or invalid.
 

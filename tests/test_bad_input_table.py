@@ -232,3 +232,102 @@ def test_bad_dataset_folders_to_run(tmp_path, capsys):
         code, err = _run_cli(capsys, "run", dataset, "--model", "box", "--out", tmp_path / "run", "--quiet")
         _assert_one_line(code, err, fragment, "run")
         assert not (tmp_path / "run").exists(), "a refused run leaves no folder"
+
+
+# -- every option checked before work: the value a user types, refused naming the option (issue 29) --------
+
+LESION = "CT_Lesion_000002_03_01_035-047.npz"
+BOX = ["--box", "246", "273", "276", "322"]
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--point", "260", "300", "5"], "LABEL must be 1 (positive) or 0 (negative)"),
+    ([*BOX, "nan"], "argument --box: not a finite number"),
+    ([*BOX, "--slice", "nan"], "argument --slice: not a whole number"),
+    ([*BOX, "--slice", "five"], "argument --slice: not a whole number: 'five'"),
+    ([*BOX, "--label-value", "-3"], "argument --label-value: must be 1..65535"),
+    ([*BOX, "--label-value", "0"], "argument --label-value: must be 1..65535"),
+    ([*BOX, "--model-options", '{"foo": 1'], "--model-options must be a JSON object"),
+    ([*BOX, "--model-options", '{"cache_size": NaN}'], "NaN is not a number"),
+    ([*BOX, "--propagation", '{"margin": Infinity}'], "Infinity is not a number"),
+    ([*BOX, "--propagation", "fast"], "propagation: unknown rules 'fast'"),
+    ([*BOX, "--propagation", '{"margin": true}'], "propagation: margin must be a finite number, got True"),
+    ([*BOX, "--propagation", '{"margn": 3}'], "propagation: unknown option(s) ['margn']; the options are"),
+    ([*BOX, "--propagation", '{"min_iou": 2}'], "min_iou must be between 0 and 1"),
+    ([*BOX, "--window", "a,b"], "--window"),
+    ([*BOX, "--window", "40,-5"], "positive width"),
+    ([*BOX, "--window", "lungs"], "--window: unknown CT window 'lungs'"),
+])
+def test_bad_options_to_segment_are_refused_before_work(tmp_path, shared_data, capsys, args, fragment):
+    out = tmp_path / "pred.npz"
+    code, err = _run_cli(capsys, "segment", shared_data / "deeplesion_ct_npz" / LESION, "--model", "box", *args,
+                         "--out", out)
+    _assert_one_line(code, err, fragment, "segment")
+    assert not out.exists()
+
+
+def test_model_options_are_checked_against_the_model(tmp_path, shared_data, capsys):
+    """A model's options are its builder's parameters: an unknown one is listed with the valid ones, a value
+    of another type is named; both before the model is built."""
+    image = shared_data / "deeplesion_ct_npz" / LESION
+    for options, fragment in [('{"foo": 1}', "unknown option(s) ['foo']; the options are ['cache_size'"),
+                              ('{"num_threads": "two"}', "num_threads must be an integer (or null), got 'two'"),
+                              ('{"cache_size": true}', "cache_size must be an integer, got True")]:
+        code, err = _run_cli(capsys, "segment", image, "--model", "litemedsam", *BOX, "--model-options", options,
+                             "--out", tmp_path / "pred.npz")
+        _assert_one_line(code, err, fragment, "segment")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--limit", "0"], "argument --limit: must be 1 or more"),
+    (["--limit", "-2"], "argument --limit: must be 1 or more"),
+    (["--workers", "0"], "argument --workers: must be 1 or more"),
+    (["--seed", "-1"], "argument --seed: must be 0 or more"),
+    (["--gpus-per-worker", "nan"], "argument --gpus-per-worker: not a finite number"),
+    (["--protocol-options", '{"margin": "five"}'], "margin must be an integer, got 'five'"),
+    (["--protocol-options", '{"margin": true}'], "margin must be an integer, got True"),
+    (["--protocol-options", '{"margin": 2.5}'], "margin must be an integer, got 2.5"),
+    (["--protocol-options", '{"margin": -1}'], "margin must be a non-negative integer"),
+    (["--protocol-options", '{"key_slice": 5}'], "key_slice must be text, got 5"),
+    (["--protocol-options", '{"key_slcie": "middle"}'], "unknown option(s) ['key_slcie']; the options are"),
+    (["--protocol-options", "[1, 2]"], "--protocol-options must be a JSON object"),
+    (["--propagation", '{"hold": 1.5}'], "hold must be an integer (or null), got 1.5"),
+])
+def test_bad_options_to_run_are_refused_before_work(tmp_path, shared_data, capsys, args, fragment):
+    out = tmp_path / "run"
+    code, err = _run_cli(capsys, "run", shared_data / "hippocampus_mri", "--model", "box", "--out", out,
+                         "--quiet", *args)
+    _assert_one_line(code, err, fragment, "run")
+    assert not out.exists(), "a refused run leaves no folder"
+
+
+@pytest.mark.parametrize("command", [["propagation-study", "--limit", "-1"], ["prompt-study", "--limit", "0"],
+                                     ["compare", "--resamples", "0"], ["report", "--worst", "-1"]])
+def test_counts_are_whole_and_in_range_everywhere(tmp_path, shared_data, capsys, command):
+    name, *flags = command
+    positional = {"propagation-study": [shared_data / "hippocampus_mri", "--out", tmp_path / "o"],
+                  "prompt-study": [shared_data / "kvasir_seg_2d", "--out", tmp_path / "o"],
+                  "compare": [tmp_path, tmp_path], "report": [tmp_path]}[name]
+    code, err = _run_cli(capsys, name, *positional, *flags)
+    _assert_one_line(code, err, f"argument {flags[0]}", name)
+
+
+# -- results that are valid but mean little say so ------------------------------------------------------------
+
+
+def test_a_constant_image_and_an_empty_mask_are_named(tmp_path, shared_data, capsys):
+    """A CT with no intensity variation segmented from a box: the mask is written, with a warning naming
+    the constant image; a run over it notes the rows; a box on an empty region warns of the empty mask."""
+    with np.load(shared_data / "deeplesion_ct_npz" / LESION) as data:
+        imgs, gts, spacing = data["imgs"], data["gts"], data["spacing"]
+    flat = tmp_path / "flat" / "flat.npz"
+    flat.parent.mkdir()
+    np.savez_compressed(flat, imgs=np.full_like(imgs, 40), gts=gts, spacing=spacing)
+    code = main(["segment", str(flat), "--model", "box", *BOX, "--out", str(tmp_path / "pred.npz")])
+    err = capsys.readouterr().err
+    assert code == 0 and "warning: constant image" in err
+    table = run_benchmark(flat.parent, tmp_path / "run", "box")
+    assert all("constant image" in notes for notes in table["notes"])
+    code = main(["score", str(shared_data / "deeplesion_ct_npz" / LESION), str(shared_data / "deeplesion_ct_npz" / LESION),
+                 "--labels", "0", "1"])
+    assert code == 0 and "warning: label 0 is the background" in capsys.readouterr().err

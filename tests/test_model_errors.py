@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from napari_medsam_eval.cli import build_parser, main
+from napari_medsam_eval.cli import build_parser, main, UsageError
 from napari_medsam_eval.errors import DataError, MedsamEvalError
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models.checkpoint_files import describe_file, plain, shape_text
@@ -108,7 +108,7 @@ def test_sam2_config_hint_names_an_option_that_exists(tmp_path):
                               "--model-options", '{"config": "sam2.1_hiera_t"}'])
     assert args.model_options == '{"config": "sam2.1_hiera_t"}'
     # ... and `--config` is not
-    with pytest.raises(SystemExit):
+    with pytest.raises(UsageError, match="unrecognized arguments: --config"):
         parser.parse_args(["run", str(tmp_path), "--out", str(tmp_path / "o"), "--config", "x"])
 
 
@@ -118,7 +118,7 @@ def test_numbers_and_shapes_are_written_plainly():
     assert shape_text((512, 512, 3)) == "512 x 512 x 3"
     with pytest.raises(MedsamEvalError) as info:
         build_backend("litemedsam", device="cpu", dtype=np.float64(2.0), engine="torch")
-    assert str(info.value) == "dtype must be float32 or bfloat16, got 2"
+    assert str(info.value) == "model litemedsam: options: dtype must be text (or null), got 2"
     box = build_backend("box")
     prompt = Prompt(target_label=1, boxes=[(1.0, 1.0, 3.0, 3.0)])
     with pytest.raises(ValueError) as info:

@@ -207,10 +207,12 @@ def test_rules_are_checked_and_resolved():
     assert resolve_rules("volume") == VOLUME_RULES and resolve_rules("video") == VIDEO_RULES
     assert resolve_rules("volume", "legacy", margin=3).margin == 3
     assert resolve_rules("video", {"hold": 2}).hold == 2 and resolve_rules("video", {"hold": 2}).intensity_k is None
-    with pytest.raises(ValueError, match="unknown propagation rules"):
+    with pytest.raises(ValueError, match="propagation: unknown rules 'tight'"):
         resolve_rules("volume", "tight")
-    with pytest.raises(ValueError, match="unknown propagation option"):
+    with pytest.raises(ValueError, match=r"propagation: unknown option\(s\) \['stop_on_moon'\]; the options are"):
         resolve_rules("volume", {"stop_on_moon": True})
+    with pytest.raises(ValueError, match="propagation: margin must be a finite number, got True"):
+        resolve_rules("volume", {"margin": True})  # a boolean is not a number
     with pytest.raises(ValueError, match="min_iou must be between 0 and 1"):
         PropagationRules(min_iou=1.5)
     with pytest.raises(ValueError, match="hold must be"):

@@ -328,7 +328,7 @@ def test_run_options_as_the_cli_takes_them(make_napari_viewer, shared_data, tmp_
     viewer = make_napari_viewer()
     widget = _widget(viewer, shared_data / "hippocampus_mri", tmp_path / "run", model="box", limit=2)
     widget.protocol_options.value = '{"margn": 10}'
-    assert widget.run() is None and "protocol options" in errors[-1] and "margin" in errors[-1]
+    assert widget.run() is None and "margn" in errors[-1] and "the options are" in errors[-1]
     widget.protocol_options.value = '{"margin": 10}'
     widget.propagation.value = "legacy"
     widget.propagation_margin.value = 7

@@ -20,8 +20,9 @@ from typing import Any, Generator
 
 import pandas as pd
 
-from ..options import checked_propagation, checked_protocol_options
 from ..progress import iterate_progress
+from ..propagation.rules import resolve_rules
+from ..protocols import build_protocol
 from .manifest import read_manifest
 from .ray_executor import RayUnavailable, import_ray
 from .runner import run_benchmark
@@ -92,8 +93,9 @@ class RunRequest:
             options["ray_address"] = (options.get("ray_address") or "").strip() or None
         elif "ray_address" in options:
             options["ray_address"] = None  # an address typed for Ray does not apply to local workers
-        checked_protocol_options(protocol, options.get("protocol_options") or {})
-        checked_propagation(options.get("propagation"))
+        build_protocol(protocol, **(options.get("protocol_options") or {}))  # OptionError naming the option
+        if options.get("propagation") is not None:
+            resolve_rules("volume", options["propagation"])
         model_options: dict[str, Any] = {}
         if model in NEEDS_CHECKPOINT:
             if checkpoint is None or not checkpoint.is_file():

@@ -55,6 +55,8 @@ and read on its own. Column meanings:
 ``sens_dice_median``   JSON list of their DSC, min / median / max, and the spread
 ``sens_dice_max``      (max - min). ``dice`` stays the unperturbed prompt's.
 ``sens_spread``
+``notes``              JSON list of what makes a valid result mean little: a constant
+                       image, a prompt that gave an empty mask (``[]`` or ``""``: none)
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -75,7 +77,7 @@ COLUMNS: tuple[str, ...] = (
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
-    "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread",
+    "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",

@@ -10,6 +10,10 @@
   empty scores NSD 0 and HD95 ``inf``, so a lost or spurious object makes the
   case's HD95 ``inf``, as a whole-volume HD95 would.
 * Per-slice Dice along axis 0 (NaN where both are empty).
+
+Some valid results mean nothing, and :func:`result_notes` says so (the ``notes``
+column of a row, a warning on the command line): an image with no intensity
+variation (the model saw nothing to segment), a prompt that gave an empty mask.
 """
 from __future__ import annotations
 
@@ -61,3 +65,19 @@ def score_target(pred: np.ndarray, gt: np.ndarray, case: Case,
         "pred_voxels": int(np.count_nonzero(pred)),
         "slice_dice": slice_dice_json(per_slice),
     }
+
+
+#: the notes of a result that is valid but means little (the ``notes`` column, CLI warnings)
+NOTE_CONSTANT_IMAGE = "constant image: every voxel has the same intensity, so the model saw nothing to segment"
+NOTE_EMPTY_PREDICTION = "the prompt gave an empty mask"
+
+
+def result_notes(image: np.ndarray, prediction: np.ndarray) -> list[str]:
+    """What makes a result of ``image`` (before intensity preparation) meaningless: see the module doc."""
+    notes = []
+    array = np.asarray(image)
+    if array.size and array.min() == array.max():
+        notes.append(NOTE_CONSTANT_IMAGE)
+    if not np.asarray(prediction).any():
+        notes.append(NOTE_EMPTY_PREDICTION)
+    return notes

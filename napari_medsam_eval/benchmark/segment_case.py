@@ -49,7 +49,7 @@ from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol, run_corrections
 from ..sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
-from .scoring import NSD_TOLERANCE_MM, score_target
+from .scoring import NSD_TOLERANCE_MM, result_notes, score_target
 from .steps import StepProgress, target_progress
 from .timing import SegmentTimer
 
@@ -255,6 +255,7 @@ class CaseEvaluator:
             if isinstance(self.protocol, CorrectionsProtocol):
                 pred = self._correct(case, image, prompt, gt, row, progress)
                 row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+                row["notes"] = json_dumps(result_notes(case.image, pred))
                 predictions[value] = pred
                 return row
             if done is None:
@@ -267,6 +268,7 @@ class CaseEvaluator:
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
             row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+            row["notes"] = json_dumps(result_notes(case.image, pred))
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))
         except Cancelled:

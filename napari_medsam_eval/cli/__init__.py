@@ -25,10 +25,26 @@ def os_error_text(error: OSError) -> str:
 COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study", "cache"]
 
 
+class UsageError(MedsamEvalError):
+    """A command line argparse refused (an unknown flag, a value of the wrong type or range)."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose refusals end like every other error (``error: ...``, exit 2), in-process
+    callers (tests, scripts) included: :func:`main` returns 2 instead of exiting."""
+
+    def error(self, message: str):  # type: ignore[override] - raises instead of exiting
+        raise UsageError(f"{self.prog}: {message}", self.format_usage())
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .. import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="medsam-eval",
         description="Evaluate promptable segmentation (LiteMedSAM, MedSAM2, SAM) of medical images and videos.",
     )
@@ -42,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        sys.stderr.write(error.usage)
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except MedsamEvalError as error:

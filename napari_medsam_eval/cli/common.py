@@ -2,13 +2,71 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
-from ..options import json_object
+from ..options import json_object, propagation_value
 
 #: ``--embeddings``' help, one text for every subcommand that builds a model
 EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, README 'Embedding "
                    "store'): a re-run over the same images skips the image encoder; LiteMedSAM and SAM only")
+
+
+# -- argparse types: a bad value is refused by argparse itself, naming the option (exit 2) ------------------
+
+
+def finite_float(text: str) -> float:
+    """A finite number (``nan`` and ``inf`` are refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"not a finite number: {text!r}")
+    return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """A whole number >= 1 (a count: cases, workers, images)."""
+    value = _whole(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """A whole number >= 0 (a seed, a number of steps)."""
+    value = _whole(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
+#: the label values a written mask can hold (0 is the background: nothing would be written)
+LABEL_RANGE = (1, 65535)
+
+
+def label_value(text: str) -> int:
+    """A target's label value, 1..65535."""
+    value = _whole(text)
+    low, high = LABEL_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must be {low}..{high} (0 is the background), got {value}")
+    return value
 
 
 def add_embeddings_argument(parser: argparse.ArgumentParser) -> None:
@@ -22,15 +80,10 @@ def embeddings_option(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def json_options(text: str | None, what: str) -> dict[str, Any]:
-    """A JSON object given on the command line (``what`` names the option in errors)."""
-    try:
-        return json_object(text, what)
-    except ValueError as error:
-        raise SystemExit(f"error: {error}") from None
+    """A JSON object given on the command line (``what`` names the option in errors: exit 2)."""
+    return json_object(text, what)
 
 
 def propagation_option(text: str | None) -> str | dict | None:
     """A preset name as it is, JSON options as a dict."""
-    if text is None or not text.lstrip().startswith("{"):
-        return text
-    return json_options(text, "--propagation")
+    return propagation_value(text, "--propagation")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..datasets import available_layouts
 from ..models import build_backend
-from .common import add_embeddings_argument, embeddings_option
+from .common import add_embeddings_argument, embeddings_option, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -30,7 +30,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--checkpoint", type=Path, help="model weights (default: the model's shipped weights)")
     add_embeddings_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: the model's choice)")
-    parser.add_argument("--limit", type=int, help="only the first K cases")
+    parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
     parser.add_argument("--no-official", action="store_true", help="leave out the official 3D-box reference")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

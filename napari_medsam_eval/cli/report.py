@@ -7,13 +7,14 @@ from pathlib import Path
 from ..benchmark.manifest import MANIFEST_FILE
 from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE
 from ..errors import MedsamEvalError
+from .common import non_negative_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("report", help="summarise a benchmark run: tables, figures, report.md/.html")
     parser.add_argument("run_dir", type=Path,
                         help=f"run directory ({PARQUET_FILE}, {CSV_FILE} or {ROWS_FILE}; {MANIFEST_FILE})")
-    parser.add_argument("--worst", type=int, default=5, metavar="K",
+    parser.add_argument("--worst", type=non_negative_int, default=5, metavar="K",
                         help="per-slice plots of the K worst cases (default 5)")
     parser.add_argument("--by", nargs="+", metavar="ATTRIBUTE",
                         help="split the task table by these case attributes (default: those with 2-8 values)")

@@ -15,13 +15,15 @@ widget, :mod:`napari_medsam_eval.prompt_log`): it selects the ``replay`` protoco
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from ..benchmark import CSV_FILE, run_benchmark
 from ..datasets import available_layouts
 from ..intensity import INTENSITY_MODES
-from .common import add_embeddings_argument, embeddings_option, json_options, propagation_option
+from .common import (add_embeddings_argument, embeddings_option, json_options, non_negative_float,
+                     non_negative_int, positive_int, propagation_option)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_embeddings_argument(parser)
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
-    parser.add_argument("--workers", type=int, default=1,
+    parser.add_argument("--workers", type=positive_int, default=1,
                         help="cases in parallel: local processes, or Ray actors with --executor ray (default 1)")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="where the workers run: local processes (default), or Ray actors (a local Ray, or "
@@ -51,13 +53,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--ray-address", metavar="ADDRESS",
                         help="a running Ray cluster to join (HOST:PORT as 'ray start --head' prints, or auto); "
                              "default: a local Ray started for the run")
-    parser.add_argument("--gpus-per-worker", type=float, default=0.0, metavar="F",
+    parser.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, metavar="F",
                         help="GPUs each Ray worker reserves (e.g. 1 for MedSAM2, 0.5 shares a GPU; default 0)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-    parser.add_argument("--limit", type=int, help="only the first K cases")
+    parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the prompt protocol (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the prompt protocol (default 0)")
     parser.add_argument("--propagation", metavar="PRESET|JSON",
                         help="propagation rules of per-slice models: a preset (volume, video, legacy) or JSON options, "
                              "e.g. '{\"intensity_k\": 3}' (default: each kind's measured rules)")
@@ -96,7 +98,18 @@ def _summary(table) -> str:
     failed = int((table["status"] == "failed").sum())
     empty = int((table["status"] == "empty_gt").sum())
     lines.append(f"  rows: {len(table)}, failed: {failed}" + (f", empty ground truth: {empty}" if empty else ""))
+    lines.extend(_notes(ok))
     return "\n".join(lines)
+
+
+def _notes(ok) -> list[str]:
+    """A warning line per kind of note on the scored rows (results that mean little), with its cases."""
+    cases: dict[str, list[str]] = {}
+    for case_id, text in zip(ok["case_id"], ok["notes"] if "notes" in ok else []):
+        for note in json.loads(text) if text else []:
+            cases.setdefault(note, []).append(str(case_id))
+    return [f"  warning: {len(ids)} rows: {note} ({', '.join(sorted(set(ids))[:5])}"
+            f"{', ...' if len(set(ids)) > 5 else ''})" for note, ids in cases.items()]
 
 
 def _protocol(args: argparse.Namespace) -> tuple[str, dict]:

@@ -149,7 +149,13 @@ def format_table(rows: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.labels and 0 in args.labels:  # valid, but it scores the background
+        print("warning: label 0 is the background: its DSC says how well the background was left alone, "
+              "not how well a target was found", file=sys.stderr)
     rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels)
+    for row in rows:
+        if int(row["label"]) != 0 and int(row["pred_voxels"]) == 0:
+            print(f"warning: label {row['label']}: the prediction is empty", file=sys.stderr)
     if args.json:
         print(json.dumps({"tolerance_mm": args.tolerance_mm, "labels": rows}, indent=2))
     elif args.csv:

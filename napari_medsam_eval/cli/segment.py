@@ -12,35 +12,39 @@ written with :func:`napari_medsam_eval.io.write_mask`: ``.npz`` under the key
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from ..benchmark.scoring import result_notes
 from ..case import Case
-from ..errors import DataError, MedsamEvalError
-from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
+from ..errors import DataError, MedsamEvalError, OptionError
+from ..intensity import INTENSITY_MODES, case_intensity, prepare_image, resolve_window
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
 from ..prompt import Prompt, check_prompt_in_image
-from ..propagation import PropagationResult, segment_by_kind
+from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
-from .common import add_embeddings_argument, embeddings_option, json_options, propagation_option
+from .common import (add_embeddings_argument, embeddings_option, finite_float, json_options, label_value,
+                     non_negative_int, propagation_option)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("segment", help="segment one image/volume/video from a box or points and write the mask")
     parser.add_argument("image", type=Path, help="image file or folder (any format `info` reads)")
     parser.add_argument("--out", type=Path, required=True, help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha or .png")
-    parser.add_argument("--box", type=float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
+    parser.add_argument("--box", type=finite_float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
                         help="inclusive pixel box, on SLICE when given (else --slice); repeatable: boxes on other "
                              "slices are corrections, propagated again up to the neighbouring prompts")
-    parser.add_argument("--point", type=float, nargs="+", action="append", metavar="X Y LABEL [SLICE]",
+    parser.add_argument("--point", type=finite_float, nargs="+", action="append", metavar="X Y LABEL [SLICE]",
                         help="a point with label 1 (positive) or 0 (negative), on SLICE when given; repeatable")
-    parser.add_argument("--slice", type=int, help="slice (z) or frame (t) of prompts given without one; default: the "
+    parser.add_argument("--slice", type=non_negative_int, help="slice (z) or frame (t) of prompts given without one; default: the "
                                                   "middle slice / first frame")
-    parser.add_argument("--label-value", type=int, default=1, help="value written for the segmented target (default 1)")
+    parser.add_argument("--label-value", type=label_value, default=1,
+                        help="value written for the segmented target, 1..65535 (default 1)")
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
     add_embeddings_argument(parser)
@@ -72,6 +76,8 @@ def _prompts(args: argparse.Namespace, case: Case) -> list[Prompt]:
         by_slice.setdefault(index, {"boxes": [], "points": [], "labels": []})["boxes"].append(tuple(box))
     for values in args.point or []:
         (x, y, label), index = _split(values, 3, "--point X Y LABEL [SLICE]", case, default)
+        if label not in (0, 1):
+            raise OptionError(f"--point X Y LABEL [SLICE]: LABEL must be 1 (positive) or 0 (negative), got {label:g}")
         entry = by_slice.setdefault(index, {"boxes": [], "points": [], "labels": []})
         entry["points"].append((x, y))
         entry["labels"].append(int(label))
@@ -98,10 +104,17 @@ def _split(values: list[float], count: int, usage: str, case: Case, default: int
     return values[:count], index
 
 
-def _window(text: str | None):
+def _window(text: str | None) -> str | tuple[float, float] | None:
+    """``--window``: a window's name as it is, or ``LEVEL,WIDTH`` as two numbers (a positive width)."""
     if text is None or "," not in text:
         return text
-    level, width = (float(v) for v in text.split(","))
+    parts = text.split(",")
+    try:
+        level, width = (float(v) for v in parts)
+    except ValueError:
+        raise OptionError(f"--window: a window's name or LEVEL,WIDTH (two numbers), got {text!r}") from None
+    if not (math.isfinite(level) and math.isfinite(width)) or width <= 0:
+        raise OptionError(f"--window LEVEL,WIDTH: finite numbers and a positive width, got {text!r}")
     return level, width
 
 
@@ -129,6 +142,16 @@ def segment_case(case: Case, prompt: Prompt | list[Prompt], backend, *, propagat
 
 
 def run(args: argparse.Namespace) -> int:
+    rules = propagation_option(args.propagation)  # every option checked before the data are read
+    if rules is not None:
+        resolve_rules("volume", rules)
+    if args.window is not None:
+        try:
+            resolve_window(_window(args.window))
+        except OptionError:
+            raise
+        except ValueError as error:
+            raise OptionError(f"--window: {error}") from None
     case = read_case(args.image)
     if args.modality:
         case.modality = args.modality
@@ -153,8 +176,10 @@ def run(args: argparse.Namespace) -> int:
             bar.refresh()
 
         result = segment_case(case, prompts, backend, propagate=not args.no_propagate, window=args.window,
-                              progress=progress, intensity=args.intensity, rules=propagation_option(args.propagation))
+                              progress=progress, intensity=args.intensity, rules=rules)
     mask = result.mask
+    for note in result_notes(case.image, mask):  # valid, but meaning little: say so
+        print(f"warning: {note}", file=sys.stderr)
     labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32) * args.label_value
     path = write_mask(labels, args.out, case)
     print(f"wrote {path} ({int(mask.sum())} voxels on {int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim > 2 else 1} slices)")

@@ -13,7 +13,7 @@ from typing import Any
 from ..errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
-from .common import add_embeddings_argument, embeddings_option
+from .common import add_embeddings_argument, embeddings_option, non_negative_int, positive_int
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -33,13 +33,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     add_embeddings_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: CUDA when present)")
     parser.add_argument("--modes", type=int, nargs="+", choices=MODES, default=list(MODES), help="modes to run")
-    parser.add_argument("--limit", type=int, help="first K images per dataset (file-name order)")
-    parser.add_argument("--iterative", type=int, default=0, metavar="N",
+    parser.add_argument("--limit", type=positive_int, help="first K images per dataset (file-name order)")
+    parser.add_argument("--iterative", type=non_negative_int, default=0, metavar="N",
                         help="also run iterative points (Algorithm 1) for N points")
     parser.add_argument("--no-oracle", action="store_true", help="leave out the oracle (best candidate) columns")
     parser.add_argument("--select", choices=["first", "score", "mask"], default="first",
                         help="candidate scored without oracle: first (their code), score (highest-rated), mask")
-    parser.add_argument("--seed", type=int, default=1, help="seed for tie-breaking (their 1)")
+    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed for tie-breaking (their 1)")
     parser.add_argument("--seeding", choices=SEEDINGS, default="per-mask", help="RNG reset per mask or shared")
     parser.add_argument("--dt-backend", choices=DT_BACKENDS, default="opencv-c", help="distance transform")
     parser.add_argument("--volume-slices", choices=["middle", "all"], default="middle",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from ..options import check_call_options
 from ._native_libs import load_triton_isolated
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 
@@ -30,7 +31,8 @@ def available_backends() -> list[str]:
 
 def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBackend:
     """Build the backend registered as ``name`` with builder ``options``
-    (``checkpoint``, ``device``, ``dtype``, ...)."""
+    (``checkpoint``, ``device``, ``dtype``, ...): an option the builder does not take, or of another
+    type than its parameter's, is refused first (:class:`~napari_medsam_eval.errors.OptionError`)."""
     try:
         target = BACKENDS[name]
     except KeyError:
@@ -38,6 +40,7 @@ def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBa
     module_name, func_name = target.split(":")
     load_triton_isolated()  # before torch's compiler stack loads next to a napari viewer
     builder = getattr(import_module(module_name), func_name)
+    check_call_options(builder, options, f"model {name}: options")  # before the (slow) build
     return builder(**options)
 
 

@@ -14,7 +14,6 @@ messages without numpy reprs (``np.float64(2.0)``) or Python tuples, and
 """
 from __future__ import annotations
 
-import numbers
 import re
 import warnings
 import zipfile
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import DataError, MedsamEvalError
+from ..options import plain
 
 
 class ModelOptionError(MedsamEvalError, ValueError):
@@ -30,22 +30,7 @@ class ModelOptionError(MedsamEvalError, ValueError):
 
 # --------------------------------------------------------------------------- message formatting
 
-
-def plain(value: Any) -> str:
-    """A number as people write it (``2``, ``0.5``, ``1e-06``), never ``np.float64(2.0)``;
-    sequences as ``a, b, c``; anything else as ``str``."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, numbers.Integral):
-        return str(int(value))
-    if isinstance(value, numbers.Real):
-        number = float(value)
-        return str(int(number)) if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(plain(v) for v in value)
-    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # numpy / torch scalars
-        return plain(value.item())
-    return str(value)
+# plain (a number as people write it) lives in ..options, where the option checks use it too
 
 
 def shape_text(shape: Iterable[Any]) -> str:

@@ -45,6 +45,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import OptionError
+from ..options import check_dataclass_options
 from ..protocols.geometry import tight_box
 
 #: why a direction ended: a stop rule, the model's own absence (native), the
@@ -87,11 +89,13 @@ class PropagationRules:
             raise ValueError(f"hold must be a whole number >= 0 or None, got {self.hold!r}")
 
     def replace(self, **changes: Any) -> "PropagationRules":
-        """A copy with ``changes`` (unknown names are refused, naming them)."""
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            raise ValueError(f"unknown propagation option(s) {unknown}; known: {sorted(self.to_dict())}")
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` (unknown names, values of the wrong type or out of range are refused
+        with an :class:`~napari_medsam_eval.errors.OptionError` naming the option)."""
+        check_dataclass_options(PropagationRules, changes, "propagation")
+        try:
+            return dataclasses.replace(self, **changes)
+        except (TypeError, ValueError) as error:
+            raise OptionError(str(error)) from None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -132,7 +136,8 @@ def resolve_rules(kind: str, rules: PropagationRules | str | dict | None = None,
         base = default_rules(kind)
     elif isinstance(rules, str):
         if rules not in RULE_PRESETS:
-            raise ValueError(f"unknown propagation rules {rules!r}; choose one of {sorted(RULE_PRESETS)}")
+            raise OptionError(f"propagation: unknown rules {rules!r}; choose a preset of {sorted(RULE_PRESETS)} "
+                              "or give rule options as JSON")
         base = RULE_PRESETS[rules]
     elif isinstance(rules, dict):
         base = default_rules(kind).replace(**rules)

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import OptionError
+from ..options import check_dataclass_options
 from .base import PromptProtocol, Target, resolve_source
 from .geometry import (
     clip_box,
@@ -85,15 +87,16 @@ def protocol_options(name: str) -> dict[str, Any]:
 def build_protocol(name: str, **options: Any) -> PromptProtocol:
     """The protocol registered as ``name``, with ``options`` overriding its defaults.
 
-    Raises ValueError for an unknown name and TypeError naming the unknown
-    options (and the valid ones) for a misspelt option.
+    Raises ValueError for an unknown name, and :class:`~napari_medsam_eval.errors.OptionError`
+    (a ValueError and a TypeError) naming the option: misspelt (with the valid ones), of the wrong
+    type (a boolean is not a number) or out of its range.
     """
     cls = _lookup(name)
-    valid = cls.option_names()
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise TypeError(f"protocol {name!r} has no option(s) {unknown}; its options are {sorted(valid)}")
-    return cls(**options)
+    check_dataclass_options(cls, options, f"protocol {name!r}")
+    try:
+        return cls(**options)
+    except (TypeError, ValueError) as error:  # a range or a meaning the class itself checks
+        raise OptionError(str(error)) from None
 
 
 def _lookup(name: str) -> type[PromptProtocol]:
