@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Iterable
 
 from ..case import Case
 from ..errors import DataError
-from ..io.formats import is_broken_link, is_link_loop, listed_file
+from ..io.formats import KNOWN_SUFFIXES, format_suffix, is_broken_link, is_link_loop, listed_file
 from .layouts import msd_dataset_info
 from .links import count_once, loops_back, warn_loop
 
@@ -114,8 +114,8 @@ def visible_dirs(folder: Path, *, broken_links: bool = False) -> list[Path]:
             warn_loop(path)
         elif path.is_dir() or (broken_links and is_broken_link(path)):
             found.append(path)
-        elif is_link_loop(path):
-            warn_loop(path)
+        elif format_suffix(path) not in KNOWN_SUFFIXES and is_link_loop(path):
+            warn_loop(path)  # a looping file name (x.nii.gz) is listed by the file listings, and fails on loading
     return found
 
 

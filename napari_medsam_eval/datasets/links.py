@@ -50,7 +50,7 @@ def warn_loop(link: Path) -> None:
     shows it once, not once per layout that looked at the folder.
     """
     if is_link_loop(link):
-        problem = "is a symbolic link loop (it leads back to itself and never reaches a folder); left out"
+        problem = "is a symbolic link loop (it leads back to itself and never reaches a file or folder); left out"
     else:
         problem = (f"leads back to {os.path.realpath(link)}, a folder it is in (a link loop); not followed, "
                    "so the cases under it are counted once")

@@ -26,6 +26,8 @@ VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
 _ALL_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
+#: every file suffix a reader takes
+KNOWN_SUFFIXES = _ALL_SUFFIXES
 _DICOM_MARKER_OFFSET = 128
 
 
