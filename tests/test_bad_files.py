@@ -322,5 +322,6 @@ def test_tiff_pixel_size_is_read_alike_for_an_image_and_a_frame_folder(tmp_path,
 
 def test_frames_stating_different_pixel_sizes_are_refused(tmp_path, capsys):
     frames = _write_tiffs(tmp_path / "frames", "cm")
-    tifffile.imwrite(frames[2], iio.imread(frames[0]), resolution=(1 / 0.00005, 1 / 0.00005), resolutionunit="CENTIMETER")
+    tifffile.imwrite(frames[2], iio.imread(frames[0]), resolution=(1 / 0.00005, 1 / 0.00005),
+                     resolutionunit="CENTIMETER")
     _one_error(*_cli(capsys, "info", tmp_path / "frames"), frames[2], "frame states pixel size 0.0005 x 0.0005 mm")

@@ -178,3 +178,15 @@ def test_link_loop_is_called_a_loop_when_listing_loading_and_running(tmp_path, s
     assert (failed["status"] == "failed").all() and failed["error"].str.contains("symbolic link loop").all()
     assert (table[table["case_id"] != "hippocampus_999"]["status"] == "ok").all()
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["counts"]["cases_done"] == 3
+
+
+def test_2d_study_counts_an_image_reached_twice_once(tmp_path, shared_data):
+    from napari_medsam_eval.datasets import find_2d_samples
+
+    root = tmp_path / "kvasir"
+    _folder2d(root, shared_data)
+    before = [s.image_id for s in find_2d_samples(root)]
+    _folder2d_duplicate(root)
+    with pytest.warns(DatasetWarning, match=r"zz\.jpg -> .* reaches 1 case\(s\) already listed"):
+        after = [s.image_id for s in find_2d_samples(root)]
+    assert after == before and len(after) == 2

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from ..io.formats import is_link_loop, link_target
 
@@ -132,3 +132,13 @@ def _warn_dropped(refs: list["CaseRef"], dropped: list[tuple[int, int]], root: P
         shown = ", ".join(ids[:_SHOWN]) + (f" and {len(ids) - _SHOWN} more" if len(ids) > _SHOWN else "")
         warnings.warn(f"{root}: {name} reaches {len(ids)} case(s) already listed ({shown}); "
                       "each is counted once", DatasetWarning, stacklevel=1)
+
+
+def files_once(paths: Sequence[Path], root: str | Path) -> list[Path]:
+    """``paths`` with each file once, as :func:`count_once` keeps cases (for listings of bare files:
+    the 2D study's images); warnings name the files by their names."""
+    from .base import CaseRef  # base imports this module
+
+    refs = [CaseRef(case_id=path.name, layout="", dataset="", root=os.fspath(root), kind="image",
+                    paths={"image": os.fspath(path)}) for path in paths]
+    return [Path(ref.paths["image"]) for ref in count_once(refs, root)]
