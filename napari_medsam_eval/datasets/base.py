@@ -217,4 +217,3 @@ def unique_case_ids(refs: Iterable[CaseRef], path: str | Path) -> list[CaseRef]:
     if duplicates:
         raise DataError(f"case ids occur more than once: {', '.join(duplicates[:10])}", path)
     return refs
-

@@ -89,12 +89,12 @@ def read_mask_pixels(path: str | Path) -> tuple[np.ndarray, bool, str | None]:
     try:
         with Image.open(path) as img:
             img.load()
-            palette = img.mode in ("P", "PA")
+            palette, rgb = img.mode in ("P", "PA"), img.mode in ("RGB", "RGBA")
             values = np.asarray(img.getchannel(0) if img.mode in ("LA", "PA") else img)  # RGB(A): (Y, X, 3|4)
     except Exception as error:  # PIL raises OSError, ValueError, SyntaxError, DecompressionBombError ...
         raise DataError(f"cannot be read as a mask image ({type(error).__name__}: {error})", path) from None
     colour = None
-    if values.ndim == 3 and values.shape[-1] in (3, 4):
+    if rgb:
         values, colour = colour_mask(values, lossy=format_suffix(path) in JPEG_SUFFIXES, path=path)
     if values.ndim != 2:
         raise DataError(f"mask of shape {values.shape} where a 2D mask was expected", path)

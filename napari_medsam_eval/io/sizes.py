@@ -41,11 +41,13 @@ _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.lim
 
 def human_bytes(n: float) -> str:
     """``4000000000`` -> ``"4.0 GB"`` (decimal units, as disks and ``free -g`` round)."""
-    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
-        if n < 1000 or unit == "PB":
-            return f"{int(n)} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+    if n < 1000:
+        return f"{int(n)} bytes"
+    for unit in ("KB", "MB", "GB", "TB"):
         n /= 1000
-    return f"{n:.1f} PB"  # unreachable
+        if n < 1000:
+            return f"{n:.1f} {unit}"
+    return f"{n / 1000:.1f} PB"
 
 
 def _memory_limit() -> tuple[int, str]:
