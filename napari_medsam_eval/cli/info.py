@@ -31,7 +31,8 @@ def describe_case(case: Case) -> dict:
         "axes": case.axes.upper() + ("C" if case.has_channels else ""),
         "dtype": str(image.dtype),
         "spacing_axes": list(case.spacing.axes),
-        "spacing": [round(v, 3) for v in case.spacing.values],
+        "spacing": [_rounded(v) for v in case.spacing.values],
+        "spacing_unit": spacing_unit(case),
         "intensity": {"min": float(image.min()), "max": float(image.max()), "mean": round(float(image.mean()), 3)},
     }
     if case.label is not None:
@@ -50,14 +51,35 @@ def describe_case(case: Case) -> dict:
     return facts
 
 
-def format_text(facts: dict) -> str:
+def spacing_unit(case: Case) -> str:
+    """``"mm"`` or ``"pixel"``: what the case's spacing counts, as its reader recorded it.
+
+    Readers that know say so (``metadata['spacing_unit']``: a TIFF stating its
+    pixel size gives mm, as a single image and as a folder of frames alike);
+    otherwise volumes and videos from a header are in mm and 2D images in pixels.
+    """
+    return str(case.metadata.get("spacing_unit") or ("pixel" if case.kind == "image" else "mm"))
+
+
+def _rounded(value: float) -> float:
+    """3 decimals, or 3 significant digits below 0.1 (a microscope's 0.00024 mm stays 0.00024)."""
+    return round(value, 3) if abs(value) >= 0.1 else float(f"{value:.3g}")
+
+
+def _spacing_line(facts: dict) -> str:
     axes = ", ".join(facts["spacing_axes"])
     spacing = ", ".join(str(v) for v in facts["spacing"])
+    unit = "mm" if facts["spacing_unit"] == "mm" else "pixels"
+    frames = " (t: frames)" if "t" in facts["spacing_axes"] else ""
+    return f"spacing ({axes}) = ({spacing}) {unit}{frames}"
+
+
+def format_text(facts: dict) -> str:
     lines = [
         f"case      {facts['case_id']}",
         f"kind      {facts['kind']}" + (f" ({facts['modality']})" if facts["modality"] else ""),
         f"shape     {tuple(facts['shape'])}  axes {facts['axes']}  dtype {facts['dtype']}",
-        f"spacing ({axes}) = ({spacing})" + (" mm" if facts["kind"] != "image" else " (pixels)"),
+        _spacing_line(facts),
         f"intensity min {facts['intensity']['min']:g}  max {facts['intensity']['max']:g}  mean {facts['intensity']['mean']:g}",
     ]
     if "labels" in facts:

@@ -27,10 +27,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import DataError
+from ..io.formats import missing_message
 from .base import CaseRef, DatasetLayout, clean_label_name, label_name, task_name
 from .camus import CAMUS_LABELS, CAMUSLayout
 from .dicom import DicomSeriesLayout
 from .folder2d import ImageMaskFolderLayout
+from .links import DatasetWarning
 from .msd import MSDLayout
 from .npz import MedSAMNpzLayout, npz_label_names, npz_target_token
 from .sammed2d import SAMMed2DLayout
@@ -71,7 +73,7 @@ def detect_layout(path: str | Path) -> DatasetLayout:
     """
     path = Path(path)
     if not path.exists():
-        raise DataError("dataset folder not found", path)
+        raise DataError(missing_message(path, "dataset folder"), path)
     if not path.is_dir():
         raise DataError("a dataset is a folder; give the folder holding the cases", path)
     matches = [layout for layout in LAYOUTS.values() if layout.detect(path)]
@@ -97,6 +99,7 @@ __all__ = [
     "CAMUS_LABELS",
     "CaseRef",
     "DatasetLayout",
+    "DatasetWarning",
     "DicomSeriesLayout",
     "ImageMaskFolderLayout",
     "LAYOUTS",

@@ -25,8 +25,9 @@ from typing import Any, ClassVar, Iterable
 
 from ..case import Case
 from ..errors import DataError
-from ..io.formats import is_broken_link, listed_file
+from ..io.formats import KNOWN_SUFFIXES, format_suffix, is_broken_link, is_link_loop, listed_file
 from .layouts import msd_dataset_info
+from .links import count_once, loops_back, warn_loop
 
 
 @dataclass
@@ -97,14 +98,25 @@ def visible_dirs(folder: Path, *, broken_links: bool = False) -> list[Path]:
     """Sub-folders of ``folder`` not hidden (``.``), sorted by name.
 
     ``broken_links`` adds dangling symbolic links (a case folder whose target
-    is gone), so a layout listing cases lists them and loading them fails
-    with the reason instead of the case vanishing from the count.
+    is gone, or a link loop), so a layout listing cases lists them and loading
+    them fails with the reason instead of the case vanishing from the count.
+    A folder link leading back to ``folder`` or above it (``selfdir -> .``) is
+    never followed: it would list the same cases again (a :class:`~.links.DatasetWarning`
+    names it).
     """
     try:
-        return sorted(p for p in folder.iterdir() if not p.name.startswith(".")
-                      and (p.is_dir() or (broken_links and is_broken_link(p))))
+        entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
     except OSError:
         return []
+    found = []
+    for path in entries:
+        if path.is_dir() and loops_back(path):
+            warn_loop(path)
+        elif path.is_dir() or (broken_links and is_broken_link(path)):
+            found.append(path)
+        elif format_suffix(path) not in KNOWN_SUFFIXES and is_link_loop(path):
+            warn_loop(path)  # a looping file name (x.nii.gz) is listed by the file listings, and fails on loading
+    return found
 
 
 def visible_files(folder: Path) -> list[Path]:
@@ -191,8 +203,13 @@ class DatasetLayout(ABC):
 
 
 def unique_case_ids(refs: Iterable[CaseRef], path: str | Path) -> list[CaseRef]:
-    """``refs`` unchanged, or a DataError naming the ids that occur twice."""
-    refs = list(refs)
+    """``refs`` with each case counted once, or a DataError naming the ids that occur twice.
+
+    Every layout's listing ends here: a case whose files were reached twice
+    (through a symbolic or hard link) is kept once, with a :class:`~.links.DatasetWarning`
+    naming the link (:func:`~.links.count_once`).
+    """
+    refs = count_once(refs, path)
     seen: dict[str, int] = {}
     for ref in refs:
         seen[ref.case_id] = seen.get(ref.case_id, 0) + 1

@@ -43,6 +43,7 @@ from ..io.sitk_io import array_of, read_sitk_image
 from ..protocols import mazurowski_label_map
 from .folder2d import find_mask, image_files
 from .layouts import label_stem, sammed2d_mask_files
+from .links import files_once
 from .msd import MSDLayout
 
 #: how SAM-Med2D instance files of one object become classes
@@ -149,7 +150,7 @@ def find_2d_samples(folder: str | Path, *, dataset: str | None = None, class_nam
     if instances not in INSTANCE_RULES:
         raise ValueError(f"instances must be one of {INSTANCE_RULES}, got {instances!r}")
     dataset = dataset or folder.name
-    images = image_files(images_dir)
+    images = files_once(image_files(images_dir), folder)  # an image reached twice through a link counts once
     if not images:
         raise DataError("no images (png/jpg/bmp/tif) in images/", folder)
     samples = []

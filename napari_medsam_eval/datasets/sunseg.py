@@ -22,6 +22,7 @@ from ..case import Case
 from ..io import read_case
 from .layouts import sunseg_mask_folder
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs
+from .links import count_once
 
 #: how deep below the root a ``Frame`` folder is looked for
 _MAX_DEPTH = 3
@@ -74,18 +75,19 @@ class SunSegLayout(DatasetLayout):
 
     def list_cases(self, path: str | Path) -> list[CaseRef]:
         root = Path(path)
-        entries: list[tuple[str, Path, Path | None, dict[str, str]]] = []
+        refs = []
         for frame in frame_folders(root):
             attributes = group_attributes(root, frame)
             for clip in visible_dirs(frame, broken_links=True):  # a dangling clip link fails on loading
-                entries.append((clip.name, clip, sunseg_mask_folder(clip), attributes))
+                refs.append(self.ref(root, clip.name, {"image": clip, "label": sunseg_mask_folder(clip)},
+                                     **attributes))
+        refs = count_once(refs, root)  # before naming: a clip reached twice through a link is no name clash
         counts: dict[str, int] = {}
-        for name, *_ in entries:
-            counts[name] = counts.get(name, 0) + 1
-        refs = []
-        for name, clip, masks, attributes in entries:
-            case_id = name if counts[name] == 1 else f"{attributes.get('group', '')}/{name}".lstrip("/")
-            refs.append(self.ref(root, case_id, {"image": clip, "label": masks}, **attributes))
+        for ref in refs:
+            counts[ref.case_id] = counts.get(ref.case_id, 0) + 1
+        for ref in refs:
+            if counts[ref.case_id] > 1:
+                ref.case_id = f"{ref.attributes.get('group', '')}/{ref.case_id}".lstrip("/")
         return unique_case_ids(refs, root)
 
     def _read(self, ref: CaseRef) -> Case:

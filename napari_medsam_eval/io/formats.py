@@ -8,6 +8,7 @@ such rather than with the reader's generic failure.
 """
 from __future__ import annotations
 
+import errno
 import os
 import re
 from pathlib import Path
@@ -25,6 +26,8 @@ VIDEO_SUFFIXES = (".mp4", ".avi", ".mov", ".mkv", ".webm")
 JPEG_SUFFIXES = (".jpg", ".jpeg")
 
 _ALL_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
+#: every file suffix a reader takes
+KNOWN_SUFFIXES = _ALL_SUFFIXES
 _DICOM_MARKER_OFFSET = 128
 
 
@@ -50,18 +53,36 @@ def natural_sort_key(name: str | Path) -> tuple:
 
 
 def is_broken_link(path: Path) -> bool:
-    """A symbolic link whose target does not exist."""
+    """A symbolic link whose target does not exist, or that loops (see :func:`is_link_loop`)."""
     return path.is_symlink() and not path.exists()
 
 
+def is_link_loop(path: str | Path) -> bool:
+    """A path the system cannot resolve because its symbolic links lead back to themselves (ELOOP)."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
+def link_target(path: str | Path) -> str:
+    """What the symbolic link ``path`` points to, as written in the link (``"?"`` if unreadable)."""
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
 def missing_message(path: Path, what: str = "file") -> str:
-    """``file not found``, or, for a dangling symbolic link, where it points."""
+    """``file not found``, or, for a dangling symbolic link, where it points (a loop is called a loop)."""
+    if is_link_loop(path):
+        if not path.is_symlink():
+            return f"symbolic link loop: a folder link on its path leads back to itself and never reaches a {what}"
+        return (f"symbolic link loop: {path.name} -> {link_target(path)} leads back to itself "
+                f"and never reaches a {what}")
     if is_broken_link(path):
-        try:
-            target = os.readlink(path)
-        except OSError:
-            target = "?"
-        return f"broken symbolic link: its target {target} does not exist"
+        return f"broken symbolic link: its target {link_target(path)} does not exist"
     return f"{what} not found"
 
 

@@ -3,12 +3,17 @@
 Images
     Grey stays ``(Y, X)``, colour stays ``(Y, X, 3)`` (grey stored as RGB, like
     the SAM-Med2D CT slices, is kept as RGB: it is what the file holds). An
-    alpha channel is dropped (``metadata['alpha_dropped'] = True``). Pixels
-    carry no physical size: spacing is 1.0 per pixel on ``y`` and ``x``.
+    alpha channel is dropped (``metadata['alpha_dropped'] = True``). Spacing
+    is the pixel size a TIFF states in its resolution tags, in mm; otherwise
+    1.0 per pixel on ``y`` and ``x`` (:mod:`.pixel_size`, ``spacing_unit``).
 
 Masks (:func:`mask_to_labels`, also used for video frame masks)
-    1. A colour mask is made grey first: channel 0 when all channels are
-       equal, else luminance (PIL ``convert("L")``).
+    1. A colour mask is judged by its colours (:mod:`.colour_masks`): grey
+       stored as RGB (all channels equal, or nearly: re-saved JPEG noise) is
+       made grey (channel 0, else luminance); black plus one colour (and its
+       anti-aliased shades) is a binary mask, label 1; several colours stand
+       for classes and the mask is refused, naming them (no colour kept or
+       dropped silently).
     2. A JPEG mask is binarised at ``> 127`` to label 1 (compression noise makes
        exact values meaningless).
     3. A palette PNG keeps its palette indices as labels.
@@ -36,9 +41,11 @@ import imageio.v3 as iio
 import numpy as np
 from PIL import Image
 
-from ..case import Case, Spacing
+from ..case import Case
 from ..errors import DataError
 from ._build import check_kind, make_case
+from .colour_masks import colour_mask
+from .pixel_size import image_spacing
 from .formats import JPEG_SUFFIXES, format_suffix, require_file, strip_suffix
 from .validation import check_same_shape, label_dtype_for, to_label_array
 
@@ -67,35 +74,31 @@ def read_image_array(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
 
 def read_image2d(path: str | Path, *, kind: str | None = None, modality: str | None = None,
                  case_id: str | None = None) -> Case:
-    """A 2D image file as an ``image`` Case (no label), unit pixel spacing."""
+    """A 2D image file as an ``image`` Case (no label); spacing in mm where the file states it (TIFF)."""
     check_kind(kind, ("image",), path, "a 2D image file")
     pixels, notes = read_image_array(path)
-    return make_case(pixels, kind="image", spacing=Spacing.isotropic("yx"), path=path,
-                     case_id=case_id, modality=modality, metadata=notes)
+    spacing, units = image_spacing(path)
+    return make_case(pixels, kind="image", spacing=spacing, path=path,
+                     case_id=case_id, modality=modality, metadata={**notes, **units})
 
 
-def read_mask_pixels(path: str | Path) -> tuple[np.ndarray, bool]:
-    """Grey mask values (rule 1 of the module docstring) and whether they are palette indices."""
+def read_mask_pixels(path: str | Path) -> tuple[np.ndarray, bool, str | None]:
+    """Mask values (rule 1 of the module docstring), whether they are palette indices, and, for a
+    one-colour RGB mask, the rule that already made them labels 0/1 (:mod:`.colour_masks`)."""
     path = require_file(path)
     try:
         with Image.open(path) as img:
             img.load()
-            palette = img.mode in ("P", "PA")
-            values = np.asarray(img if img.mode not in ("RGB", "RGBA", "LA", "PA") else _to_grey(img))
+            palette, rgb = img.mode in ("P", "PA"), img.mode in ("RGB", "RGBA")
+            values = np.asarray(img.getchannel(0) if img.mode in ("LA", "PA") else img)  # RGB(A): (Y, X, 3|4)
     except Exception as error:  # PIL raises OSError, ValueError, SyntaxError, DecompressionBombError ...
         raise DataError(f"cannot be read as a mask image ({type(error).__name__}: {error})", path) from None
+    colour = None
+    if rgb:
+        values, colour = colour_mask(values, lossy=format_suffix(path) in JPEG_SUFFIXES, path=path)
     if values.ndim != 2:
         raise DataError(f"mask of shape {values.shape} where a 2D mask was expected", path)
-    return values, palette
-
-
-def _to_grey(img: Image.Image) -> Image.Image:
-    if img.mode in ("LA", "PA"):
-        return img.getchannel(0)
-    rgb = np.asarray(img.convert("RGB"))
-    if np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 0], rgb[..., 2]):
-        return Image.fromarray(rgb[..., 0])
-    return img.convert("L")
+    return values, palette, colour
 
 
 def mask_to_labels(values: np.ndarray, *, lossy: bool, palette: bool,
@@ -119,15 +122,19 @@ def mask_to_labels(values: np.ndarray, *, lossy: bool, palette: bool,
 def read_mask2d(path: str | Path, *, shape: Sequence[int] | None = None,
                 image_path: str | Path | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """A 2D mask file as a label map plus ``mask_encoding``/``label_source_values`` metadata."""
-    values, palette = read_mask_pixels(path)
-    labels, encoding, sources = mask_to_labels(
-        values, lossy=format_suffix(path) in JPEG_SUFFIXES, palette=palette, path=path
-    )
+    values, palette, colour = read_mask_pixels(path)
+    if colour is not None:
+        labels, encoding, sources = values, colour, {}
+    else:
+        labels, encoding, sources = mask_to_labels(
+            values, lossy=format_suffix(path) in JPEG_SUFFIXES, palette=palette, path=path
+        )
     if shape is not None:
         check_same_shape(labels.shape, shape, path, image_path)
     info: dict[str, Any] = {"mask_encoding": encoding}
     if sources:
         info["label_source_values"] = sources
+    if sources or colour is not None:
         info["label_names"] = {1: FOREGROUND}
     return labels, info
 
@@ -204,5 +211,6 @@ def read_image_with_masks(image_path: str | Path, mask_paths: Sequence[str | Pat
         overlap_pixels=int(np.count_nonzero(covered > 1)),
         mask_encoding="one binary mask file per object",
     )
-    return make_case(pixels, kind="image", spacing=Spacing.isotropic("yx"), path=image_path, label=label,
-                     case_id=case_id, modality=modality, metadata=notes)
+    spacing, units = image_spacing(image_path)
+    return make_case(pixels, kind="image", spacing=spacing, path=image_path, label=label,
+                     case_id=case_id, modality=modality, metadata={**notes, **units})

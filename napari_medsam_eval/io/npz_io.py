@@ -23,6 +23,7 @@ from ..case import Case, CaseKind
 from ..errors import DataError, GeometryMismatchError
 from ._build import check_kind, make_case, spacing_for_kind
 from .formats import require_file, strip_suffix
+from .sizes import check_npz_sizes
 from .validation import plain_numbers, plain_shape, to_label_array
 
 #: file-name prefixes of the CVPR 2024/2025 challenge data and the modality they mean
@@ -44,9 +45,15 @@ def guess_modality(name: str | Path) -> str | None:
 
 
 def load_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """All arrays of an npz, loaded eagerly so corruption surfaces here as a DataError."""
+    """All arrays of an npz, loaded eagerly so corruption surfaces here as a DataError.
+
+    The arrays' headers are checked first (:func:`.sizes.check_npz_sizes`): a
+    header declaring more data than its member holds, or than the memory
+    ceiling, is refused before numpy allocates it.
+    """
     path = require_file(path)
     try:
+        check_npz_sizes(path)
         with np.load(path, allow_pickle=False) as data:
             return {key: data[key] for key in data.files}
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
@@ -125,6 +132,7 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
     metadata: dict[str, Any] = {key: geometry[key] for key in ("origin", "direction") if key in geometry}
     if "spacing" in geometry:
         metadata["spacing_xyz"] = geometry["spacing"]
+    metadata["spacing_unit"] = "mm" if "spacing" in geometry else "pixel"
     if "boxes" in data:
         metadata["boxes"] = np.asarray(data["boxes"])
     if label is not None:

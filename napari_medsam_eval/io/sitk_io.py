@@ -10,7 +10,11 @@ re-raised here as :class:`DataError` with one short line naming the file.
 Failures SimpleITK does *not* report are checked: a truncated NIfTI (ITK fills
 the missing voxels with zeros), NaNs stored in a float NIfTI (ITK < 6 reads
 them as 0; the raw voxels are scanned, only for float files whose decoded
-array holds a 0) and missing DICOM slices (:mod:`.dicom`).
+array holds a 0) and missing DICOM slices (:mod:`.dicom`). Before any voxel is
+read, the size the header declares is checked against the data in the file and
+a memory ceiling (:func:`check_declared_size`, :mod:`.sizes`), so a header that
+lies is refused instead of making ITK allocate what it claims; and ITK's own
+reason (``Failed to allocate memory for image.``) is kept in the message.
 """
 from __future__ import annotations
 
@@ -27,18 +31,38 @@ from ..case import Case, CaseKind
 from ..errors import DataError
 from ._build import check_kind, make_case, spacing_for_kind
 from .formats import format_suffix, looks_like_text, require_file
+from .sizes import check_ceiling, check_on_disk, describe, metaimage_data, nrrd_data
 
 _FORMAT_NAMES = {".nii.gz": "NIfTI", ".nii": "NIfTI", ".nrrd": "NRRD", ".nhdr": "NRRD",
                  ".mha": "MetaImage", ".mhd": "MetaImage", ".dcm": "DICOM"}
 
 
+#: parts of a SimpleITK/ITK error line that say where in C++ it happened, not what went wrong
+_NOISE = (re.compile(r"^Exception thrown in SimpleITK \w+:\s*"), re.compile(r"^\S+\.(?:cxx|hxx|txx|cpp|h):\d+:\s*"),
+          re.compile(r"^(?:itk::|sitk::)?(?:ITK )?ERROR:\s*"), re.compile(r"^\w+\s*\(0x[0-9a-f]+\):\s*"))
+
+
 def short_sitk_message(error: RuntimeError) -> str:
-    """The informative part of a SimpleITK error: the text after the last ``ERROR:``."""
-    text = str(error)
-    tail = re.split(r"ERROR:\s*", text)[-1].strip()
-    tail = re.sub(r"\s*ImageFileReader\s*\(0x[0-9a-f]+\):\s*", "", tail)
-    first = next((line.strip() for line in tail.splitlines() if line.strip()), text.strip())
-    return first if len(first) <= 200 else first[:197] + "..."
+    """The informative part of a SimpleITK error, on one line.
+
+    Source locations and object addresses are dropped; the reason is kept:
+    ``Failed to allocate memory for image.``, or, after a line announcing
+    more (``Read: Error reading x.nrrd:``), the last detail line (``fread got
+    only 1024 1-sized things, not 4000000000``).
+    """
+    lines = []
+    for line in str(error).splitlines():
+        line = line.strip()
+        for pattern in _NOISE:
+            line = pattern.sub("", line)
+        if line:
+            lines.append(line)
+    if not lines:
+        return str(error).strip() or type(error).__name__
+    first = lines[0]
+    if len(lines) > 1 and (first.endswith(":") or "Reason" in lines[-1] or len(lines) > 2):
+        first = f"{first} {lines[-1]}"
+    return first if len(first) <= 300 else first[:297] + "..."
 
 
 def read_sitk_image(path: str | Path) -> sitk.Image:
@@ -53,6 +77,7 @@ def read_sitk_image(path: str | Path) -> sitk.Image:
     reader.SetFileName(str(path))
     try:
         reader.ReadImageInformation()
+        check_declared_size(path, fmt, reader)
         if fmt == "NIfTI":
             _check_nifti_complete(path, reader)
         image = reader.Execute()
@@ -61,6 +86,38 @@ def read_sitk_image(path: str | Path) -> sitk.Image:
     if fmt == "NIfTI":
         _check_nifti_finite(path, reader, image)
     return image
+
+
+def _component_bytes(pixel_type: str) -> int:
+    """Bytes of one component of a SimpleITK pixel type named like ``"vector of 16-bit signed integer"``."""
+    bits = re.search(r"(\d+)-bit", pixel_type)
+    return max(1, int(bits.group(1)) // 8 if bits else 1) * (2 if "complex" in pixel_type else 1)
+
+
+def check_declared_size(path: Path, fmt: str, reader: sitk.ImageFileReader) -> None:
+    """Refuse a header whose declared image the file cannot hold or memory cannot take (:mod:`.sizes`).
+
+    NRRD and MetaImage data are measured from their headers (attached or
+    detached file, raw or deflate); a gzip NIfTI's compressed size bounds what
+    it can hold (an uncompressed one is measured by :func:`_check_nifti_complete`).
+    """
+    size = [int(v) for v in reader.GetSize()]
+    pixel_type = sitk.GetPixelIDValueAsString(reader.GetPixelID())
+    components = int(reader.GetNumberOfComponents())
+    declared = int(np.prod(size, dtype=object)) * components * _component_bytes(pixel_type)
+    what = pixel_type if components == 1 else f"{pixel_type}, {components} components"
+    description = describe(size, what, declared)
+    data = nrrd_data(path) if fmt == "NRRD" else metaimage_data(path) if fmt == "MetaImage" else None
+    if data is not None:
+        available, compressed, source = data
+        check_on_disk(declared, available, description, path, compressed=compressed,
+                      where="the file" if source == path else f"its data file {source.name}")
+    elif fmt == "NIfTI" and format_suffix(path) == ".nii.gz" and (end := _nifti_data_end(reader)):
+        stored = end - int(float(reader.GetMetaData("vox_offset")))  # bitpix: the stored type, before scaling
+        bits = reader.GetMetaData("bitpix")
+        check_on_disk(stored, path.stat().st_size, describe(size, f"{bits}-bit values", stored), path,
+                      compressed=True)
+    check_ceiling(declared, description, path)
 
 
 def _has_gzip_magic(path: Path) -> bool:
@@ -217,6 +274,7 @@ def case_from_sitk(
         "origin": geometry["origin"],
         "direction": geometry["direction"],
         "spacing_xyz": geometry["spacing"],
+        "spacing_unit": "mm",
         **(metadata or {}),
     }
     return make_case(

@@ -4,7 +4,9 @@ All give a ``video`` Case with image ``(T, Y, X)`` or ``(T, Y, X, 3)`` in the
 source dtype (uint8 frames stay uint8: videos are large).
 
 Time spacing: ``t`` is always 1.0 (one frame). Frame folders and video files
-carry no physical time step usable as a length, and the third pixdim of a 3D
+carry no physical time step usable as a length (their ``y, x`` spacing is the
+frames' TIFF pixel size in mm where they state one, as for a single image,
+else unit pixels: ``metadata['spacing_unit']``), and the third pixdim of a 3D
 NIfTI sequence is a spatial length field, not a frame interval; the file's
 value is kept in ``metadata['spacing_xyz']`` (so written masks reproduce the
 header) and a video file's frame rate in ``metadata['fps']``.
@@ -33,6 +35,8 @@ from ._build import FRAME_SPACING, check_kind, make_case
 from .formats import image_files_in, missing_message, require_file, strip_suffix
 from .image2d import read_image_array, read_mask2d
 from .sitk_io import read_sitk_case
+from .pixel_size import PIXEL_UNITS, frames_pixel_size, spacing_notes
+from .sizes import check_ceiling, human_bytes
 from .validation import check_same_shape, label_dtype_for
 
 _SEQUENCE_NAME = re.compile(r"(^|_)(half_)?sequence(_gt)?$", re.IGNORECASE)
@@ -43,8 +47,9 @@ def is_sequence_name(path: str | Path) -> bool:
     return bool(_SEQUENCE_NAME.search(strip_suffix(path)))
 
 
-def _frame_spacing() -> Spacing:
-    return Spacing.from_array_order((FRAME_SPACING, 1.0, 1.0), "tyx")
+def _frame_spacing(size_yx: tuple[float, float] | None = None) -> Spacing:
+    """One frame on ``t``; the frames' pixel size in mm where they state one (TIFF), else unit pixels."""
+    return Spacing.from_array_order((FRAME_SPACING, *(size_yx or (1.0, 1.0))), "tyx")
 
 
 def read_frame_folder(folder: str | Path, *, kind: CaseKind | None = None, modality: str | None = None,
@@ -68,8 +73,9 @@ def read_frame_folder(folder: str | Path, *, kind: CaseKind | None = None, modal
             )
         frames[index] = pixels
     notes["frame_names"] = [p.name for p in files]
-    return make_case(frames, kind="video", spacing=_frame_spacing(), path=folder,
-                     case_id=case_id, modality=modality, metadata=notes)
+    size = frames_pixel_size(files)
+    return make_case(frames, kind="video", spacing=_frame_spacing(size), path=folder,
+                     case_id=case_id, modality=modality, metadata={**notes, **spacing_notes(size, files[0])})
 
 
 def read_mask_folder(folder: str | Path, frame_names: Sequence[str] | None = None,
@@ -126,25 +132,65 @@ def read_video_file(path: str | Path, *, kind: CaseKind | None = None, modality:
     PyAV is used directly rather than through imageio's ``pyav`` plugin (same
     decoder) because that plugin runs ``gc.collect()`` on every close, which
     costs a second per file inside a napari session.
+
+    A container that declares how many frames it holds must deliver them all:
+    a file cut short (its index still promising every frame) is refused with
+    both counts, never scored on the frames that happened to decode. The
+    declared frames must also fit the memory ceiling of :mod:`.sizes`.
     """
     path = require_file(path)
     check_kind(kind, ("video",), path, "a video file")
     try:
-        frames, fps = _decode_video(path)
+        frames, fps, declared, stopped = _decode_video(path)
+    except DataError:
+        raise
     except Exception as error:  # PyAV raises its own error types, IndexError when there is no video stream ...
-        raise DataError(f"cannot be decoded as a video ({type(error).__name__}: {error})", path) from None
-    if not frames:
-        raise DataError("video holds no decodable frame", path)
+        raise DataError(f"cannot be decoded as a video ({_reason(error)})", path) from None
+    _check_frame_count(path, len(frames), declared, stopped)
     notes: dict[str, Any] = {"fps": fps} if fps else {}
     return make_case(np.stack(frames), kind="video", spacing=_frame_spacing(), path=path,
-                     case_id=case_id, modality=modality, metadata=notes)
+                     case_id=case_id, modality=modality, metadata={**notes, **PIXEL_UNITS})
 
 
-def _decode_video(path: Path) -> tuple[list[np.ndarray], float | None]:
+def _reason(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _check_frame_count(path: Path, decoded: int, declared: int, stopped: BaseException | None) -> None:
+    """Refuse a video that decodes no frame, stops on an error, or yields fewer frames than it declares."""
+    promised = f"its container declares {declared} frames but " if declared else ""
+    if stopped is not None:
+        what = f"only {decoded} decode" if declared else f"decoding stopped after {decoded} frame(s)"
+        if not declared and not decoded:
+            raise DataError(f"cannot be decoded as a video ({_reason(stopped)})", path)
+        raise DataError(f"{promised}{what} ({_reason(stopped)}): the file is cut short or damaged; "
+                        "refused rather than scored on part of the video", path)
+    if not decoded:
+        raise DataError("video holds no decodable frame" + (f" (its container declares {declared})"
+                                                             if declared else ""), path)
+    if declared and decoded < declared:
+        raise DataError(f"{promised}only {decoded} decode: the file is cut short or damaged; "
+                        "refused rather than scored on part of the video", path)
+
+
+def _decode_video(path: Path) -> tuple[list[np.ndarray], float | None, int, BaseException | None]:
+    """Decoded RGB frames, the frame rate, the frame count the container declares (0: none) and the
+    error that stopped decoding early (None when the stream ended)."""
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         fps = float(stream.average_rate) if stream.average_rate else None
-        return [frame.to_ndarray(format="rgb24") for frame in container.decode(stream)], fps
+        declared = int(stream.frames or 0)
+        width, height = int(stream.codec_context.width or 0), int(stream.codec_context.height or 0)
+        if declared and width and height:
+            n_bytes = declared * width * height * 3
+            check_ceiling(n_bytes, f"{declared} frames of {width} x {height} RGB ({human_bytes(n_bytes)})", path)
+        frames: list[np.ndarray] = []
+        try:
+            for frame in container.decode(stream):
+                frames.append(frame.to_ndarray(format="rgb24"))
+        except av.FFmpegError as error:
+            return frames, fps, declared, error
+        return frames, fps, declared, None
 
 
 def read_nifti_sequence(path: str | Path, *, modality: str | None = None, case_id: str | None = None) -> Case:

@@ -1,0 +1,218 @@
+"""Sizes a header declares, checked against the file and a memory ceiling before anything is allocated.
+
+A header is a promise: ``sizes: 2000 2000 1000`` in an NRRD makes SimpleITK
+allocate 4 GB before it finds that the file holds 1 KB, and an npz whose
+``imgs`` header says ``(40000, 40000, 40000)`` makes numpy ask for 58 TiB. The
+readers call these checks after reading the header and before reading data:
+
+* **data on disk**: uncompressed voxel data must be at least as long as the
+  header declares (the bytes after an NRRD/MetaImage header, or in its
+  detached data file; the data part of an npz member). Deflate (gzip/zlib)
+  cannot expand data more than :data:`DEFLATE_MAX_RATIO` times, so a
+  compressed payload that would have to expand more is refused too;
+* **memory ceiling**: whatever the file holds, a declared image larger than
+  :func:`memory_ceiling` (half the memory this process may use: reading it
+  needs the decoder's buffer and the numpy array) is refused, naming the
+  ceiling. ``MEDSAM_EVAL_MAX_IMAGE_GB`` sets another ceiling, in GB.
+
+Every refusal is a :class:`~napari_medsam_eval.errors.DataError` naming the
+file, what the header declares and what the file holds.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import zipfile
+from pathlib import Path
+from typing import IO, Sequence
+
+import numpy as np
+
+from ..errors import DataError
+
+#: the largest expansion deflate can give (RFC 1951: about 1032:1), with a margin
+DEFLATE_MAX_RATIO = 1100
+#: the share of the memory this process may use that one image may take
+MEMORY_FRACTION = 0.5
+CEILING_ENV = "MEDSAM_EVAL_MAX_IMAGE_GB"
+_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def human_bytes(n: float) -> str:
+    """``4000000000`` -> ``"4.0 GB"`` (decimal units, as disks and ``free -g`` round)."""
+    if n < 1000:
+        return f"{int(n)} bytes"
+    for unit in ("KB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000:
+            return f"{n:.1f} {unit}"
+    return f"{n / 1000:.1f} PB"
+
+
+def _memory_limit() -> tuple[int, str]:
+    """(bytes, what) of the memory this process may use: physical memory, or a smaller cgroup limit."""
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    for path in _CGROUP_LIMITS:
+        try:
+            text = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < physical:
+            return int(text), "the container's memory limit"
+    return physical, "this machine's memory"
+
+
+def memory_ceiling() -> tuple[int, str]:
+    """(bytes, how it was set): the largest image a header may declare."""
+    value = os.environ.get(CEILING_ENV, "").strip()
+    if value:
+        try:
+            gigabytes = float(value)
+        except ValueError:
+            raise DataError(f"{CEILING_ENV}={value!r} is not a number of GB") from None
+        if not math.isfinite(gigabytes) or gigabytes <= 0:
+            raise DataError(f"{CEILING_ENV}={value!r} must be a positive number of GB")
+        return int(gigabytes * 1e9), f"set by {CEILING_ENV}"
+    limit, what = _memory_limit()
+    return int(limit * MEMORY_FRACTION), f"half of {what}, {human_bytes(limit)}; {CEILING_ENV} sets another"
+
+
+def describe(shape: Sequence[int], what: str, n_bytes: int) -> str:
+    """``"2000 x 2000 x 1000 voxels of 8-bit unsigned integer (4.0 GB)"``."""
+    return f"{' x '.join(str(int(s)) for s in shape)} voxels of {what} ({human_bytes(n_bytes)})"
+
+
+def check_ceiling(declared: int, description: str, path: str | Path) -> None:
+    """Refuse a declared image above :func:`memory_ceiling`."""
+    ceiling, how = memory_ceiling()
+    if declared > ceiling:
+        raise DataError(f"header declares {description}, above the memory ceiling of {human_bytes(ceiling)} "
+                        f"({how}); refused before allocating", path)
+
+
+def check_on_disk(declared: int, available: int, description: str, path: str | Path, *,
+                  compressed: bool = False, where: str = "the file") -> None:
+    """Refuse when ``available`` bytes cannot hold the ``declared`` data (see the module doc)."""
+    if compressed and declared > available * DEFLATE_MAX_RATIO:
+        raise DataError(f"header declares {description}, but {where} holds {human_bytes(available)} of compressed "
+                        f"data, which cannot expand to that (deflate expands at most ~1032x): the header lies or the "
+                        "file is cut short; refused before allocating", path)
+    if not compressed and available < declared:
+        raise DataError(f"header declares {description}, but {where} holds only {human_bytes(available)} of "
+                        "voxel data: the file is cut short or its header lies; refused before allocating", path)
+
+
+# --------------------------------------------------------------------------- text headers (NRRD, MetaImage)
+#: bytes of a text header read at most
+_HEADER_LIMIT = 1 << 20
+
+
+def _read_head(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(_HEADER_LIMIT)
+
+
+def nrrd_data(path: Path) -> tuple[int, bool, Path] | None:
+    """(bytes of data, compressed?, data file) of an NRRD (attached or one detached file), or None.
+
+    None when the header cannot be understood here (several data files, an
+    unknown encoding): SimpleITK then judges the file alone.
+    """
+    head = _read_head(path)
+    end = re.search(rb"\r?\n\r?\n", head)
+    if not head.startswith(b"NRRD"):
+        return None
+    text = head[: end.start() if end else len(head)].decode("latin-1")
+    fields = {k.strip().lower(): v.strip() for k, sep, v in
+              (line.partition(":") for line in text.splitlines()[1:]) if sep and not v.startswith("=")}
+    encoding = fields.get("encoding", "").lower()
+    skip = _int(fields.get("byte skip", "0"))
+    data_file = fields.get("data file") or fields.get("datafile")
+    if data_file:
+        if data_file.upper().startswith("LIST") or len(data_file.split()) > 1:
+            return None
+        source, start = path.parent / data_file, 0
+    elif end is None:
+        return None
+    else:
+        source, start = path, end.end()
+    if encoding not in ("raw", "gzip", "gz") or skip < 0:
+        return None
+    try:
+        size = source.stat().st_size
+    except OSError:
+        return None  # SimpleITK names the missing data file
+    return max(size - start - skip, 0), encoding != "raw", source
+
+
+def metaimage_data(path: Path) -> tuple[int, bool, Path] | None:
+    """(bytes of data, compressed?, data file) of a MetaImage (``.mha``/``.mhd``), or None (see :func:`nrrd_data`)."""
+    head = _read_head(path)
+    fields: dict[str, str] = {}
+    offset = 0
+    for line in head.splitlines(keepends=True):
+        offset += len(line)
+        key, sep, value = line.decode("latin-1").partition("=")
+        if not sep:
+            return None
+        fields[key.strip().lower()] = value.strip()
+        if key.strip().lower() == "elementdatafile":
+            break
+    data_file = fields.get("elementdatafile")
+    if data_file is None or data_file.upper().startswith("LIST") or "%" in data_file:
+        return None
+    source, start = (path, offset) if data_file.upper() == "LOCAL" else (path.parent / data_file, 0)
+    if source != path:
+        start = max(_int(fields.get("headersize", "0")), 0)
+    try:
+        size = source.stat().st_size
+    except OSError:
+        return None
+    return max(size - start, 0), fields.get("compresseddata", "false").lower() == "true", source
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text.split()[0])
+    except (ValueError, IndexError):
+        return 0
+
+
+# --------------------------------------------------------------------------- npz members
+def _member_header(member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype] | None:
+    """Shape and dtype from an ``.npy`` member's header; None for formats not read here (3.0)."""
+    version = np.lib.format.read_magic(member)
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    if version not in readers:
+        return None
+    shape, _, dtype = readers[version](member)
+    return tuple(int(s) for s in shape), dtype
+
+
+def check_npz_sizes(path: Path) -> None:
+    """Refuse an npz whose array headers declare more data than their members hold, or than the ceiling.
+
+    Only headers are read. Errors of the archive itself (not a zip, a bad
+    header) propagate as zipfile/ValueError exceptions, which the caller
+    reports as an unreadable archive.
+    """
+    total, largest = 0, (0, "no arrays")
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            with archive.open(info) as member:
+                header = _member_header(member)
+                if header is None or header[1].hasobject:
+                    continue  # pickled arrays are refused by np.load(allow_pickle=False)
+                shape, dtype = header
+                declared = math.prod(shape) * dtype.itemsize
+                description = f"array '{info.filename[:-4]}' of shape {shape} {dtype} ({human_bytes(declared)})"
+                if info.file_size - member.tell() < declared:
+                    raise DataError(f"header declares {description}, but its archive member holds only "
+                                    f"{human_bytes(info.file_size - member.tell())} of data: the file is cut short "
+                                    "or the header lies; refused before allocating", path)
+            total += declared
+            largest = max(largest, (declared, description))
+    check_ceiling(total, f"arrays of {human_bytes(total)} in all (the largest: {largest[1]})", path)
