@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+import warnings
 from importlib import import_module
 
 from ..errors import MedsamEvalError, os_problem
@@ -90,6 +91,12 @@ def main(argv: list[str] | None = None) -> int:
 GC_GEN0_THRESHOLD = 10_000
 
 
+def show_warning_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                      file=None, line: str | None = None) -> None:
+    """A warning as the command's one line, ``warning: <message>`` (Python's shows the source line)."""
+    print(f"warning: {message}", file=file or sys.stderr)
+
+
 def console_main() -> None:
     """The ``medsam-eval`` command: :func:`main` with fewer garbage collections, and a quick exit.
 
@@ -100,9 +107,11 @@ def console_main() -> None:
     collects over them again (about 1 s; frozen objects are skipped).
     Measured on the 2-vCPU VM README's Performance names. Everything a
     command writes is closed before :func:`main` returns; in-process callers
-    (tests, scripts) call :func:`main` and keep their own settings.
+    (tests, scripts) call :func:`main` and keep their own settings (Python's
+    warning format too: the command prints ``warning: <message>`` lines).
     """
     gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
+    warnings.showwarning = show_warning_line
     code = main()
     gc.freeze()
     sys.exit(code)
