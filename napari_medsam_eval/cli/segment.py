@@ -23,6 +23,7 @@ from ..intensity import INTENSITY_MODES, case_intensity, prepare_image
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
+from ..ownership import check_not_inputs
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
@@ -129,6 +130,7 @@ def segment_case(case: Case, prompt: Prompt | list[Prompt], backend, *, propagat
 
 
 def run(args: argparse.Namespace) -> int:
+    check_not_inputs([("--out", args.out)], [("the input image", args.image), ("--checkpoint", args.checkpoint)])
     case = read_case(args.image)
     if args.modality:
         case.modality = args.modality
