@@ -85,6 +85,12 @@ def read_marker(root: Path) -> tuple[dict[str, Any] | None, str]:
     return settings, ""
 
 
+def read_limit(root: Path) -> int | None:
+    """The ``limit_bytes`` recorded in ``root/store.json`` (None when absent, unreadable or not the marker)."""
+    settings, _ = read_marker(Path(root))
+    return None if settings is None else settings.get("limit_bytes")
+
+
 def marker_text(limit: int | None) -> str:
     """The ``store.json`` this version writes (a limit only when someone set one: the default may change)."""
     settings: dict[str, Any] = {"kind": STORE_KIND, "format": STORE_FORMAT}
@@ -202,4 +208,4 @@ def foreign_items(root: Path) -> list[str]:
 
 __all__ = ["CLAIM_WAIT_S", "ENTRIES", "STORE_FILE", "STORE_FORMAT", "STORE_KIND", "SUFFIX", "TMP",
            "check_store_folder", "entry_shaped", "entry_size", "foreign_items", "is_temporary", "listing",
-           "marker_text", "read_marker"]
+           "marker_text", "read_limit", "read_marker"]

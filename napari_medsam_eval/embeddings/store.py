@@ -21,12 +21,9 @@ Layout under the store's root::
     entries/<key digest>.zarr/  zarr.json (shape, dtype, codecs, attributes) + c/0/0/0/0
     tmp/                        entries being written (renamed into entries/ when complete)
 
-Ownership (:mod:`.layout`): a folder becomes a store only when it does not
-exist or is empty, and is used as one only when ``store.json`` is the store's
-marker; eviction, rejection, the stale-temporary sweep and ``clear`` remove
-only entries and temporaries named and shaped as the store makes them.
-Anything else in the folder is left alone. ``read_only=True`` (``cache
-info``) writes, creates and deletes nothing.
+Ownership (:mod:`.layout`): only a missing or empty folder becomes a store, only one marked by
+``store.json`` is used as one, and only entries and temporaries of the store's own naming and
+format are ever removed.
 
 Safety between processes (benchmark workers, a napari session and a CLI run at
 once): an entry is written under ``tmp/`` and renamed into place, so a reader
@@ -64,7 +61,7 @@ import numpy as np
 from ..errors import DataError
 from .keys import EmbeddingKey
 from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, foreign_items,
-                     is_temporary, listing, marker_text, read_marker)
+                     is_temporary, listing, marker_text, read_limit)
 
 #: how embeddings may be stored: float32 (exact, the default) or float16 (half the size, rounded)
 STORAGE_DTYPES = ("float32", "float16")
@@ -112,12 +109,6 @@ def folder_size(path: Path) -> int:
     return total
 
 
-def read_limit(root: Path) -> int | None:
-    """The ``limit_bytes`` recorded in ``root/store.json`` (None when absent, unreadable or not the marker)."""
-    settings, _ = read_marker(Path(root))
-    return None if settings is None else settings.get("limit_bytes")
-
-
 @dataclass
 class Cleared:
     """What :meth:`EmbeddingStore.clear` removed, and what it left because it is not the store's."""
@@ -136,10 +127,8 @@ class EmbeddingStore:
     ``store.json`` (what ``cache info`` shows), else the recorded one or
     :data:`DEFAULT_LIMIT_BYTES` applies. ``dtype``: ``"float32"`` (exact) or
     ``"float16"``. Counters: ``hits``, ``misses``, ``writes``, ``evicted``,
-    ``rejected`` (corrupt or stale entries removed). ``read_only``: an existing
-    store looked at (``cache info``, ``cache clear``): nothing is created,
-    written, touched or swept (only :meth:`clear` removes). A folder that is
-    neither missing, empty nor a store is a :class:`~napari_medsam_eval.errors.DataError`.
+    ``rejected``. ``read_only`` (``cache info``/``clear``): nothing is created, written, touched or
+    swept (only :meth:`clear` removes). A folder neither missing, empty nor a store is a DataError.
     """
 
     def __init__(self, root: str | Path, *, limit_bytes: int | None = None, dtype: str = "float32",
@@ -203,11 +192,11 @@ class EmbeddingStore:
                 return None
             self._reject(path, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
             return None
-        if not self.read_only:
-            try:
+        try:
+            if not self.read_only:
                 os.utime(path)  # least-recently-used order across processes
-            except OSError:
-                pass
+        except OSError:
+            pass
         self.hits += 1
         return array
 
