@@ -12,7 +12,11 @@ file is added, removed or rewritten to another size).
 
 ``--resume`` refuses a run folder whose manifest disagrees on
 :data:`RESUME_KEYS`: mixing rows of two configurations in one table would be
-silently wrong. Each start appends to ``sessions``.
+silently wrong. Each start appends to ``sessions``. A folder without a
+manifest of this format (:func:`is_run_manifest`) is not a run folder:
+``--resume`` refuses it before anything in it is touched
+(:func:`check_run_folder`), so a user's ``results.csv`` or ``report.md`` is
+never replaced.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ from typing import Any, Iterable
 
 from ..datasets import CaseRef
 from ..errors import DataError
+from ..ownership import folder_contents
 
 MANIFEST_FILE = "manifest.json"
 FORMAT_VERSION = 1
@@ -117,6 +122,29 @@ def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise DataError(f"run manifest cannot be read ({error})", path) from None
+
+
+def is_run_manifest(manifest: Any) -> bool:
+    """Whether a parsed ``manifest.json`` is a run manifest of this format (``format``, ``status``, ``config``)."""
+    return (isinstance(manifest, dict) and type(manifest.get("format")) is int
+            and manifest["format"] == FORMAT_VERSION and isinstance(manifest.get("status"), str)
+            and isinstance(manifest.get("config"), dict))
+
+
+def check_run_folder(run_dir: str | Path) -> dict[str, Any]:
+    """The manifest of a run folder this tool made; a :class:`DataError` naming the folder and what it holds
+    (or what is wrong with its manifest) otherwise. Reads only."""
+    run_dir = Path(run_dir)
+    if not (run_dir / MANIFEST_FILE).exists():
+        raise DataError(f"cannot resume: not a run folder of medsam-eval (no {MANIFEST_FILE}; it holds "
+                        f"{folder_contents(run_dir)}); --resume continues a run started in that folder, "
+                        "so give that folder or a new one", run_dir)
+    manifest = read_manifest(run_dir)
+    if not is_run_manifest(manifest):
+        raise DataError(f"cannot resume: {MANIFEST_FILE} is not a run manifest of medsam-eval (format "
+                        f"{FORMAT_VERSION} with status and config); give a run folder this tool made, or a new "
+                        "folder", run_dir)
+    return manifest
 
 
 def _normalised(value: Any) -> Any:

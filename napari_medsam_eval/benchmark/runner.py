@@ -26,6 +26,7 @@ so ``resume`` does it again), the rows already written stay.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import threading
 import time
@@ -37,11 +38,12 @@ import pandas as pd
 from ..datasets import resolve_layout
 from ..errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
+from ..ownership import check_not_inputs
 from ..intensity import INTENSITY_MODES
 from ..progress import CaseProgress
 from ..propagation.rules import resolve_rules
-from .manifest import (MANIFEST_FILE, check_resumable, check_same_dataset, dataset_fingerprint, environment, now,
-                       read_manifest, write_manifest)
+from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_same_dataset, dataset_fingerprint,
+                       environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
 from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, CaseSettings, error_text
@@ -65,9 +67,30 @@ def _check_out_dir(out_dir: Path, resume: bool) -> None:
     if out_dir.exists() and not out_dir.is_dir():
         raise DataError("the run output path exists and is not a folder", out_dir)
     check_writable_folder(out_dir)
-    if out_dir.is_dir() and any(p.name != LOCK_FILE for p in out_dir.iterdir()) and not resume:
+    held = out_dir.is_dir() and any(p.name != LOCK_FILE for p in out_dir.iterdir())
+    if held and not resume:
         raise DataError("the run folder is not empty; resume it with --resume (resume=True) "
                         "or choose a new folder", out_dir)
+    if held:
+        check_run_folder(out_dir)  # only a folder holding our manifest is resumed; nothing else is touched
+
+
+def _check_apart_from_inputs(out_dir: Path, dataset: Path, model_options: dict[str, Any],
+                             protocol_options: dict[str, Any]) -> None:
+    """The run folder is not, is not inside and does not hold an input: the dataset, the checkpoint,
+    the prompt log or the embedding store (:func:`~napari_medsam_eval.ownership.check_not_inputs`)."""
+    from ..embeddings.config import resolve_root
+
+    def path(value: Any) -> Any:
+        return value if isinstance(value, (str, os.PathLike)) else None
+
+    inputs = [("the dataset", dataset), ("the checkpoint", path(model_options.get("checkpoint"))),
+              ("the prompt log", path(protocol_options.get("log")))]
+    try:
+        inputs.append(("the embedding store", resolve_root(model_options.get("embeddings"))))
+    except ValueError:  # not a folder, true or false: the model's builder names the option
+        pass
+    check_not_inputs([("the run folder", out_dir)], inputs)
 
 
 def _make_out_dir(out_dir: Path) -> bool:
@@ -203,6 +226,7 @@ def run_benchmark(
     if protocol_options.setdefault("seed", seed) != seed:
         raise ValueError(f"protocol option seed={protocol_options['seed']} contradicts seed={seed}; give one")
     protocol_obj = build_protocol(protocol, **protocol_options)
+    _check_apart_from_inputs(out_dir, dataset, model_options, protocol_options)
     _check_out_dir(out_dir, resume)
     created = _make_out_dir(out_dir)
     with RunLock(out_dir):  # first: one writer per folder, before any model work
@@ -214,18 +238,19 @@ def run_benchmark(
             if created:
                 _remove_if_untouched(out_dir)  # a refused start (bad checkpoint, ...) leaves no trace
             raise
-        handler, log_level = _attach_log(out_dir)
+        attached: list[tuple[logging.Handler, int]] = []  # run.log, once the manifest makes the folder ours
         try:
             return _run(dataset, out_dir, refs, listed, layout_obj.name, model, model_options, protocol_obj,
                         backend, workers=workers, resume=resume, limit=limit,
                         save_predictions=save_predictions, seed=seed, progress=progress,
                         progress_bar=progress_bar, intensity=intensity, propagation=propagation,
-                        steps=steps, cancel=cancel,
+                        steps=steps, cancel=cancel, attached=attached,
                         ray=(ray_address, gpus_per_worker) if executor == "ray" else None)
         finally:
-            logger.removeHandler(handler)
-            logger.setLevel(log_level)
-            handler.close()
+            for handler, log_level in attached:
+                logger.removeHandler(handler)
+                logger.setLevel(log_level)
+                handler.close()
 
 
 def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, model: str,
@@ -233,7 +258,8 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
          limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
          progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None,
          steps: StepProgress | None = None, cancel: threading.Event | None = None,
-         ray: tuple[str | None, float] | None = None) -> pd.DataFrame:
+         ray: tuple[str | None, float] | None = None,
+         attached: list[tuple[logging.Handler, int]] | None = None) -> pd.DataFrame:
     from tqdm import tqdm
 
     settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
@@ -257,8 +283,6 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     kept = store.recover()
     redo = cases_to_redo(kept, out_dir, {ref.case_id for ref in refs})
     if redo:
-        logger.info("redoing %d cases (a failed row, or a prediction file missing or changed): %s",
-                    len(redo), ", ".join(sorted(redo)))
         store.drop_cases(redo)
     done_ids = {row["case_id"] for row in kept} - redo
     todo = [ref for ref in refs if ref.case_id not in done_ids]
@@ -278,7 +302,12 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     })
     if previous is not None:
         check_same_dataset(previous, manifest, out_dir)
-    write_manifest(out_dir, manifest)
+    write_manifest(out_dir, manifest)  # first: run.log is made only in a folder holding the manifest
+    if attached is not None:
+        attached.append(_attach_log(out_dir))
+    if redo:
+        logger.info("redoing %d cases (a failed row, or a prediction file missing or changed): %s",
+                    len(redo), ", ".join(sorted(redo)))
     logger.info("run %s: %d of %d cases to do (%s, %s, %s, workers=%d)", out_dir, len(todo), len(refs),
                 layout, model, protocol.name, workers)
 

@@ -6,7 +6,11 @@ The store is the folder given by ``--dir``, else ``$MEDSAM_EVAL_EMBEDDINGS``
 location, entries, size and limit (and entries per model/checkpoint/engine);
 ``clear`` removes every entry, after a yes at the terminal or with ``--yes``
 (without a terminal and without ``--yes`` it refuses: a script must say so).
-Neither command creates a store that is not there.
+Neither command creates a store that is not there, and ``info`` writes and
+deletes nothing. A folder that is not a store (no marker of ours) is refused
+with exit status 2; ``clear`` removes only the entries and temporaries the
+store can prove its own (:mod:`napari_medsam_eval.embeddings.layout`) and
+names what it left.
 """
 from __future__ import annotations
 
@@ -17,7 +21,9 @@ from pathlib import Path
 
 from ..embeddings import ENV_DIR, ENV_LIMIT, EmbeddingStore, default_root, format_size
 from ..embeddings.config import resolve_limit, resolve_root
-from ..embeddings.store import ENTRIES, STORE_FILE, read_limit
+from ..embeddings.layout import check_store_folder, foreign_items, is_temporary, listing
+from ..ownership import SHOWN_ENTRIES
+from ..embeddings.store import STORE_FILE, read_limit
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -39,10 +45,6 @@ def store_root(args: argparse.Namespace) -> tuple[Path, str]:
     return default_root(), "default"
 
 
-def _is_store(root: Path) -> bool:
-    return root.is_dir() and ((root / STORE_FILE).is_file() or (root / ENTRIES).is_dir())
-
-
 def _limit_source(root: Path) -> str:
     if resolve_limit(None) is not None:
         return f"${ENV_LIMIT}"
@@ -51,10 +53,10 @@ def _limit_source(root: Path) -> str:
 
 def run(args: argparse.Namespace) -> int:
     root, chosen = store_root(args)
-    if not _is_store(root):
+    if not check_store_folder(root):  # a folder that is neither missing, empty nor a store: DataError, exit 2
         print(f"embedding store: {root} ({chosen}): none there yet, nothing stored")
         return 0
-    store = EmbeddingStore(root, limit_bytes=None)
+    store = EmbeddingStore(root, read_only=True)
     if args.action == "info":
         return _info(store, chosen)
     return _clear(store, args.yes)
@@ -75,8 +77,9 @@ def _info(store: EmbeddingStore, chosen: str) -> int:
 
 def _clear(store: EmbeddingStore, yes: bool) -> int:
     entries = store.scan()
-    if not entries:
+    if not entries and not any(is_temporary(path) for path in listing(store.tmp_dir)):
         print(f"embedding store: {store.root}: already empty")
+        _report_left(store.root, foreign_items(store.root))
         return 0
     size = format_size(sum(e.size for e in entries))
     if not yes:
@@ -88,6 +91,16 @@ def _clear(store: EmbeddingStore, yes: bool) -> int:
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing removed")
             return 1
-    count, removed = store.clear()
-    print(f"removed {count} stored embeddings ({format_size(removed)}) from {store.root}")
+    cleared = store.clear()
+    print(f"removed {cleared.entries} stored embeddings ({format_size(cleared.size_bytes)}) from {store.root}"
+          + (f" and {cleared.temporaries} unfinished writes" if cleared.temporaries else ""))
+    _report_left(store.root, cleared.left)
     return 0
+
+
+def _report_left(root: Path, left: list[str]) -> None:
+    """Name what lies in the store's folder that is not the store's (never removed)."""
+    if left:
+        more = len(left) - SHOWN_ENTRIES
+        shown = ", ".join(left[:SHOWN_ENTRIES]) + (f" and {more} more" if more > 0 else "")
+        print(f"left {len(left)} item(s) in {root} that are not the store's: {shown}")

@@ -74,8 +74,12 @@ def add_embeddings_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def embeddings_option(args: argparse.Namespace) -> dict[str, Any]:
-    """The backend option of ``--embeddings`` (empty when it was not given)."""
+    """The backend option of ``--embeddings`` (empty when it was not given); a folder that is not a store is refused."""
     folder = getattr(args, "embeddings", None)
+    if folder:
+        from ..embeddings.config import check_embeddings_folder
+
+        check_embeddings_folder(str(folder))  # before any work: never a user's folder
     return {"embeddings": str(folder)} if folder else {}
 
 

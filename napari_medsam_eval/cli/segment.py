@@ -25,6 +25,7 @@ from ..intensity import INTENSITY_MODES, case_intensity, prepare_image, resolve_
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
+from ..ownership import check_not_inputs
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
@@ -152,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
             raise
         except ValueError as error:
             raise OptionError(f"--window: {error}") from None
+    check_not_inputs([("--out", args.out)], [("the input image", args.image), ("--checkpoint", args.checkpoint)])
     case = read_case(args.image)
     if args.modality:
         case.modality = args.modality

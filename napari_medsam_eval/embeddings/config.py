@@ -14,6 +14,11 @@ The default folder is ``embeddings/`` in the package's cache folder
 (``$NAPARI_MEDSAM_EVAL_CACHE``, else ``$XDG_CACHE_HOME/napari-medsam-eval``,
 else ``~/.cache/napari-medsam-eval``, where encoder exports are kept too).
 
+The folder must not exist, be empty, or be a store already (its ``store.json``
+marker, :mod:`.layout`); any other folder is refused, naming what it holds,
+so ``--embeddings .`` or ``--embeddings ~`` never turns a user's folder into a
+store.
+
 The size limit: the option ``embeddings_limit``, else :data:`ENV_LIMIT`, else
 what the store's ``store.json`` records, else 4 GiB; a number of bytes or a
 size such as ``"500MB"``, ``"8GiB"``. The storage dtype: the option
@@ -26,6 +31,7 @@ import re
 from pathlib import Path
 
 from ..models.checkpoint_files import ModelOptionError
+from .layout import check_store_folder
 from .store import STORAGE_DTYPES, EmbeddingStore
 
 #: the store's folder for every backend built without an ``embeddings`` option
@@ -97,6 +103,15 @@ def resolve_limit(option: int | float | str | None = None) -> int | None:
     return None if option is None else parse_size(option)
 
 
+def check_embeddings_folder(option: str | Path | bool | None) -> Path | None:
+    """The store folder ``option`` names, checked (reads only) so a folder that is not a store is refused
+    before any work; None when the store is off."""
+    root = resolve_root(option)
+    if root is not None:
+        check_store_folder(root)
+    return root
+
+
 def open_store(option: str | Path | bool | None = None, *, dtype: str | None = "float32",
                limit: int | float | str | None = None) -> EmbeddingStore | None:
     """The :class:`EmbeddingStore` a backend's options ask for, or None when the store is off.
@@ -119,5 +134,5 @@ def open_store(option: str | Path | bool | None = None, *, dtype: str | None = "
     return EmbeddingStore(root, limit_bytes=resolve_limit(limit), dtype=dtype)
 
 
-__all__ = ["ENV_DIR", "ENV_LIMIT", "default_root", "format_size", "open_store", "parse_size", "resolve_limit",
+__all__ = ["ENV_DIR", "ENV_LIMIT", "check_embeddings_folder", "default_root", "format_size", "open_store", "parse_size", "resolve_limit",
            "resolve_root"]

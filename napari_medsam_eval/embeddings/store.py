@@ -17,9 +17,13 @@ bytes of real LiteMedSAM embeddings, not worth its time on every read.
 
 Layout under the store's root::
 
-    store.json                  {"format": 1, "limit_bytes": N}  (the limit once one was set)
+    store.json                  {"kind": "napari-medsam-eval embedding store", "format": 1, "limit_bytes": N}
     entries/<key digest>.zarr/  zarr.json (shape, dtype, codecs, attributes) + c/0/0/0/0
     tmp/                        entries being written (renamed into entries/ when complete)
+
+Ownership (:mod:`.layout`): only a missing or empty folder becomes a store, only one marked by
+``store.json`` is used as one, and only entries and temporaries of the store's own naming and
+format are ever removed.
 
 Safety between processes (benchmark workers, a napari session and a CLI run at
 once): an entry is written under ``tmp/`` and renamed into place, so a reader
@@ -54,13 +58,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .keys import KEY_FORMAT, EmbeddingKey
+from ..errors import DataError
+from .keys import EmbeddingKey
+from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, foreign_items,
+                     is_temporary, listing, marker_text, read_limit)
 
-#: the store's settings file (its presence marks a folder as an embedding store)
-STORE_FILE = "store.json"
-ENTRIES = "entries"
-TMP = "tmp"
-SUFFIX = ".zarr"
 #: how embeddings may be stored: float32 (exact, the default) or float16 (half the size, rounded)
 STORAGE_DTYPES = ("float32", "float16")
 #: the size limit when none is given (option, environment, store.json): ~1000 LiteMedSAM slices in float32
@@ -107,13 +109,15 @@ def folder_size(path: Path) -> int:
     return total
 
 
-def read_limit(root: Path) -> int | None:
-    """The ``limit_bytes`` recorded in ``root/store.json`` (None when absent or unreadable)."""
-    try:
-        value = json.loads((Path(root) / STORE_FILE).read_text()).get("limit_bytes")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return int(value) if isinstance(value, (int, float)) and value >= 0 else None
+@dataclass
+class Cleared:
+    """What :meth:`EmbeddingStore.clear` removed, and what it left because it is not the store's."""
+
+    entries: int
+    size_bytes: int
+    temporaries: int
+    #: paths relative to the store's root, folders with a trailing ``/``
+    left: list[str] = field(default_factory=list)
 
 
 class EmbeddingStore:
@@ -123,25 +127,33 @@ class EmbeddingStore:
     ``store.json`` (what ``cache info`` shows), else the recorded one or
     :data:`DEFAULT_LIMIT_BYTES` applies. ``dtype``: ``"float32"`` (exact) or
     ``"float16"``. Counters: ``hits``, ``misses``, ``writes``, ``evicted``,
-    ``rejected`` (corrupt or stale entries removed).
+    ``rejected``. ``read_only`` (``cache info``/``clear``): nothing is created, written, touched or
+    swept (only :meth:`clear` removes). A folder neither missing, empty nor a store is a DataError.
     """
 
-    def __init__(self, root: str | Path, *, limit_bytes: int | None = None, dtype: str = "float32") -> None:
+    def __init__(self, root: str | Path, *, limit_bytes: int | None = None, dtype: str = "float32",
+                 read_only: bool = False) -> None:
         if dtype not in STORAGE_DTYPES:
             raise ValueError(f"embedding store dtype must be one of {', '.join(STORAGE_DTYPES)}, got {dtype!r}")
         if limit_bytes is not None and limit_bytes < 0:
             raise ValueError(f"embedding store limit must be >= 0 bytes, got {limit_bytes}")
         self.root = Path(root).expanduser().absolute()
         self.dtype = dtype
+        self.read_only = read_only
         self.entries_dir = self.root / ENTRIES
         self.tmp_dir = self.root / TMP
-        recorded = read_limit(self.root)
+        existing = check_store_folder(self.root)  # refuses a folder that is not ours before anything is written
+        if read_only and not existing:
+            raise DataError("no embedding store there to open", self.root)
+        recorded = read_limit(self.root) if existing else None
         self.limit_bytes = int(limit_bytes if limit_bytes is not None else recorded if recorded is not None
                                else DEFAULT_LIMIT_BYTES)
-        self.entries_dir.mkdir(parents=True, exist_ok=True)
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
-        if (limit_bytes is not None and recorded != self.limit_bytes) or not (self.root / STORE_FILE).exists():
-            self._write_settings(self.limit_bytes if limit_bytes is not None or recorded is not None else None)
+        if not read_only:
+            if not existing or (limit_bytes is not None and recorded != self.limit_bytes):
+                self.root.mkdir(parents=True, exist_ok=True)
+                self._write_settings(self.limit_bytes if limit_bytes is not None or recorded is not None else None)
+            self.entries_dir.mkdir(exist_ok=True)
+            self.tmp_dir.mkdir(exist_ok=True)
         self.hits = self.misses = self.writes = self.evicted = self.rejected = 0
         self._lock = threading.Lock()
         self._estimate: int | None = None  # bytes in the store as this process last saw it, plus its writes
@@ -152,10 +164,8 @@ class EmbeddingStore:
         return f"EmbeddingStore({str(self.root)!r}, dtype={self.dtype!r}, limit_bytes={self.limit_bytes})"
 
     def _write_settings(self, limit: int | None) -> None:
-        settings: dict[str, int] = {"format": KEY_FORMAT}
-        if limit is not None:  # only a limit someone set is recorded: the default may change
-            settings["limit_bytes"] = limit
-        text = json.dumps(settings, indent=1)
+        """The marker first: a folder holding anything of ours holds it (only a limit someone set is recorded)."""
+        text = marker_text(limit)
         tmp = self.root / f".{STORE_FILE}.{os.getpid()}"
         tmp.write_text(text)
         os.replace(tmp, self.root / STORE_FILE)
@@ -183,7 +193,8 @@ class EmbeddingStore:
             self._reject(path, f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
             return None
         try:
-            os.utime(path)  # least-recently-used order across processes
+            if not self.read_only:
+                os.utime(path)  # least-recently-used order across processes
         except OSError:
             pass
         self.hits += 1
@@ -206,9 +217,11 @@ class EmbeddingStore:
         return array.astype(np.float32, copy=False)
 
     def _reject(self, path: Path, why: str) -> None:
-        warnings.warn(f"embedding store: entry {path} is corrupt or stale ({why}); removed, it will be recomputed",
+        removed = "left as it is (read-only)" if self.read_only else "removed"
+        warnings.warn(f"embedding store: entry {path} is corrupt or stale ({why}); {removed}, it will be recomputed",
                       RuntimeWarning, stacklevel=4)
-        shutil.rmtree(path, ignore_errors=True)
+        if not self.read_only and entry_shaped(path):  # only an entry of the store's own making
+            shutil.rmtree(path, ignore_errors=True)
         self.rejected += 1
         self.misses += 1
 
@@ -226,7 +239,7 @@ class EmbeddingStore:
     def put(self, key: EmbeddingKey, array: np.ndarray, meta: dict[str, Any] | None = None) -> None:
         """Store ``array`` under ``key`` (a write that fails warns once and is skipped: the store is a cache)."""
         data = np.ascontiguousarray(array, dtype=self.dtype)
-        if data.nbytes > self.limit_bytes:
+        if data.nbytes > self.limit_bytes or self.read_only:
             return
         try:
             size = self._write(key, data, meta or {})
@@ -259,7 +272,7 @@ class EmbeddingStore:
             )
             stored[...] = data
             size = folder_size(tmp)
-            if final.exists():  # replaced (a removed corrupt entry's key may be rewritten by another process)
+            if entry_shaped(final):  # replaced (a removed corrupt entry's key may be rewritten by another process)
                 shutil.rmtree(final, ignore_errors=True)
             try:
                 os.rename(tmp, final)
@@ -292,41 +305,36 @@ class EmbeddingStore:
     # -- size and eviction ------------------------------------------------
 
     def scan(self) -> list[StoreEntry]:
-        """Every complete entry, least recently used first (stale tmp/ leftovers are removed)."""
+        """Every complete entry of the store's own naming and format, least recently used first. Reads only."""
         entries: list[StoreEntry] = []
-        try:
-            with os.scandir(self.entries_dir) as it:
-                for item in it:
-                    if item.name.endswith(SUFFIX) and item.is_dir():
-                        try:
-                            mtime = item.stat().st_mtime_ns
-                        except OSError:
-                            continue
-                        entries.append(StoreEntry(Path(item.path), folder_size(Path(item.path)), mtime))
-        except FileNotFoundError:
-            return []
-        self._remove_stale_tmp()
+        for path in listing(self.entries_dir):
+            size = entry_size(path)
+            if size is None:
+                continue  # not an entry of ours: never counted, evicted or cleared
+            try:
+                mtime = path.stat().st_mtime_ns
+            except OSError:
+                continue
+            entries.append(StoreEntry(path, size, mtime))
         entries.sort(key=lambda e: e.last_used_ns)
         return entries
 
     def _remove_stale_tmp(self) -> None:
+        """Remove crashed writers' temporaries: the store's own names only, older than :data:`STALE_TMP_SECONDS`."""
         now = time.time()
-        try:
-            with os.scandir(self.tmp_dir) as it:
-                for item in it:
-                    try:
-                        if now - item.stat().st_mtime > STALE_TMP_SECONDS:
-                            shutil.rmtree(item.path, ignore_errors=True)
-                    except OSError:
-                        pass
-        except FileNotFoundError:
-            pass
+        for path in listing(self.tmp_dir):
+            try:
+                if now - path.stat().st_mtime > STALE_TMP_SECONDS and is_temporary(path):
+                    shutil.rmtree(path, ignore_errors=True)
+            except OSError:
+                pass
 
     def size_bytes(self) -> int:
         """Bytes held by the store's entries now."""
         return sum(e.size for e in self.scan())
 
     def _evict_to_fit(self) -> None:
+        self._remove_stale_tmp()
         entries = self.scan()
         total = sum(e.size for e in entries)
         if total > self.limit_bytes:
@@ -358,16 +366,20 @@ class EmbeddingStore:
         return StoreInfo(self.root, len(entries), sum(e.size for e in entries), self.limit_bytes,
                          limit_source, groups)
 
-    def clear(self) -> tuple[int, int]:
-        """Remove every entry (and unfinished writes); returns (entries, bytes) removed. Settings stay."""
+    def clear(self) -> Cleared:
+        """Remove every entry and temporary the store can prove its own (:mod:`.layout`); settings stay.
+
+        Anything else under the store's folder is left, and listed in the result.
+        """
         entries = self.scan()
         for entry in entries:
             shutil.rmtree(entry.path, ignore_errors=True)
-        shutil.rmtree(self.tmp_dir, ignore_errors=True)
-        self.tmp_dir.mkdir(parents=True, exist_ok=True)
+        temporaries = [path for path in listing(self.tmp_dir) if is_temporary(path)]
+        for path in temporaries:
+            shutil.rmtree(path, ignore_errors=True)
         with self._lock:
             self._estimate = 0
-        return len(entries), sum(e.size for e in entries)
+        return Cleared(len(entries), sum(e.size for e in entries), len(temporaries), foreign_items(self.root))
 
     def stats(self) -> dict[str, object]:
         """This process's use of the store (recorded in a backend's ``describe()``)."""
@@ -377,6 +389,7 @@ class EmbeddingStore:
 
 
 __all__ = [
+    "Cleared",
     "DEFAULT_LIMIT_BYTES",
     "EmbeddingStore",
     "STORAGE_DTYPES",

@@ -35,6 +35,7 @@ import SimpleITK as sitk
 
 from ..case import Case
 from ..errors import DataError, UnknownFormatError, os_problem
+from ..ownership import check_not_inputs
 from .formats import format_suffix
 from .sitk_io import image_from_array
 from .validation import check_same_shape, to_label_array
@@ -158,9 +159,13 @@ def write_mask(mask: np.ndarray, path: str | Path, reference: Case) -> Path:
     """Write ``mask`` (the reference's spatial shape, integer labels) to ``path``; returns the path.
 
     The file is verified (read back, equal to ``mask``) before it replaces
-    anything at ``path``; a failed or incomplete write is a DataError.
+    anything at ``path``; a failed or incomplete write is a DataError, and so
+    is a ``path`` that is (or lies inside) the reference's image or label file.
     """
     path = check_output_path(path, reference.kind)
+    metadata = reference.metadata
+    check_not_inputs([("the mask", path)], [("the image", metadata.get("image_path")),
+                                            ("the label", metadata.get("label_path"))])
     suffix = format_suffix(path)
     labels = to_label_array(np.asarray(mask), path)
     check_same_shape(labels.shape, reference.spatial_shape, path, reference.metadata.get("image_path"))

@@ -1,4 +1,7 @@
-"""Writing a paired comparison of two runs: ``compare.md``, ``compare.csv`` and a difference plot."""
+"""Writing a paired comparison of two runs: ``compare.md``, ``compare.csv`` and a difference plot.
+
+Never over a file medsam-eval did not write in the ``--out`` folder (:mod:`.folder`).
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,6 +12,7 @@ from . import markup as mk
 from .paired import ALL, compare_runs, paired_scores
 from .document import text_table
 from .figures import plot_paired_differences
+from .folder import COMPARE_FILES, check_apart, check_output_folder, record_written
 from .results import load_run
 from .stats import METRIC_LABELS
 
@@ -39,6 +43,8 @@ def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_
     """Compare run B with run A; write ``compare.md``, ``compare.csv`` and the figure in ``out_dir``."""
     a, b = load_run(run_a), load_run(run_b)
     out = Path(out_dir)
+    check_apart([out / name for name in COMPARE_FILES[:2]], [a.source, b.source])
+    check_output_folder(out, COMPARE_FILES, "comparison")  # before any work: never over a file not ours
     comparison = compare_runs(a, b, metric=metric, n_boot=n_boot, seed=seed)
     pairs, _ = paired_scores(a, b, metric=metric)
     label = METRIC_LABELS.get(metric, metric)
@@ -59,4 +65,6 @@ def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_
         mk.image(figure.name, f"paired {label} difference per task"),
     ]
     mk.write_text(out / "compare.csv", comparison.to_csv(index=False))
-    return mk.write_text(out / "compare.md", mk.to_markdown(blocks)), comparison
+    written = mk.write_text(out / "compare.md", mk.to_markdown(blocks))
+    record_written(out, COMPARE_FILES)
+    return written, comparison

@@ -19,8 +19,10 @@ import pandas as pd
 
 from ..aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
+from ..ownership import overlap
 from . import markup as mk
 from .effort_section import effort_blocks
+from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
 from .sensitivity_section import sensitivity_blocks
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
@@ -224,15 +226,23 @@ def write_report(run_dir: str | Path, worst_k: int = 5, attributes: Sequence[str
 
     ``attributes`` names the case attributes to split the task table by
     (``None``: every attribute with 2-8 values). The files go to ``out_dir``,
-    the run directory by default.
+    the run directory by default; another folder must not hold report files
+    medsam-eval did not write there (:mod:`.folder`), checked before any work.
     """
     run = load_run(run_dir)
     out = Path(out_dir) if out_dir is not None else run.path
+    own = run.source is not None and (out_dir is None or overlap(out, run.path) == "is")
+    check_apart([out / name for name in REPORT_FILES[:3]], [run.source, run.path / MANIFEST_FILE])
+    if not own:
+        check_output_folder(out, REPORT_FILES, "report")
     blocks = build_report(run, out, worst_k=worst_k, attributes=attributes)
     summary = summarize_tasks(run.table)
     mk.write_text(out / "task_summary.csv", summary.to_csv(index=False))
     mk.write_text(out / "report.html", mk.to_html(blocks, f"Benchmark report: {run.name}"))
-    return mk.write_text(out / "report.md", mk.to_markdown(blocks))
+    written = mk.write_text(out / "report.md", mk.to_markdown(blocks))
+    if not own:
+        record_written(out, REPORT_FILES)
+    return written
 
 
 def format_task_summary(table: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> str:
