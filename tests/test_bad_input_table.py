@@ -331,3 +331,41 @@ def test_a_constant_image_and_an_empty_mask_are_named(tmp_path, shared_data, cap
     code = main(["score", str(shared_data / "deeplesion_ct_npz" / LESION), str(shared_data / "deeplesion_ct_npz" / LESION),
                  "--labels", "0", "1"])
     assert code == 0 and "warning: label 0 is the background" in capsys.readouterr().err
+
+
+def test_special_files_are_refused_not_read(tmp_path, capsys):
+    """A named pipe would block the first read for ever, a device never ends: both are refused at once."""
+    fifo = tmp_path / "scan.nii.gz"
+    os.mkfifo(fifo)
+    for path, kind in ((fifo, "a named pipe"), (Path("/dev/null"), "a character device")):
+        code, err = _run_cli(capsys, "info", path)
+        _assert_one_line(code, err, f"not a regular file ({kind})", "info")
+
+
+def test_an_unreachable_ray_address_is_refused_at_once(tmp_path, shared_data, capsys):
+    """ray.init retries an address nobody answers for minutes; the run refuses it before any work."""
+    code, err = _run_cli(capsys, "run", shared_data / "hippocampus_mri", "--model", "box", "--out", tmp_path / "run",
+                         "--executor", "ray", "--ray-address", "127.0.0.1:1", "--quiet")
+    _assert_one_line(code, err, "Ray address '127.0.0.1:1': nothing answers there", "run")
+    code, err = _run_cli(capsys, "run", shared_data / "hippocampus_mri", "--model", "box", "--out", tmp_path / "run",
+                         "--executor", "ray", "--ray-address", "nowhere", "--quiet")
+    _assert_one_line(code, err, "is not host:port", "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_engine_given_twice_must_agree(tmp_path, shared_data, capsys):
+    code, err = _run_cli(capsys, "segment", shared_data / "deeplesion_ct_npz" / LESION, "--model", "litemedsam",
+                         *BOX, "--engine", "openvino", "--model-options", '{"engine": "torch"}',
+                         "--out", tmp_path / "pred.npz")
+    _assert_one_line(code, err, "--engine openvino and --model-options engine 'torch' disagree", "segment")
+
+
+@pytest.mark.parametrize("study, name", [("propagation-study", "rows.csv"), ("prompt-study", "mode_table.md")])
+def test_the_studies_never_replace_a_users_file(tmp_path, shared_data, capsys, study, name):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / name).write_text("my own notes\n")
+    dataset = shared_data / ("hippocampus_mri" if study == "propagation-study" else "kvasir_seg_2d")
+    code, err = _run_cli(capsys, study, dataset, "--out", folder, "--limit", "1", "--quiet")
+    _assert_one_line(code, err, f"would replace {name}, which medsam-eval did not write there", study)
+    assert (folder / name).read_text() == "my own notes\n"

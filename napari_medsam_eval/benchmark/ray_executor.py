@@ -42,6 +42,7 @@ from ..datasets import CaseRef, get_layout
 from ..errors import DataError, MedsamEvalError
 from .segment_case import CaseEvaluator, error_text, failed_case_rows
 from .workers import CANCEL_POLL_S, MAX_CRASHES, RunSpec, _set_threads, build_evaluator, threads_per_worker
+from ..errors import OptionError
 
 Rows = list[dict[str, Any]]
 EXECUTORS = ("local", "ray")
@@ -78,6 +79,32 @@ def check_executor(executor: str, workers: int, gpus_per_worker: float, address:
     if gpus_per_worker < 0:
         raise ValueError(f"GPUs per worker must be >= 0, got {gpus_per_worker}")
     import_ray()
+    if address:
+        check_reachable(address)
+
+
+#: seconds to wait for a Ray cluster's port to answer before calling the address wrong
+CONNECT_TIMEOUT_S = 5.0
+
+
+def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """OptionError when nothing answers at a ``host:port`` (or ``ray://host:port``) Ray address: ``ray.init``
+    itself retries such an address for minutes. ``auto`` and ``local`` are left to Ray."""
+    import socket
+
+    text = address.strip()
+    if text in ("auto", "local"):
+        return
+    where = text.split("://", 1)[-1]
+    host, sep, port = where.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise OptionError(f"Ray address {address!r} is not host:port (or auto); e.g. 10.0.0.5:6379, as "
+                          "'ray start --head' prints it")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise OptionError(f"Ray address {address!r}: nothing answers there ({error.strerror or error}); start the "
+                          "cluster with 'ray start --head', or leave the address empty for a local Ray") from None
 
 
 # -- worker side ---------------------------------------------------------------

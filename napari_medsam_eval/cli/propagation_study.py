@@ -37,11 +37,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+#: the files the study writes into its --out folder
+STUDY_FILES = ("rows.csv", "table.csv", "table.md")
+
+
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from ..propagation.study import run_propagation_study, study_table, table_markdown
 
+    from ..report.folder import check_output_folder, record_written
+
+    check_output_folder(args.out, STUDY_FILES, "propagation study")  # before any work; never a user's file
     options = {k: v for k, v in (("checkpoint", args.checkpoint and str(args.checkpoint)),
                                  ("device", args.device)) if v}
     options.update(embeddings_option(args))
@@ -64,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
     table.to_csv(args.out / "table.csv", index=False)
     markdown = table_markdown(table)
     (args.out / "table.md").write_text(markdown, encoding="utf-8")
+    record_written(args.out, STUDY_FILES)
     print(markdown)
     print(f"rows: {args.out / 'rows.csv'}; table: {args.out / 'table.md'}")
     return 0

@@ -165,6 +165,9 @@ def run(args: argparse.Namespace) -> int:
     if args.engine is not None:
         if args.model != "litemedsam":
             raise MedsamEvalError(f"--engine applies to --model litemedsam only, not {args.model}")
+        if options.get("engine", args.engine) != args.engine:
+            raise OptionError(f"--engine {args.engine} and --model-options engine {options['engine']!r} disagree: "
+                              "give one")
         options["engine"] = args.engine
     backend = build_backend(args.model, **options)
     for prompt in prompts:

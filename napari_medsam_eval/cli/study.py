@@ -77,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         raise MedsamEvalError("--limit must be >= 1")
     if args.iterative < 0:
         raise MedsamEvalError("--iterative must be >= 0")
+    from ..report.folder import check_output_folder, record_written
+    from ..report.study2d import FILES
+
+    check_output_folder(args.out, tuple(FILES.values()), "prompt study")  # before any work; never a user's file
     skipped: list[dict] = []
     samples = study_samples(list(args.dataset), limit=args.limit, volume_slices=args.volume_slices,
                             skipped=skipped, instances=args.instances)
@@ -91,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     results.skipped[:0] = skipped
     results.config["limit"] = args.limit
     paths = write_study(results, args.out, figure=not args.no_figure)
+    record_written(args.out, tuple(FILES.values()))
     if not args.quiet:
         print(study_markdown(results))
         print("wrote " + ", ".join(str(p) for p in paths.values()))

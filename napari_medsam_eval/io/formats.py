@@ -192,6 +192,8 @@ def detect_format(path: str | Path) -> Format:
         raise DataError(missing_message(path), path)
     if path.is_dir():
         return _detect_folder(path)
+    if not path.is_file():  # a named pipe would block the first read for ever; a device never ends
+        raise DataError(f"not a regular file ({special_file_kind(path)}): give an image file or folder", path)
     suffix = format_suffix(path)
     for fmt, suffixes in (
         ("sitk", SITK_SUFFIXES),
@@ -208,6 +210,18 @@ def detect_format(path: str | Path) -> Format:
         "a DICOM series folder or a folder of frames",
         path,
     )
+
+
+def special_file_kind(path: Path) -> str:
+    """What a path that is neither a file nor a folder is, in words."""
+    import stat
+
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a file"
 
 
 def _detect_folder(folder: Path, n_sniffed: int = 20) -> Format:
