@@ -14,13 +14,42 @@ case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
 
-from .manifest import MANIFEST_FILE, read_manifest
-from .run_case import RunCase, load_run_case
-from .runner import LOG_FILE, CaseProgress, run_benchmark
-from .schema import COLUMNS, comparable, to_dataframe
-from .segment_case import CaseEvaluator, CaseSettings
-from .steps import CaseStep, StepProgress
-from .store import CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore, load_table, read_rows, write_tables
+from importlib import import_module
+from typing import Any
+
+#: each exported name -> the module that defines it, imported on first use (PEP 562), so that
+#: ``import napari_medsam_eval.benchmark.<module>`` (the CLI's parsers) loads only that module
+_EXPORTS: dict[str, str] = {
+    "MANIFEST_FILE": "manifest",
+    "read_manifest": "manifest",
+    "RunCase": "run_case",
+    "load_run_case": "run_case",
+    "LOG_FILE": "runner",
+    "CaseProgress": "runner",
+    "run_benchmark": "runner",
+    "COLUMNS": "schema",
+    "comparable": "schema",
+    "to_dataframe": "schema",
+    "CaseEvaluator": "segment_case",
+    "CaseSettings": "segment_case",
+    "CaseStep": "steps",
+    "StepProgress": "steps",
+    "CSV_FILE": "store",
+    "PARQUET_FILE": "store",
+    "ROWS_FILE": "store",
+    "ResultStore": "store",
+    "load_table": "store",
+    "read_rows": "store",
+    "write_tables": "store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{module}"), name)
+
 
 __all__ = [
     "COLUMNS",

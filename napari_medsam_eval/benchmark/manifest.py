@@ -33,8 +33,8 @@ from typing import Any, Iterable
 from ..datasets import CaseRef
 from ..errors import DataError
 from ..ownership import folder_contents
+from .files import MANIFEST_FILE
 
-MANIFEST_FILE = "manifest.json"
 FORMAT_VERSION = 1
 #: manifest entries that must be equal for a run to be resumed
 RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed", "intensity", "propagation")

@@ -51,9 +51,9 @@ from .steps import StepProgress, stepping
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
 from .ray_executor import RayCases, check_executor
+from .files import LOG_FILE
 
 
-LOG_FILE = "run.log"
 logger = logging.getLogger("napari_medsam_eval.benchmark")
 
 

@@ -38,16 +38,11 @@ import pandas as pd
 
 from ..checksum import sha256_file
 from ..errors import DataError, os_problem
+from .files import CSV_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
 from .schema import STATUS_FAILED, to_dataframe
 
-#: the rows as the run appends them (the file a run resumes from)
-ROWS_FILE = "results.jsonl"
-#: the same rows, sorted, written when a run ends
-CSV_FILE = "results.csv"
-PARQUET_FILE = "results.parquet"
 #: in every line of ``results.jsonl``: the number of rows of the line's case (written as one block)
 BLOCK_KEY = "_case_rows"
-LOCK_FILE = ".run.lock"
 
 
 def encode_case(rows: list[dict[str, Any]]) -> bytes:

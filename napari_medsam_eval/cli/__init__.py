@@ -15,6 +15,7 @@ import warnings
 from importlib import import_module
 
 from ..errors import MedsamEvalError, os_problem
+from .commands import COMMANDS
 
 
 def os_error_text(error: OSError) -> str:
@@ -22,8 +23,6 @@ def os_error_text(error: OSError) -> str:
     names = [str(n) for n in (error.filename, error.filename2) if n is not None]
     return f"{' -> '.join(names)}: {os_problem(error)}" if names else os_problem(error)
 
-#: subcommand modules, in the order ``--help`` lists them
-COMMANDS = ["info", "score", "segment", "run", "report", "compare", "study", "propagation_study", "cache"]
 
 
 class UsageError(MedsamEvalError):
@@ -42,7 +41,13 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}", self.format_usage())
 
 
-def build_parser() -> argparse.ArgumentParser:
+#: ``build_parser(only=ALL)``: every command's whole parser (tests, the CLI reference)
+ALL = "*"
+
+
+def build_parser(only: str | None = ALL) -> argparse.ArgumentParser:
+    """The ``medsam-eval`` parser. ``only``: the command whose module is imported and whose options are
+    parsed (the others are listed by name and help alone, :mod:`.commands`); None imports no command."""
     from .. import __version__
 
     parser = Parser(
@@ -52,13 +57,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        import_module(f"{__name__}.{name}").add_parser(subparsers)
+    for name, (module, text) in COMMANDS.items():
+        if only == ALL or only == name:
+            import_module(f"{__name__}.{module}").add_parser(subparsers)
+        else:
+            subparsers.add_parser(name, help=text, add_help=False)
     return parser
 
 
+def _command_named(argv: list[str]) -> str | None:
+    """The command a command line names (its first word that is one), else None."""
+    return next((word for word in argv if word in COMMANDS), None)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(only=_command_named(argv))
     try:
         args = parser.parse_args(argv)
     except UsageError as error:

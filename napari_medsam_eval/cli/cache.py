@@ -24,10 +24,11 @@ from ..embeddings.config import resolve_limit, resolve_root
 from ..embeddings.layout import check_store_folder, foreign_items, is_temporary, listing
 from ..ownership import SHOWN_ENTRIES
 from ..embeddings.store import STORE_FILE, read_limit
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("cache", help="show or clear the persistent embedding store")
+    parser = subparsers.add_parser("cache", help=command_help("cache"))
     parser.add_argument("action", choices=("info", "clear"), help="info: location, entries, size, limit; "
                                                                   "clear: remove every stored embedding")
     parser.add_argument("--dir", type=Path, help=f"the store's folder (default: ${ENV_DIR}, else embeddings/ in the package's cache folder)")

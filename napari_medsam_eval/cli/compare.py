@@ -6,10 +6,11 @@ from pathlib import Path
 
 from ..errors import MedsamEvalError
 from .common import non_negative_int, positive_int
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("compare", help="paired comparison of two benchmark runs (B - A) per task")
+    parser = subparsers.add_parser("compare", help=command_help("compare"))
     parser.add_argument("run_a", type=Path, help="baseline run directory (A)")
     parser.add_argument("run_b", type=Path, help="run directory compared with it (B)")
     parser.add_argument("--metric", choices=["dice", "nsd"], default="dice", help="score to compare (default dice)")

@@ -9,10 +9,11 @@ import numpy as np
 
 from ..case import Case
 from ..io import read_case
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("info", help="describe an image/volume/video and its labels")
+    parser = subparsers.add_parser("info", help=command_help("info"))
     parser.add_argument("path", type=Path, help="image file or folder (NIfTI, NRRD, MHA, DICOM folder, npz, PNG/JPG, video, frame folder)")
     parser.add_argument("--label", type=Path, help="ground-truth file to pair with the image")
     parser.add_argument("--kind", choices=["volume", "video", "image"], help="override the detected kind")

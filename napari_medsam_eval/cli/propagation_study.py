@@ -14,12 +14,13 @@ from pathlib import Path
 from ..datasets import available_layouts
 from ..models import build_backend
 from .common import add_embeddings_argument, embeddings_option, positive_int
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "propagation-study",
-        help="a grid of propagation stop/tracking rules on a dataset: median DSC [IQR] and NSD per setting",
+        help=command_help("propagation-study"),
         description="Propagate the MedSAM2 protocol's prompt of every target with each setting of a grid of "
         "propagation rules (volumes and videos have their own grid), encoding each slice once, and write the "
         "per-task table.",

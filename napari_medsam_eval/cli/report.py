@@ -4,14 +4,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..benchmark.manifest import MANIFEST_FILE
-from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE
+from ..benchmark.files import CSV_FILE, MANIFEST_FILE, PARQUET_FILE, ROWS_FILE
 from ..errors import MedsamEvalError
 from .common import non_negative_int
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("report", help="summarise a benchmark run: tables, figures, report.md/.html")
+    parser = subparsers.add_parser("report", help=command_help("report"))
     parser.add_argument("run_dir", type=Path,
                         help=f"run directory ({PARQUET_FILE}, {CSV_FILE} or {ROWS_FILE}; {MANIFEST_FILE})")
     parser.add_argument("--worst", type=non_negative_int, default=5, metavar="K",

@@ -19,18 +19,19 @@ import json
 import sys
 from pathlib import Path
 
-from ..benchmark import CSV_FILE, run_benchmark
+from ..benchmark.files import CSV_FILE
 from ..datasets import available_layouts
 from ..intensity import INTENSITY_MODES
 from .common import (add_embeddings_argument, embeddings_option, json_options, non_negative_float,
                      non_negative_int, positive_int, propagation_option)
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from ..models import available_backends
     from ..protocols import PROTOCOLS
 
-    parser = subparsers.add_parser("run", help="benchmark a model with a prompt protocol on a dataset folder")
+    parser = subparsers.add_parser("run", help=command_help("run"))
     parser.add_argument("dataset", type=Path, help="dataset folder (MedSAM npz, MSD/nnU-Net, CAMUS, SUN-SEG, "
                                                    "images/+masks/, SAM-Med2D)")
     parser.add_argument("--out", type=Path, required=True, help="run folder for results, manifest and log")
@@ -145,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
         model_options["device"] = args.device
     try:
         protocol, protocol_options = _protocol(args)
+        from ..benchmark import run_benchmark  # (imported here: `run --help` loads no benchmark)
+
         table = run_benchmark(
             args.dataset, args.out, args.model, protocol,
             model_options=model_options, protocol_options=protocol_options,

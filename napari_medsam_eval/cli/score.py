@@ -31,6 +31,7 @@ from ..errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
 from ..metrics import compute_label_metrics
+from .commands import command_help
 
 COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels"]
 #: a label map with more distinct values than this (and over twice the other map's) is taken for an image
@@ -39,7 +40,7 @@ ROLES = ("prediction", "ground truth")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("score", help="score a predicted label map against ground truth")
+    parser = subparsers.add_parser("score", help=command_help("score"))
     parser.add_argument("pred", type=Path, help="predicted labels (NIfTI/NRRD/MHA, npz with 'segs', PNG mask, ...)")
     parser.add_argument("gt", type=Path, help="ground-truth labels (same formats; npz with 'gts')")
     parser.add_argument("--tolerance-mm", type=float, default=2.0,

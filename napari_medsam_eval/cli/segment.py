@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..benchmark.scoring import result_notes
 from ..case import Case
 from ..errors import DataError, MedsamEvalError, OptionError
 from ..intensity import INTENSITY_MODES, case_intensity, prepare_image, resolve_window
@@ -31,10 +30,11 @@ from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
 from .common import (add_embeddings_argument, embeddings_option, finite_float, json_options, label_value,
                      non_negative_int, propagation_option)
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("segment", help="segment one image/volume/video from a box or points and write the mask")
+    parser = subparsers.add_parser("segment", help=command_help("segment"))
     parser.add_argument("image", type=Path, help="image file or folder (any format `info` reads)")
     parser.add_argument("--out", type=Path, required=True, help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha or .png")
     parser.add_argument("--box", type=finite_float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
@@ -183,6 +183,8 @@ def run(args: argparse.Namespace) -> int:
         result = segment_case(case, prompts, backend, propagate=not args.no_propagate, window=args.window,
                               progress=progress, intensity=args.intensity, rules=rules)
     mask = result.mask
+    from ..benchmark.scoring import result_notes
+
     for note in result_notes(case.image, mask):  # valid, but meaning little: say so
         print(f"warning: {note}", file=sys.stderr)
     labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32) * args.label_value

@@ -14,12 +14,13 @@ from ..errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
 from .common import add_embeddings_argument, embeddings_option, non_negative_int, positive_int
+from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "prompt-study",
-        help="prompt modes 1-5 of Mazurowski et al. 2023 on 2D images: IoU table and figure",
+        help=command_help("prompt-study"),
         description="Run the five prompt modes of Mazurowski et al. 2023 (arXiv:2304.10517) on 2D images "
         "(each image encoded once) and write the per-image rows, the task x mode table and a bar chart.",
     )

@@ -1,0 +1,17 @@
+"""The names of a run folder's files, defined once (plain strings: the CLI's parsers name them in
+their help without loading the benchmark)."""
+from __future__ import annotations
+
+#: the rows as the run appends them (the file a run resumes from)
+ROWS_FILE = "results.jsonl"
+#: the same rows, sorted, written when a run ends
+CSV_FILE = "results.csv"
+PARQUET_FILE = "results.parquet"
+#: the run's settings and status (what ``--resume`` compares)
+MANIFEST_FILE = "manifest.json"
+#: what the run did, line by line
+LOG_FILE = "run.log"
+#: the lock a run holds on its folder
+LOCK_FILE = ".run.lock"
+
+__all__ = ["CSV_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]
