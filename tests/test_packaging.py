@@ -31,17 +31,27 @@ def test_package_sits_at_the_top_level():
     assert not (REPO / "src").exists()
 
 
+def _gui_modules_after(script: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=REPO)
+
+
 def test_core_modules_import_no_gui_toolkit():
-    """Each core module, imported alone in a fresh interpreter, loads no Qt, napari, magicgui or superqt."""
+    """Every core module imported in one fresh interpreter loads no Qt, napari, magicgui or superqt. Only
+    when that fails is each module imported alone in an interpreter of its own, to name the culprits
+    (a module importing Qt would leave it in ``sys.modules`` for all the others)."""
     modules = core_modules()
     assert len(modules) > 40 and "napari_medsam_eval.session" in modules
-    script = ("import importlib, sys; importlib.import_module(sys.argv[1]); "
-              f"print(sorted(m for m in sys.modules if m.split('.')[0] in {GUI_MODULES!r})[:3])")
+    listing = f"print(sorted(m for m in sys.modules if m.split('.')[0] in {GUI_MODULES!r})[:3])"
+    together = _gui_modules_after("import importlib, sys\nfor name in sys.argv[1:]: importlib.import_module(name)\n"
+                                  + listing, *modules)
+    if together.returncode == 0 and together.stdout.strip() == "[]":
+        return
+    script = "import importlib, sys; importlib.import_module(sys.argv[1]); " + listing
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
-        runs = list(pool.map(lambda name: subprocess.run([sys.executable, "-c", script, name], capture_output=True,
-                                                         text=True, cwd=REPO), modules))
+        runs = list(pool.map(lambda name: _gui_modules_after(script, name), modules))
     failures = {name: (run.stdout.strip() or run.stderr.strip()[-300:]) for name, run in zip(modules, runs)
                 if run.returncode != 0 or run.stdout.strip() != "[]"}
+    assert failures, f"the modules together loaded a GUI toolkit, none alone: {together.stdout or together.stderr}"
     assert failures == {}
 
 
