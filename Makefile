@@ -17,7 +17,7 @@ export MALLOC_TRIM_THRESHOLD_ ?= 4294967296
 export MALLOC_TOP_PAD_ ?= 1073741824
 export SAM2_BUILD_CUDA ?= 0
 
-.PHONY: install system-deps demo test bench sample-data clean
+.PHONY: install system-deps demo test test-quick bench sample-data clean
 
 install: $(STAMP)
 
@@ -54,6 +54,11 @@ demo: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
+
+# The inner loop: every test but the GUI tests and those marked slow (dataset-scale figures, model
+# exports, Ray, killed processes: each over a few seconds); under 2 minutes on 2 cores.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not gui and not slow"
 
 # The performance suite (README, "Performance"): each script prints the CPU
 # (model, family/model, cores, clock, estimated fp32 peak: benchmarks/_machine.py),

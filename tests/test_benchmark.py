@@ -96,6 +96,7 @@ def test_same_seed_same_table_other_seed_other_prompts(shared_data: Path, tmp_pa
     assert (runs[0]["prompt"] != runs[2]["prompt"]).any()
 
 
+@pytest.mark.slow
 def test_two_workers_give_the_one_worker_table(shared_data: Path, tmp_path: Path) -> None:
     dataset = shared_data / "hippocampus_mri"
     serial = run_benchmark(dataset, tmp_path / "serial", "box", "box-jitter", seed=3, limit=5)
@@ -242,6 +243,7 @@ def tiny_lesion(tmp_path: Path, shared_data: Path) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_litemedsam_on_real_volume_and_images(tiny_lesion: Path, shared_data: Path, tmp_path: Path) -> None:
     volume = run_benchmark(tiny_lesion, tmp_path / "vol", "litemedsam", model_options={"device": "cpu"},
                            save_predictions=True)

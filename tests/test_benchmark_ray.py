@@ -37,6 +37,7 @@ def _ray_run(dataset: Path, out: Path, model: str, *extra: str) -> pd.DataFrame:
     return load_table(out)
 
 
+@pytest.mark.slow
 def test_box_on_ray_gives_the_local_table(local_ray: str, shared_data: Path, tmp_path: Path) -> None:
     dataset = shared_data / "hippocampus_mri"
     local = run_benchmark(dataset, tmp_path / "local", "box", "box-jitter", seed=3, limit=6)
@@ -58,6 +59,7 @@ def test_litemedsam_on_ray_gives_the_local_table(local_ray: str, shared_data: Pa
     assert on_ray["dice"].tolist() == local["dice"].tolist()
 
 
+@pytest.mark.slow
 def test_resume_after_killing_the_driver(local_ray: str, shared_data: Path, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A driver joined to the cluster (--ray-address) killed with SIGKILL part-way: its actors exit,
@@ -87,6 +89,7 @@ def test_resume_after_killing_the_driver(local_ray: str, shared_data: Path, tmp_
 
 
 @pytest.mark.parametrize("times", [1, 2])
+@pytest.mark.slow
 def test_a_worker_dying_mid_case(times: int, local_ray: str, shared_data: Path, tmp_path: Path,
                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The actor segmenting hippocampus_004 ends its process: once -> retried on a new actor, the row ok;

@@ -144,6 +144,7 @@ def kill_part_way(tmp_path: Path, dataset: Path, run_dir: Path, options: dict, e
     return process
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, shared_data: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Kill a 2-worker run with SIGKILL part-way: its workers exit, and --resume completes the table."""

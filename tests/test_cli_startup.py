@@ -50,6 +50,7 @@ def test_help_imports_no_command_and_no_numpy():
 
 @pytest.mark.parametrize("command", ["info", "score", "segment", "run", "report", "compare", "prompt-study",
                                      "propagation-study", "cache"])
+@pytest.mark.slow
 def test_a_commands_help_imports_that_command_alone(command):
     from napari_medsam_eval.cli.commands import COMMANDS
 
@@ -71,6 +72,7 @@ def test_commands_that_run_no_model_never_import_torch(args, tmp_path):
     assert code == 0 and not _top(modules) & set(HEAVY), _top(modules) & set(HEAVY)
 
 
+@pytest.mark.slow
 def test_report_and_compare_never_import_torch(tmp_path, shared_data):
     from napari_medsam_eval.benchmark import run_benchmark
 

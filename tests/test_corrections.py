@@ -190,6 +190,7 @@ def deeplesion_run(shared_data: Path, tmp_path_factory) -> pd.DataFrame:
     return pd.read_csv(out / "results.csv"), out
 
 
+@pytest.mark.slow
 def test_corrections_run_writes_the_curve_and_noc(deeplesion_run):
     table, out = deeplesion_run
     assert (table["status"] == "ok").all() and len(table) == 3
@@ -207,6 +208,7 @@ def test_corrections_run_writes_the_curve_and_noc(deeplesion_run):
     assert "Effort (corrections)" in report and (out / "figures" / "dsc_vs_interactions.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_segment_with_a_correction_on_a_real_volume(shared_data: Path, tmp_path: Path):
     """A correction on a slice where the propagated mask is wrong raises that slice's DSC and
     leaves the first anchor's slice unchanged (``medsam-eval segment --box ... SLICE`` twice)."""
@@ -236,6 +238,7 @@ def test_segment_with_a_correction_on_a_real_volume(shared_data: Path, tmp_path:
     assert np.array_equal(corrected[key], alone[key])
 
 
+@pytest.mark.slow
 def test_corrections_on_a_colonoscopy_video(shared_data: Path, tmp_path: Path):
     out = tmp_path / "video"
     assert main(["run", str(shared_data / "cvc_clinicdb_video"), "--protocol", "corrections", "--limit", "1",
@@ -248,6 +251,7 @@ def test_corrections_on_a_colonoscopy_video(shared_data: Path, tmp_path: Path):
     assert all(a["slice_index"] >= anchors[0]["slice_index"] for a in anchors)  # frames after the prompted one
 
 
+@pytest.mark.slow
 def test_medsam2_takes_every_anchor_into_its_memory():
     """The SAM2/MedSAM2 path (seeded random weights: the code path, not the masks): a correction
     re-runs its propagation with both prompts in the state, forward from the first prompted

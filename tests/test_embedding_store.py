@@ -147,6 +147,7 @@ def test_key_follows_image_engine_preprocessing_dtype(backend, case, monkeypatch
     assert EmbeddingKey(**{**key.as_dict(), "dtype": "float16"}).digest() != key.digest()
 
 
+@pytest.mark.slow
 def test_key_follows_the_checkpoint(case, filled, tmp_path):
     """Other weights (one tensor changed, saved as a user checkpoint) miss every entry of the shipped ones."""
     state = torch.load(lm.shipped_checkpoint_path(), map_location="cpu", weights_only=True)
@@ -164,6 +165,7 @@ def test_key_follows_the_checkpoint(case, filled, tmp_path):
 
 # --- re-opening, damage, eviction ----------------------------------------------
 
+@pytest.mark.slow
 def test_case_reopened_in_a_new_process_makes_no_encoder_call(case, filled, tmp_path):
     volume, out = tmp_path / "volume.npz", tmp_path / "mask.npy"
     np.savez(volume, imgs=case["imgs"])
@@ -179,6 +181,7 @@ def test_case_reopened_in_a_new_process_makes_no_encoder_call(case, filled, tmp_
 
 
 @pytest.mark.parametrize("damage", ["flipped byte", "chunk missing", "stored under another key"])
+@pytest.mark.slow
 def test_damaged_entry_is_recomputed_with_a_warning(backend, case, filled, tmp_path, damage):
     store = copy_store(filled, tmp_path)
     padded = lm.preprocess_slice(case["imgs"][PROMPTED])[0]
@@ -232,6 +235,7 @@ def test_eviction_keeps_the_store_under_its_limit(filled, tmp_path, capsys):
     assert "none there yet" in capsys.readouterr().out and not (tmp_path / "none").exists()
 
 
+@pytest.mark.slow
 def test_float16_storage_round_trips(backend, case, filled, tmp_path):
     image = case["imgs"][PROMPTED]
     store = EmbeddingStore(tmp_path / "half", dtype="float16")
@@ -271,6 +275,7 @@ def test_store_is_off_unless_asked_for(tmp_path, monkeypatch):
         open_store(str(tmp_path / "opt"), dtype="int8")
 
 
+@pytest.mark.slow
 def test_sam_reopened_makes_no_encoder_call(case, tmp_path):
     """SAM (seeded random ViT-B weights: no SAM checkpoint is shipped) reads its features back."""
     from napari_medsam_eval.models import sam_backend as sam
@@ -287,6 +292,7 @@ def test_sam_reopened_makes_no_encoder_call(case, tmp_path):
     assert np.array_equal(result.candidates, expected.candidates)
 
 
+@pytest.mark.slow
 def test_run_cli_reruns_from_the_store_with_no_encoder_call(shared_data, tmp_path, monkeypatch):
     """``medsam-eval run --embeddings DIR`` twice over one DeepLesion case: the second run encodes nothing
     and writes the same results."""

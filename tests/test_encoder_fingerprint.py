@@ -90,6 +90,7 @@ def _mask(backend: LiteMedSAMBackend, case: tuple[np.ndarray, Prompt]) -> np.nda
     return backend.segment(image, prompt).mask
 
 
+@pytest.mark.slow
 def test_the_manifest_holds_the_torch_fingerprint_and_a_sound_export_matches_it(good_export, torch_backend):
     backend, _ = good_export
     manifest = json.loads((Path(backend.describe()["export"]).parent / "manifest.json").read_text())
@@ -105,6 +106,7 @@ def test_the_manifest_holds_the_torch_fingerprint_and_a_sound_export_matches_it(
     assert again.describe()["engine"] == "openvino"
 
 
+@pytest.mark.slow
 def test_a_damaged_export_with_a_matching_hash_is_found_and_rebuilt(
     good_export, torch_backend, real_slice, monkeypatch
 ):
@@ -132,6 +134,7 @@ def test_a_damaged_export_with_a_matching_hash_is_found_and_rebuilt(
     assert mask.any() and np.array_equal(mask, reference)
 
 
+@pytest.mark.slow
 def test_a_rebuilt_export_that_is_wrong_too_falls_back_to_torch(good_export, torch_backend, real_slice, monkeypatch):
     backend, saved = good_export
     folder = Path(backend.describe()["export"]).parent

@@ -78,6 +78,7 @@ def _embedding_error(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm())
 
 
+@pytest.mark.slow
 def test_openvino_embedding_and_masks_match_torch(ov_backend, torch_backend, real_slices):
     assert ov_backend.describe()["engine"] == "openvino"
     assert ov_backend.describe()["inference_precision"] == "f32"
@@ -112,6 +113,7 @@ def test_the_export_cache_is_reused(ov_backend, cache_root):
     assert not [p for p in cache_root.iterdir() if ".tmp-" in p.name], "no temporary folders left behind"
 
 
+@pytest.mark.slow
 def test_a_corrupt_cached_export_is_rebuilt_with_a_warning(ov_backend, torch_backend, real_slices, cache_root):
     folder = cache_root / engines.export_key("openvino", ov_backend.checkpoint_sha256)
     weights = folder / "encoder.bin"
@@ -180,6 +182,7 @@ def test_cache_bookkeeping_reuse_hash_mismatch_and_load_failure(fake_runtime, tm
     assert len(fake_runtime) == 4
 
 
+@pytest.mark.slow
 def test_onnxruntime_engine_matches_torch(cache_root, torch_backend, real_slices):
     import onnxruntime  # noqa: F401 - in the test extra: its absence must fail, not skip
     backend = build(device="cpu", cache_size=0, engine="onnxruntime")
@@ -225,6 +228,7 @@ def test_default_build_names_its_engine(cache_root):
     assert facts["engine"] == "openvino" and facts["inference_precision"] == "f32"
 
 
+@pytest.mark.slow
 def test_with_a_store_the_export_is_loaded_at_the_first_pass_only(cache_root, real_slices, tmp_path):
     """A re-run that finds every slice stored never loads the exported engine (the hashing,
     fingerprint pass and compile cost about a second); the first miss loads it, and the

@@ -60,6 +60,7 @@ def _one_line_error(process: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.parametrize("suffix", [".nii.gz", ".nii", ".nrrd", ".mha", ".npz"])
+@pytest.mark.slow
 def test_segment_on_a_full_disk_fails_and_keeps_the_good_file(tmp_path, shared_data, suffix):
     image = shared_data / "hippocampus_mri" / "imagesTr" / "hippocampus_001.nii.gz"
     out = tmp_path / f"pred{suffix}"
@@ -117,6 +118,7 @@ def _in_namespace_with_full_disk(mount_point: Path, command: list[str]) -> subpr
     return subprocess.run(["unshare", "-rm", "bash", "-c", script], capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_run_with_a_full_disk_records_a_failed_row_and_resume_redoes_it(tmp_path, hippo3):
     assert _unshare_available(), "this test needs `unshare -rm` (util-linux, user namespaces) to fill a disk"
     out, reference = tmp_path / "run", tmp_path / "reference"
@@ -177,6 +179,7 @@ def test_a_duplicated_case_block_is_an_error_not_counted_twice(tmp_path, hippo3,
     assert "appears a second time" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_two_runs_into_one_new_folder_one_refuses(tmp_path, hippo3):
     """The issue's race: a litemedsam run and a box run started 0.5 s apart into the same new folder."""
     out = tmp_path / "race"

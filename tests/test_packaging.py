@@ -35,6 +35,7 @@ def _gui_modules_after(script: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, cwd=REPO)
 
 
+@pytest.mark.slow
 def test_core_modules_import_no_gui_toolkit():
     """Every core module imported in one fresh interpreter loads no Qt, napari, magicgui or superqt. Only
     when that fails is each module imported alone in an interpreter of its own, to name the culprits

