@@ -30,6 +30,14 @@ def shared_reference() -> Path:
     return SHARED_REFERENCE
 
 
+@pytest.fixture(scope="session")
+def shared_embeddings(tmp_path_factory) -> str:
+    """One embedding store for the dataset-scale figure tests of a whole run: each slice they share is
+    encoded once (stored float32: the masks, and so the figures, are the encoder's own). Tests that count
+    encoder passes or test the store itself use their own stores."""
+    return str(tmp_path_factory.mktemp("shared-embeddings") / "store")
+
+
 @pytest.fixture(scope="module")
 def cache_root(tmp_path_factory) -> Path:
     """A private encoder-export cache for one test module (the user's cache is left alone)."""

@@ -17,8 +17,8 @@ def make_run(dataset: Path, out: Path, margin: int, model: str = "box", limit: i
                    check=True, capture_output=True, text=True)
 
 
-def margin_runs(dataset: Path, root: Path, model: str, limit: int) -> tuple[Path, Path]:
-    """(A, B): margins 0 and 10 under ``root``."""
-    make_run(dataset, root / "A", 0, model, limit)
-    make_run(dataset, root / "B", 10, model, limit)
+def margin_runs(dataset: Path, root: Path, model: str, limit: int, extra: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """(A, B): margins 0 and 10 under ``root`` (``extra``: more options of both runs)."""
+    make_run(dataset, root / "A", 0, model, limit, extra)
+    make_run(dataset, root / "B", 10, model, limit, extra)
     return root / "A", root / "B"

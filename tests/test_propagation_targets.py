@@ -54,8 +54,9 @@ def test_demo_kidney(litemedsam):
     assert all(s.reason != "end" for s in result.record.stops)  # it stopped at the kidney, not at the volume's end
 
 
-def test_deeplesion_median_and_case_000001(shared_data: Path, tmp_path: Path):
-    table = run_benchmark(shared_data / "deeplesion_ct_npz", tmp_path / "run", "litemedsam", "medsam2")
+def test_deeplesion_median_and_case_000001(shared_data: Path, tmp_path: Path, shared_embeddings: str):
+    table = run_benchmark(shared_data / "deeplesion_ct_npz", tmp_path / "run", "litemedsam", "medsam2",
+                          model_options={"embeddings": shared_embeddings})
     dice = dict(zip(table["case_id"], table["dice"]))
     print("\nDeepLesion DSC:", {k[10:23]: round(v, 3) for k, v in dice.items()})
     assert len(dice) == 6 and (table["status"] == "ok").all()
@@ -78,12 +79,14 @@ def hippocampus20(shared_data: Path, tmp_path_factory) -> Path:
     return root
 
 
-def test_official_script_mode_reproduces_the_official_figures(hippocampus20: Path, tmp_path: Path):
+def test_official_script_mode_reproduces_the_official_figures(hippocampus20: Path, tmp_path: Path,
+                                                              shared_embeddings: str):
     """All 40 (case, label) pairs within 0.01 of the official LiteMedSAM 3D script (uint8 MR prepared by
     modality; the case's boxes run together, as the script runs them)."""
     reference = pd.read_csv(REPO.parent / "shared" / "reference" / "official_litemedsam_dsc.csv", comment="#")
     reference = reference[reference["dataset"] == "hippocampus_mri"]
-    table = run_benchmark(hippocampus20, tmp_path / "run", "litemedsam", "litemedsam-3dbox")
+    table = run_benchmark(hippocampus20, tmp_path / "run", "litemedsam", "litemedsam-3dbox",
+                          model_options={"embeddings": shared_embeddings})
     merged = reference.merge(table, left_on=["case", "label"], right_on=["case_id", "target_label"])
     gaps = (merged["dice_y"] - merged["dice_x"]).abs()
     print(f"\nofficial-script mode: {int((gaps <= 0.01).sum())}/{len(merged)} within 0.01 (max gap {gaps.max():.5f})")
@@ -91,8 +94,9 @@ def test_official_script_mode_reproduces_the_official_figures(hippocampus20: Pat
     assert all(s["reason"] == "box_3d" for stops in _stops(table) for s in stops)
 
 
-def test_hippocampus_first_20_with_the_default_rules(hippocampus20: Path, tmp_path: Path):
-    table = run_benchmark(hippocampus20, tmp_path / "run", "litemedsam", "medsam2")
+def test_hippocampus_first_20_with_the_default_rules(hippocampus20: Path, tmp_path: Path, shared_embeddings: str):
+    table = run_benchmark(hippocampus20, tmp_path / "run", "litemedsam", "medsam2",
+                          model_options={"embeddings": shared_embeddings})
     medians = table.groupby("label_name")["dice"].median()
     print(f"\nhippocampus first 20, medsam2 protocol: {medians.round(4).to_dict()}")
     assert medians["anterior"] >= 0.40 and medians["posterior"] >= 0.28

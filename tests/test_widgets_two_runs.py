@@ -41,9 +41,11 @@ def medsam_eval(*args: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def runs(shared_data, tmp_path_factory):
-    """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 5 hippocampus cases each."""
-    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("two-runs"), "litemedsam", 5)
+def runs(shared_data, tmp_path_factory, shared_embeddings):
+    """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 5 hippocampus cases each (B reads the slices
+    A encoded from the shared embedding store)."""
+    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("two-runs"), "litemedsam", 5,
+                       ("--embeddings", shared_embeddings))
 
 
 @pytest.fixture
