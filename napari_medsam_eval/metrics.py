@@ -335,6 +335,46 @@ def compute_hd95(pred: np.ndarray, gt: np.ndarray, spacing: SpacingLike, percent
 
 
 # ---------------------------------------------------------------- per label
+#: how a prediction-truth pair is scored, by the kind of case (:func:`score_pair`)
+KINDS = ("volume", "video", "image")
+
+
+def _video_surfaces(pred: np.ndarray, gt: np.ndarray, spacing: SpacingLike, tolerance_mm: float
+                    ) -> tuple[float, float]:
+    """NSD and HD95 of a video: per frame in 2D, averaged over the frames where either mask is present."""
+    frames = np.flatnonzero(pred.reshape(len(pred), -1).any(axis=1) | gt.reshape(len(gt), -1).any(axis=1))
+    if frames.size == 0:  # nothing anywhere: both empty, the "perfect" rule above
+        return 1.0, 0.0
+    scores = []
+    for t in frames:
+        surfaces = compute_surface_distances(pred[t], gt[t], spacing)
+        scores.append((surfaces.surface_dice(tolerance_mm), surfaces.robust_hausdorff(95.0)))
+    with np.errstate(invalid="ignore"):
+        values = np.array(scores)
+        return float(np.mean(values[:, 0])), float(np.mean(values[:, 1]))
+
+
+def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: SpacingLike,
+               tolerance_mm: float = LITEMEDSAM_NSD_TOLERANCE_MM) -> dict[str, float]:
+    """The one scorer of a binary prediction against a binary truth (``medsam-eval score`` and ``run``
+    give these numbers, the widgets and studies too): Dice and IoU over the whole case; NSD at
+    ``tolerance_mm`` and HD95 on the case's spacing for a volume (3D) and a 2D image; for a video
+    (``T, H, W``, ``spacing`` the frame's ``y, x``) NSD and HD95 per frame in 2D, averaged over the frames
+    where the prediction or the truth is present (time is not a length: a lost or spurious object makes
+    that frame's NSD 0 and HD95 ``inf``). Voxel counts of both."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    pred, gt = _as_pair(np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool))
+    tolerance_mm = check_tolerance(tolerance_mm)
+    if kind == "video":
+        nsd, hd95 = _video_surfaces(pred, gt, spacing, tolerance_mm)
+    else:
+        surfaces = compute_surface_distances(pred, gt, spacing)
+        nsd, hd95 = surfaces.surface_dice(tolerance_mm), surfaces.robust_hausdorff(95.0)
+    return {"dice": compute_dice(pred, gt), "iou": compute_iou(pred, gt), "nsd": nsd, "hd95": hd95,
+            "gt_voxels": float(np.count_nonzero(gt)), "pred_voxels": float(np.count_nonzero(pred))}
+
+
 def compute_label_metrics(
     pred_labels: np.ndarray,
     gt_labels: np.ndarray,
@@ -342,34 +382,36 @@ def compute_label_metrics(
     labels: Sequence[int] | None = None,
     tolerance_mm: float = LITEMEDSAM_NSD_TOLERANCE_MM,
     nsd_dice_threshold: float | None = None,
+    kind: str | None = None,
 ) -> dict[int, dict[str, float]]:
-    """Dice, IoU, NSD, HD95 and voxel counts of every label of two label maps.
+    """:func:`score_pair` of every label of two label maps.
 
     ``labels`` defaults to every non-zero value in either map (a label only in
-    the prediction scores 0 / inf). ``nsd_dice_threshold`` reproduces
+    the prediction scores 0 / inf). ``kind``: how the maps are scored (default:
+    ``image`` for 2D, ``volume`` for 3D; a video must be named); a video's
+    ``spacing`` is its frames' ``y, x``. ``nsd_dice_threshold`` reproduces
     LiteMedSAM's ``compute_metrics.py`` when set to
     :data:`LITEMEDSAM_NSD_DICE_THRESHOLD` (0.2): NSD is then 0.0 wherever Dice
-    is not above it (HD95 is still computed).
-    Surface metrics need 2D or 3D maps; for other shapes nsd and hd95 are NaN.
+    is not above it. Other shapes than 2D and 3D give NaN for NSD and HD95.
     """
     pred_arr, gt_arr = np.asarray(pred_labels), np.asarray(gt_labels)
     _as_pair(pred_arr, gt_arr)  # shape check with argument names
     if labels is None:
         labels = sorted((set(np.unique(pred_arr).tolist()) | set(np.unique(gt_arr).tolist())) - {0})
-    surface_ok = pred_arr.ndim in (2, 3)
     tolerance_mm = check_tolerance(tolerance_mm)
+    kind = kind or ("image" if pred_arr.ndim == 2 else "volume")
+    surface_ok = pred_arr.ndim in (2, 3)
     if surface_ok:
-        _spacing_tuple(spacing, pred_arr.ndim)
+        _spacing_tuple(spacing, pred_arr.ndim - (1 if kind == "video" else 0))
     results: dict[int, dict[str, float]] = {}
     for label in labels:
         p, g = pred_arr == label, gt_arr == label
-        dice = compute_dice(p, g)
-        row = {"dice": dice, "iou": compute_iou(p, g), "nsd": float("nan"), "hd95": float("nan"),
-               "gt_voxels": float(np.count_nonzero(g)), "pred_voxels": float(np.count_nonzero(p))}
         if surface_ok:
-            surfaces = compute_surface_distances(p, g, spacing)
-            row["hd95"] = surfaces.robust_hausdorff(95.0)
-            skip = nsd_dice_threshold is not None and dice <= nsd_dice_threshold
-            row["nsd"] = 0.0 if skip else surfaces.surface_dice(tolerance_mm)
+            row = score_pair(p, g, kind, spacing, tolerance_mm)
+        else:
+            row = {"dice": compute_dice(p, g), "iou": compute_iou(p, g), "nsd": float("nan"), "hd95": float("nan"),
+                   "gt_voxels": float(np.count_nonzero(g)), "pred_voxels": float(np.count_nonzero(p))}
+        if nsd_dice_threshold is not None and row["dice"] <= nsd_dice_threshold:
+            row["nsd"] = 0.0
         results[int(label)] = row
     return results

@@ -46,6 +46,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tolerance-mm", type=float, default=2.0,
                         help="NSD tolerance in mm, > 0 (default 2.0, as LiteMedSAM)")
     parser.add_argument("--labels", type=int, nargs="+", help="labels to score (default: all in either map)")
+    parser.add_argument("--kind", choices=("volume", "video", "image"),
+                        help="how the pair is scored, as `run` scores it: a video's NSD and HD95 per frame (default: "
+                             "a video when either is a frame folder or a video file, a 2D map an image, else a volume)")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--csv", action="store_true", help="print CSV")
@@ -119,9 +122,22 @@ def check_declared(labels: list[tuple[LabelFile, str]], gt_path: Path) -> dict[i
     return declared
 
 
+def pair_kind(pred: LabelFile, gt: LabelFile, kind: str | None = None) -> str:
+    """How a pair is scored: ``kind`` when given; a video when either map was read from frames (a frame
+    folder or a video file); a 2D map an image; else a volume."""
+    if kind is not None:
+        if kind == "image" and gt.array.ndim != 2 or kind != "image" and gt.array.ndim != 3:
+            raise DataError(f"--kind {kind} does not fit a {gt.array.ndim}D label map", gt.path)
+        return kind
+    if any(label.info.get("mask_names") or label.info.get("frames") for label in (pred, gt)):
+        return "video"
+    return "image" if gt.array.ndim == 2 else "volume"
+
+
 def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
-                labels: list[int] | None = None) -> list[dict]:
-    """One row per label: the metrics of ``pred_path`` against ``gt_path`` (refusals: module docstring)."""
+                labels: list[int] | None = None, kind: str | None = None) -> list[dict]:
+    """One row per label: the metrics of ``pred_path`` against ``gt_path``, scored as ``run`` scores a case
+    of the pair's kind (:func:`pair_kind`; refusals: module docstring)."""
     tolerance_mm = check_tolerance_option(tolerance_mm)
     pred_path, gt_path = Path(pred_path), Path(gt_path)
     gt = read_label_map(gt_path, ROLES[1])
@@ -132,9 +148,11 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     check_label_like(pred, gt, *ROLES)
     check_label_like(gt, pred, *reversed(ROLES))
     declared = check_declared([(gt, ROLES[1]), (pred, ROLES[0])], gt_path)
-    spacing = label_spacing(gt, pred)
+    spacing = label_spacing(gt, pred).values
+    kind = pair_kind(pred, gt, kind)
     names = {**declared, **pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
-    per_label = compute_label_metrics(pred.array, gt.array, spacing, labels=labels, tolerance_mm=tolerance_mm)
+    per_label = compute_label_metrics(pred.array, gt.array, spacing[1:] if kind == "video" else spacing,
+                                      labels=labels, tolerance_mm=tolerance_mm, kind=kind)
     return [{"label": value, "name": names.get(value, ""), **metrics} for value, metrics in per_label.items()]
 
 
@@ -153,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
     if args.labels and 0 in args.labels:  # valid, but it scores the background
         print("warning: label 0 is the background: its DSC says how well the background was left alone, "
               "not how well a target was found", file=sys.stderr)
-    rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels)
+    rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels, args.kind)
     for row in rows:
         if int(row["label"]) != 0 and int(row["pred_voxels"]) == 0:
             print(f"warning: label {row['label']}: the prediction is empty", file=sys.stderr)
