@@ -33,6 +33,7 @@ from typing import Any, Callable, ContextManager, Generator, Hashable, Sequence
 import numpy as np
 
 from .metrics import compute_dice
+from .protocols.base import check_runs
 from .models.base import SegmentationBackend
 from .progress import SliceProgress
 from .prompt import Prompt
@@ -62,13 +63,6 @@ class Perturbation:
             raise ValueError(f"sensitivity: scale_frac must be in [0, 1), got {self.scale_frac!r}")
         if not (np.isfinite(self.point_shift_px) and self.point_shift_px >= 0):
             raise ValueError(f"sensitivity: point_shift_px must be >= 0, got {self.point_shift_px!r}")
-
-
-def check_runs(runs: int) -> int:
-    """``runs`` as an int >= 2 (one run has no spread), else a ValueError saying so."""
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 2:
-        raise ValueError(f"sensitivity: the number of perturbed runs must be an integer >= 2, got {runs!r}")
-    return int(runs)
 
 
 def perturb_prompt(prompt: Prompt, shape_hw: tuple[int, int], rng: np.random.Generator,
