@@ -24,6 +24,14 @@ from ..errors import DataError, MedsamEvalError, ModelOptionError  # noqa: F401 
 from ..options import plain
 
 
+class CheckpointError(DataError):
+    """A model checkpoint that is missing, unreadable, or not the model's (any model's checkpoint)."""
+
+
+class MissingCheckpointError(CheckpointError):
+    """A model that needs weights was built without a checkpoint."""
+
+
 # --------------------------------------------------------------------------- message formatting
 
 # plain (a number as people write it) lives in ..options, where the option checks use it too
