@@ -35,7 +35,7 @@ import numpy as np
 from .metrics import compute_dice
 from .protocols.base import check_runs
 from .models.base import SegmentationBackend
-from .progress import SliceProgress
+from .progress import SliceProgress, until_cancelled
 from .prompt import Prompt
 from .propagation import PropagationResult, segment_by_kind
 from .protocols.base import stable_key
@@ -174,10 +174,7 @@ def volume_segmenter(backend: SegmentationBackend, image: np.ndarray, kind: str,
     ``progress`` answering False or ``cancel`` set stops inside a run. ``options``: ``margin``,
     ``rules``, ... as ``segment_by_kind`` takes them."""
 
-    def go_on(done: int, total: int) -> bool:
-        if progress is not None and progress(done, total) is False:
-            return False
-        return cancel is None or not cancel.is_set()
+    go_on = until_cancelled(progress, cancel)
 
     def segment(prompt: Prompt) -> PropagationResult:
         with lock if lock is not None else contextlib.nullcontext():
