@@ -39,13 +39,13 @@ from ..datasets import resolve_layout
 from ..errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
 from ..ownership import check_not_inputs
-from ..progress import CaseProgress
+from ..progress import CaseProgress, until_cancelled
 from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_same_dataset, dataset_fingerprint,
                        environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
 from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, error_text
-from .steps import StepProgress, stepping
+from .steps import StepProgress
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
 from .workers import ParallelCases, SerialCases, build_evaluator, build_model
 from .ray_executor import RayCases
@@ -261,7 +261,7 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
         executor = ParallelCases(config, todo, cancel=cancel)
         del backend  # the workers build their own; free this one's memory
     else:
-        executor = SerialCases(build_evaluator(config, backend), todo, progress=stepping(steps, cancel))
+        executor = SerialCases(build_evaluator(config, backend), todo, progress=until_cancelled(steps, cancel))
     done, total, status = len(refs) - len(todo), len(refs), "completed"
     clock = time.perf_counter()
     bar = tqdm(total=total, initial=done, disable=not progress_bar, unit="case", dynamic_ncols=True)
