@@ -56,11 +56,12 @@ def _default(action: argparse.Action) -> str:
 
 
 def _name(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
+    """The argument as ``--help`` shows it, each option string a code span: `` `-h`, `--help` ``."""
     if not action.option_strings:
-        return formatter._metavar_formatter(action, action.dest)(1)[0]
+        return f"`{formatter._metavar_formatter(action, action.dest)(1)[0]}`"
     if action.nargs == 0:
-        return ", ".join(action.option_strings)
-    return ", ".join(f"{s} {formatter._format_args(action, action.dest.upper())}" for s in action.option_strings)
+        return ", ".join(f"`{s}`" for s in action.option_strings)
+    return ", ".join(f"`{s} {formatter._format_args(action, action.dest.upper())}`" for s in action.option_strings)
 
 
 def _help(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
@@ -80,7 +81,7 @@ def _arguments(parser: argparse.ArgumentParser) -> list[str]:
         kind = "argument" if not action.option_strings else default
         extra = f" ({kind})" if kind else ""
         help_text = _help(action, formatter)
-        lines.append(f"- **`{_name(action, formatter)}`**{extra}" + (f": {help_text}" if help_text else ""))
+        lines.append(f"- **{_name(action, formatter)}**{extra}" + (f": {help_text}" if help_text else ""))
     return lines
 
 
