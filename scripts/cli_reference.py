@@ -42,17 +42,20 @@ def option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def _default(action: argparse.Action) -> str:
+    """What applies when the option is not given, as the parser holds it."""
     if action.required:
         return "required"
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-        return "off" if isinstance(action, argparse._StoreTrueAction) else "on"
     if isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
         return ""
-    if action.default is None or action.default == argparse.SUPPRESS:
-        return "none"
+    if isinstance(action, argparse._StoreTrueAction):
+        return "switch, off by default"
+    if isinstance(action, argparse._StoreFalseAction):
+        return "switch, on by default"
+    if action.default is None or action.default == argparse.SUPPRESS or action.default == []:
+        return "optional"  # what applies then is in the help text (a None default is resolved later)
     if isinstance(action.default, (list, tuple)):
-        return "`" + " ".join(str(v) for v in action.default) + "`" if action.default else "none"
-    return f"`{action.default}`"
+        return "default `" + " ".join(str(v) for v in action.default) + "`"
+    return f"default `{action.default}`"
 
 
 def _name(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
@@ -91,9 +94,7 @@ def render() -> str:
 
     os.environ["COLUMNS"] = "100"  # argparse wraps usage lines to the terminal: the same page everywhere
     top, subs = parsers()
-    out = ["*Generated from the parsers of `medsam-eval` when the site is built; "
-           "`medsam-eval COMMAND --help` prints the same.*", "",
-           "## `medsam-eval`", "", top.description or "", "",
+    out = ["## `medsam-eval`", "", top.description or "", "",
            "```text", top.format_usage().strip(), "```", "", *_arguments(top), "",
            "| command | what it does |", "|---|---|"]
     out += [f"| [`{name}`](#medsam-eval-{name}) | {text} |" for name, (_, text) in COMMANDS.items()]

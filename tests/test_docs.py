@@ -95,7 +95,7 @@ def test_cli_reference_gives_every_option_its_default():
             if action.option_strings and action.default not in (None, False, "==SUPPRESS==") \
                     and not isinstance(action.default, (list, tuple)):
                 line = next(l for l in section.splitlines() if f"`{action.option_strings[0]}" in l)
-                assert f"(`{action.default}`)" in line, (name, line)
+                assert f"(default `{action.default}`)" in line, (name, line)
 
 
 def test_code_blocks_name_only_options_the_cli_has():
