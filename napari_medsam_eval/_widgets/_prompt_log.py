@@ -45,7 +45,7 @@ class PromptLogger(Container):
         wrap_status(self.summary)  # a long line wraps instead of widening the dock
         super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
                          tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
-                                 "(README, 'Drawn vs protocol prompts')")
+                                 "(docs: Using it in napari, 'Prompt log')")
         self.last_row: dict[str, Any] | None = None
         self.rows_written = 0
         #: the rows being computed, each in a worker of its own (they may overlap)
