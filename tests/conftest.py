@@ -56,14 +56,15 @@ def _no_prompt_log(monkeypatch):
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")
 
 
-#: test files that must run in one pytest-xdist worker, one after the other (each starts a local Ray)
-SAME_WORKER = {"test_benchmark_ray.py": "ray", "test_widgets_benchmark_ray.py": "ray"}
+@pytest.fixture(scope="module")
+def one_ray_at_a_time(tmp_path_factory):
+    """Held by a test module that starts a local Ray: under pytest-xdist (``make test``: ``-n 2 --dist
+    loadfile``) the other worker's Ray module waits, so two local Rays never share the machine."""
+    import fcntl
 
-
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each test file goes to one worker whole,
-    so its module fixtures (a built model, a run) are made once; the files in :data:`SAME_WORKER` share one."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's folder, above each worker's
+    with open(shared / "ray.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield

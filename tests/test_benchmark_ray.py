@@ -18,6 +18,7 @@ from napari_medsam_eval.errors import DataError
 from test_benchmark_store import all_gone, kill_part_way
 
 ray = pytest.importorskip("ray")  # in the test extra: CI has it
+pytestmark = pytest.mark.usefixtures("one_ray_at_a_time")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ from napari_medsam_eval.benchmark import comparable, load_table, read_manifest, 
 
 from test_widgets_benchmark import _expected, _shown, _wait, _widget
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("one_ray_at_a_time")]
 pytest.importorskip("ray")  # in the test extra: CI has it
 
 
