@@ -16,6 +16,9 @@ to its slice (an *anchor*), and the current mask:
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
 
+* A *painted* prompt (:func:`painted_prompt`, :mod:`.paint`) holds the mask the user painted
+  on slice ``k``: that slice is kept exactly as painted and the propagation from it starts
+  from the painted mask (its box for a walk; the mask itself for a model with memory).
 * An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
   slice ``k``; past the outermost anchor it also empties the rest of the stack on that side
   (the object ends there).
@@ -41,6 +44,7 @@ from ..postprocess import LARGEST_COMPONENT
 from ..progress import SliceProgress
 from ..prompt import Prompt
 from .by_kind import PropagationResult, segment_by_kind
+from .paint import PAINTED, painted_slices
 from .walk import PropagationRecord
 
 #: prompt.info key of an anchor that says "the target is absent on this slice"
@@ -50,6 +54,20 @@ ABSENT = "absent"
 def absent_prompt(target_label: int, slice_index: int, protocol: str = "manual") -> Prompt:
     """An anchor saying the target is not on ``slice_index`` (the user erased it there)."""
     return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={ABSENT: True})
+
+
+def painted_prompt(target_label: int, slice_index: int, mask: np.ndarray, protocol: str = "manual",
+                   **info: Any) -> Prompt:
+    """An anchor whose mask is ``mask`` as painted on ``slice_index`` (:mod:`.paint`); nothing painted
+    there (the user erased the target) is an absent anchor that remembers it was painted."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"a painted mask is one slice (2D), got shape {tuple(mask.shape)}")
+    mask = mask != 0
+    details = {**info, PAINTED: True}
+    if not mask.any():
+        return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={**details, ABSENT: True})
+    return Prompt(int(target_label), slice_index=int(slice_index), mask=mask, protocol=protocol, info=details)
 
 
 def is_absent(prompt: Prompt) -> bool:
@@ -213,6 +231,8 @@ class AnchoredSegmentation:
         except Cancelled as stop:
             return PropagationResult(self.mask.copy(), first, cancelled=True, done=stop.done, total=stop.total)
         self.mask = np.asarray(frames, dtype=bool).copy()
+        for k, painted in painted_slices(self.anchors).items():  # the model took them as mask prompts;
+            self.mask[k] = painted  # the painted slices stay as painted
         self.last = PropagationResult(self.mask.copy(), first, record=PropagationRecord())
         return self.last
 
