@@ -60,9 +60,9 @@ def main() -> None:
     store = args.embeddings or args.out / "embeddings"
     model_options = {"device": "cpu"} | ({"embeddings": str(store)} if args.model == "litemedsam" else {})
     lines = ["task                             correction   n     median DSC after 0..K steps"]
-    for name, count in DATASETS:
-        if name not in args.datasets:
-            continue
+    counts = dict(DATASETS)
+    for name in args.datasets:
+        count = counts[name]
         limit = max(2, count // 5) if args.quick else count
         for kind in args.types:
             start = time.perf_counter()
