@@ -73,3 +73,17 @@ def test_paint_on_a_slice_then_correct_keeps_it_and_moves_its_neighbours(make_na
 
     # nothing painted, nothing drawn on the slice: no painted anchor, the usual notification
     assert widget.correct_slice() is None and f"on slice {k}" in errors[-1]
+
+
+def test_the_benchmark_effort_curve_names_painted_corrections(make_napari_viewer):
+    """A ``corrections`` run with ``paint`` in the Benchmark widget: its curve, titled with what was painted."""
+    from test_report_effort import corrections_rows
+
+    viewer = make_napari_viewer()
+    widget = dock(viewer, "benchmark")
+    widget.effort.set_rows(corrections_rows())
+    assert not widget.effort.isHidden() and set(widget.effort.summaries) == {"ct/liver", "ct/spleen"}
+    widget.effort.show_task("ct/spleen")
+    title = widget.effort.axes.get_title()
+    assert "ct/spleen" in title and "3 paint, 1 absent" in title
+    assert list(widget.effort.median_line.get_ydata()) == pytest.approx([0.40, 0.55, 0.70, 0.79, 0.81, 0.84])
