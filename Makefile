@@ -11,13 +11,13 @@ STAMP := $(VENV)/.installed
 # freed memory instead of returning it to the OS halves the LiteMedSAM torch
 # encoder time (1.01 -> 0.56 s/pass). The mmap AND the trim thresholds are both
 # needed: trim + top pad alone made it slower (1.28 s). OpenVINO, the default
-# encoder engine, is unaffected. (README, "Performance".)
+# encoder engine, is unaffected. (docs/performance.md.)
 export MALLOC_MMAP_THRESHOLD_ ?= 4294967296
 export MALLOC_TRIM_THRESHOLD_ ?= 4294967296
 export MALLOC_TOP_PAD_ ?= 1073741824
 export SAM2_BUILD_CUDA ?= 0
 
-.PHONY: install system-deps demo test test-quick bench sample-data clean
+.PHONY: install system-deps demo test test-quick docs bench sample-data clean
 
 install: $(STAMP)
 
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
-	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam,docs]'
 	touch $(STAMP)
 
 # Xvfb for the napari GUI tests and the X/OpenGL libraries PyQt5's xcb plugin
@@ -52,15 +52,24 @@ demo: $(STAMP)
 		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
 	$(BIN)/medsam-eval score out/demo/kidney_litemedsam.nii.gz sample_data/phantom_ct/label.nii.gz --labels 2
 
+# Two pytest-xdist workers (this kind of machine has 2 cores): each test file runs whole in one worker
+# (its module fixtures are made once; tests/conftest.py groups the files that must share a worker), and
+# the dataset-scale figure tests of both workers share one embedding store.
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup --durations=15
 
 # The inner loop: every test but the GUI tests and those marked slow (dataset-scale figures, model
 # exports, Ray, killed processes: each over a few seconds); under 2 minutes on 2 cores.
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not gui and not slow"
 
-# The performance suite (README, "Performance"): each script prints the CPU
+# The documentation site (mkdocs.yml, docs/) into site/, warnings as errors: a broken link or anchor, a page
+# missing from the navigation, a medsam-eval code line naming an option the CLI does not have. The
+# command-line reference is written from the live parsers (scripts/cli_reference.py) while it builds.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# The performance suite (docs/performance.md): each script prints the CPU
 # (model, family/model, cores, clock, estimated fp32 peak: benchmarks/_machine.py),
 # medians, its named baseline measured in the same run, and the ratio; the
 # encoder scripts add GFLOP per pass and the GFLOP/s reached. About 45 min on

@@ -1,4 +1,4 @@
-"""How predictions and ground truth look in napari, defined once (README, "Colours").
+"""How predictions and ground truth look in napari, defined once (docs/napari.md, "Colours").
 
 Ground truth is drawn *filled* in cool colours (label 1 deep sky blue, 2 sea
 green, ...); a prediction is drawn as a *contour* in warm colours (label 1

@@ -22,6 +22,10 @@ class OptionError(MedsamEvalError, ValueError, TypeError):
     ValueError (a bad value) and a TypeError (an unknown keyword), for callers that catch those."""
 
 
+class ModelOptionError(MedsamEvalError, ValueError):
+    """A model option (builder argument, ``--model-options`` entry) that cannot be used."""
+
+
 class DataError(MedsamEvalError):
     """Input data that cannot be used: unreadable, inconsistent or invalid.
 

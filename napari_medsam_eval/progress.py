@@ -37,6 +37,20 @@ _DONE = object()
 STOP_WAIT_S = 120.0
 
 
+def until_cancelled(progress: Callable[..., "bool | None"] | None,
+                    cancel: threading.Event | None) -> Callable[..., bool] | None:
+    """``progress`` (any report: ``(done, total)``, a :class:`~.benchmark.steps.CaseStep`, ...) that also
+    answers False (stop) once ``cancel`` is set; None when both are None."""
+    if progress is None and cancel is None:
+        return None
+
+    def callback(*report: Any) -> bool:
+        if progress is not None and progress(*report) is False:
+            return False
+        return cancel is None or not cancel.is_set()
+    return callback
+
+
 def iterate_progress(
     job: Callable[[Callable[..., bool]], T],
     cancel: threading.Event,

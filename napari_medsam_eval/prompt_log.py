@@ -56,7 +56,7 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Hashable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -140,38 +140,6 @@ def centre_offset(a: Prompt, b: Prompt, spacing_yx: Sequence[float] = (1.0, 1.0)
     dx, dy = cb[0] - ca[0], cb[1] - ca[1]
     sy, sx = (float(v) for v in spacing_yx)
     return math.hypot(dx, dy), math.hypot(dx * sx, dy * sy)
-
-
-# -- segmenting the protocol's prompt the user's way ------------------------------
-
-
-@dataclass(frozen=True)
-class Segmenter:
-    """What segmenting a prompt like the user did needs: a snapshot of a session's backend and image."""
-
-    backend: Any
-    volume: np.ndarray
-    kind: str
-    case_id: Hashable
-    lock: Any = None
-
-    @classmethod
-    def of(cls, session: Any) -> "Segmenter":
-        """The session's current backend, prepared image, kind, cache id and lock."""
-        return cls(session.backend, session.volume, session.kind, session.image_id, session.lock)
-
-    def mask(self, prompt: Prompt, operation: str, options: dict[str, Any] | None = None) -> np.ndarray:
-        """The whole-case bool mask of ``prompt``: ``slice`` segments its slice alone (zeros elsewhere),
-        ``propagate`` propagates with ``options`` (``margin``, ``z_limits``, ``rules``) as the Segment
-        widget does; the slices' embeddings come from the backend's cache (key ``(case_id, z)``)."""
-        from .propagation import segment_by_kind
-
-        how = "slice" if operation == "slice" else "propagate"
-        lock = self.lock if self.lock is not None else threading.RLock()
-        with lock:
-            result = segment_by_kind(self.backend, self.volume, self.kind, prompt, how=how, case_id=self.case_id,
-                                     **(dict(options or {}) if how == "propagate" else {}))
-        return np.asarray(result.mask, dtype=bool)
 
 
 def slice_dice(mask: np.ndarray, truth: np.ndarray, kind: str, index: int | None) -> float:
@@ -398,7 +366,7 @@ def _json_list(values: dict[str, str], column: str) -> list:
 
 
 __all__ = [
-    "COLUMNS", "DEFAULT_LOG", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError", "Segmenter",
+    "COLUMNS", "DEFAULT_LOG", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError",
     "append_row", "box_iou", "centre_offset", "default_log_path", "logging_off", "make_row", "prompt_centre", "read_log",
     "slice_dice", "whole_mask",
 ]

@@ -33,8 +33,9 @@ from typing import Any, Callable, ContextManager, Generator, Hashable, Sequence
 import numpy as np
 
 from .metrics import compute_dice
+from .protocols.base import check_runs
 from .models.base import SegmentationBackend
-from .progress import SliceProgress
+from .progress import SliceProgress, until_cancelled
 from .prompt import Prompt
 from .propagation import PropagationResult, segment_by_kind
 from .protocols.base import stable_key
@@ -62,13 +63,6 @@ class Perturbation:
             raise ValueError(f"sensitivity: scale_frac must be in [0, 1), got {self.scale_frac!r}")
         if not (np.isfinite(self.point_shift_px) and self.point_shift_px >= 0):
             raise ValueError(f"sensitivity: point_shift_px must be >= 0, got {self.point_shift_px!r}")
-
-
-def check_runs(runs: int) -> int:
-    """``runs`` as an int >= 2 (one run has no spread), else a ValueError saying so."""
-    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 2:
-        raise ValueError(f"sensitivity: the number of perturbed runs must be an integer >= 2, got {runs!r}")
-    return int(runs)
 
 
 def perturb_prompt(prompt: Prompt, shape_hw: tuple[int, int], rng: np.random.Generator,
@@ -180,10 +174,7 @@ def volume_segmenter(backend: SegmentationBackend, image: np.ndarray, kind: str,
     ``progress`` answering False or ``cancel`` set stops inside a run. ``options``: ``margin``,
     ``rules``, ... as ``segment_by_kind`` takes them."""
 
-    def go_on(done: int, total: int) -> bool:
-        if progress is not None and progress(done, total) is False:
-            return False
-        return cancel is None or not cancel.is_set()
+    go_on = until_cancelled(progress, cancel)
 
     def segment(prompt: Prompt) -> PropagationResult:
         with lock if lock is not None else contextlib.nullcontext():

@@ -1,4 +1,4 @@
-"""Screenshots of the napari widgets on the bundled sample data, for the README.
+"""Screenshots of the napari widgets on the bundled sample data, for the README and docs/.
 
 Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
 

@@ -35,6 +35,9 @@ def shared_embeddings(tmp_path_factory) -> str:
     """One embedding store for the dataset-scale figure tests of a whole run: each slice they share is
     encoded once (stored float32: the masks, and so the figures, are the encoder's own). Tests that count
     encoder passes or test the store itself use their own stores."""
+    workers_share = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    if workers_share is not None:  # one store for every pytest-xdist worker of the run (it is multi-process safe)
+        return str(workers_share / "shared-embeddings" / "store")
     return str(tmp_path_factory.mktemp("shared-embeddings") / "store")
 
 
@@ -51,3 +54,16 @@ def cache_root(tmp_path_factory) -> Path:
 def _no_prompt_log(monkeypatch):
     """The Segment widget logs no drawn prompt (into ~/medsam-eval) unless a test turns it on."""
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")
+
+
+#: test files that must run in one pytest-xdist worker, one after the other (each starts a local Ray)
+SAME_WORKER = {"test_benchmark_ray.py": "ray", "test_widgets_benchmark_ray.py": "ray"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``: ``-n 2 --dist loadgroup``) each test file goes to one worker whole,
+    so its module fixtures (a built model, a run) are made once; the files in :data:`SAME_WORKER` share one."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(SAME_WORKER.get(item.path.name, item.path.name)))

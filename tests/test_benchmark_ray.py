@@ -10,8 +10,7 @@ import pytest
 
 from napari_medsam_eval.benchmark import ResultStore, comparable, load_table, run_benchmark
 from napari_medsam_eval.benchmark.ray_executor import CRASH_HOOK_ENV, RayCases, RayUnavailable
-from napari_medsam_eval.benchmark.segment_case import CaseSettings
-from napari_medsam_eval.benchmark.workers import RunSpec
+from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.datasets import CaseRef
 from napari_medsam_eval.errors import DataError
@@ -123,10 +122,9 @@ def test_a_file_the_workers_cannot_see_is_named(local_ray: str, tmp_path: Path) 
     missing = tmp_path / "elsewhere" / "case_1.nii.gz"
     ref = CaseRef(case_id="case_1", layout="msd", dataset="d", root=str(tmp_path), kind="volume",
                   paths={"image": str(missing), "label": str(missing)})
-    spec = RunSpec(layout="msd", model="box", protocol="medsam2",
-                   settings=CaseSettings(model="box", protocol="medsam2", seed=0))
+    config = RunConfig(tmp_path, tmp_path / "run", "box", "medsam2", layout="msd")
     with pytest.raises(DataError, match="cannot see this file of case case_1") as error:
-        list(RayCases(spec, [ref], 1))
+        list(RayCases(config, [ref]))
     assert error.value.path == missing and "shared by the driver and every worker" in str(error.value)
 
 

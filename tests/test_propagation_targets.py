@@ -1,8 +1,8 @@
 """The propagation defaults on real data, through the benchmark runner (LiteMedSAM, shipped weights, CPU).
 
 Issue 12's targets, measured with the defaults chosen by the propagation study
-(README, "Propagation"): the demo kidney, DeepLesion, the first 20
-hippocampus cases (the 80-case figure is in README), the colonoscopy clips,
+(docs/propagation.md): the demo kidney, DeepLesion, the first 20
+hippocampus cases (the 80-case figure is in docs/propagation.md), the colonoscopy clips,
 and the official-script mode reproducing the official LiteMedSAM script's
 per-case DSC (``../shared/reference/official_litemedsam_dsc.csv``).
 """

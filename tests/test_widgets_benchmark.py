@@ -226,7 +226,7 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     """The runner's first report gives (done, total) before any case, then every slice of the running case;
     a row of the run opens in the viewer, and the shortcut opens the next line."""
     dataset, out = shared_data / "hippocampus_mri", tmp_path / "run"
-    request = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=2)
+    request = benchmark_module.RunConfig(dataset, out, "box", "medsam2", limit=2, save_predictions=True)
     steps, table = _drain(benchmark_module.benchmark_job(request, threading.Event()))
     assert _cases(steps) == [(0, 2, 0), (1, 2, 2), (2, 2, 2)]
     assert len(table) == 4
@@ -238,8 +238,8 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     assert anterior == list(range(1, len(anterior) + 1)) and anterior[-1] == slices[1].total
     fractions = [s.fraction for s in slices]
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    resumed = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=3,
-                                          resume=True)
+    resumed = benchmark_module.RunConfig(dataset, out, "box", "medsam2", limit=3, resume=True,
+                                         save_predictions=True)
     steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))
     assert _cases(steps) == [(2, 3, 0), (3, 3, 2)]
     assert table["case_id"].nunique() == 3
@@ -297,8 +297,8 @@ def test_cancel_within_a_case_records_nothing_of_it_and_resume_redoes_it(shared_
     kept = load_table(out)
     assert len(kept) == len(table) == 2 and set(kept["case_id"]) == {"hippocampus_001"}
     assert set(kept["status"]) == {"ok"} and len(list((out / "predictions").iterdir())) == 1
-    resumed = benchmark_module.RunRequest(dataset=dataset, out_dir=out, model="box", protocol="medsam2", limit=3,
-                                          resume=True)
+    resumed = benchmark_module.RunConfig(dataset, out, "box", "medsam2", limit=3, resume=True,
+                                         save_predictions=True)
     steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))
     assert _cases(steps) == [(1, 3, 0), (2, 3, 2), (3, 3, 2)]
     assert len(table) == 6 and read_manifest(out)["status"] == "completed"

@@ -25,9 +25,9 @@ def test_executor_choice_shows_the_address_field(make_napari_viewer, tmp_path):
     widget.dataset.value, widget.out_dir.value = tmp_path, tmp_path / "run"
     widget.ray_address.value = " 10.0.0.1:6379 "
     request = widget.request()
-    assert request.executor == "ray" and request.kwargs()["ray_address"] == "10.0.0.1:6379"
+    assert request.executor == "ray" and request.ray_address == "10.0.0.1:6379"
     widget.executor.value = "local"
-    assert widget.ray_address.native.isHidden() and widget.request().kwargs()["ray_address"] is None
+    assert widget.ray_address.native.isHidden() and widget.request().ray_address is None
 
 
 def test_a_run_on_ray_shows_progress_and_the_local_table(make_napari_viewer, shared_data, tmp_path, qtbot,

@@ -21,7 +21,8 @@ from magicgui.widgets import CheckBox, Container, FileEdit, Label
 
 from ..metrics import compute_dice
 from ..prompt import Prompt
-from ..prompt_log import Segmenter, append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
+from ..session_segmenter import SessionSegmenter
+from ..prompt_log import append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
 from . import _layers
 from ._dock_layout import wrap_status
 from ._propagation_options import propagation_options
@@ -44,7 +45,7 @@ class PromptLogger(Container):
         wrap_status(self.summary)  # a long line wraps instead of widening the dock
         super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
                          tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
-                                 "(README, 'Drawn vs protocol prompts')")
+                                 "(docs: Using it in napari, 'Prompt log')")
         self.last_row: dict[str, Any] | None = None
         self.rows_written = 0
         #: the rows being computed, each in a worker of its own (they may overlap)
@@ -92,7 +93,7 @@ class PromptLogger(Container):
         context = {"case_id": str(image.metadata.get("case_id") or image.name), "kind": kind,
                    "image_path": str(getattr(image.source, "path", None) or ""), "model": session.model_name,
                    "spacing_yx": tuple(float(v) for v in image.scale[-2:])}
-        return self._start(Segmenter.of(session), prompt, theirs, mine, truth, operation, options, protocol, context)
+        return self._start(SessionSegmenter.of(session), prompt, theirs, mine, truth, operation, options, protocol, context)
 
     def _protocol_prompt(self, truth: np.ndarray, prompt: Prompt, protocol: str) -> Prompt | None:
         widget = self.widget
@@ -105,7 +106,7 @@ class PromptLogger(Container):
             return None
         return next((p for p in made if not p.is_empty and not p.info.get("empty")), None)
 
-    def _start(self, segmenter: Segmenter, drawn: Prompt, theirs: Prompt | None, mine: np.ndarray, truth: np.ndarray,
+    def _start(self, segmenter: SessionSegmenter, drawn: Prompt, theirs: Prompt | None, mine: np.ndarray, truth: np.ndarray,
                operation: str, options: dict[str, Any], protocol: str, context: dict[str, Any]) -> Any:
         path = self.log_path
 

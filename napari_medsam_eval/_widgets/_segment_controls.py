@@ -60,7 +60,7 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
     widget.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip="the Labels layer of the truth",
                                choices=choices(viewer, Labels, ("prediction", "overlay", "changes")))
     widget.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2",
-                               tooltip="how a prompt is made from the ground truth (README, Protocols)")
+                               tooltip="how a prompt is made from the ground truth (docs: Protocols and metrics)")
     widget.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice",
                                    tooltip="the protocol's key slice, or the slice on screen")
     widget.mode = SpinBox(label="mazurowski mode", min=1, max=5, value=1, visible=False,

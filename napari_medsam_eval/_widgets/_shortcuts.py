@@ -4,7 +4,7 @@ Keys are napari key names (``Shift-S``); they are bound on the viewer
 (napari's keymap: an active layer's own binding of the same key wins, so
 every key here is one napari's layers leave free; Ctrl+Z is also bound on
 the prediction layer, whose own Ctrl+Z would undo a paint stroke) and unbound
-when the widget closes. README, "Keyboard shortcuts", lists the same table.
+when the widget closes. docs/napari.md, "Keyboard shortcuts", lists the same table (tests/test_docs.py compares).
 """
 from __future__ import annotations
 

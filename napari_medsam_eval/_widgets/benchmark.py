@@ -2,7 +2,7 @@
 
 A thin shell around :func:`napari_medsam_eval.benchmark.run_benchmark`, the
 function ``medsam-eval run`` calls: the widget only gathers its arguments
-(a :class:`~napari_medsam_eval.benchmark.request.RunRequest`), runs
+(a :class:`~napari_medsam_eval.benchmark.config.RunConfig`), runs
 :func:`~napari_medsam_eval.benchmark.request.benchmark_job` in a napari generator
 worker (:class:`._worker.WorkerRunner`) and shows what it yields: a
 :class:`Progress` with the rows of each case done, and a
@@ -37,7 +37,8 @@ from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import QShortcut
 
 from ..benchmark import ROWS_FILE, ResultStore
-from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, RunRequest, benchmark_job
+from ..benchmark.config import RunConfig
+from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, benchmark_job, checked_request
 from . import _run_case
 from ..options import json_object
 from ._bench_controls import AUTO_LAYOUT, add_run_controls, propagation_choice
@@ -132,18 +133,18 @@ class BenchmarkWidget(Container):
 
     # -- run ----------------------------------------------------------------------
 
-    def request(self, resume: bool = False) -> RunRequest:
+    def request(self, resume: bool = False) -> RunConfig:
         """The run the controls describe; ValueError naming what is missing or wrong."""
         layout = None if self.layout_choice.value == AUTO_LAYOUT else self.layout_choice.value
-        return RunRequest.checked(_path(self.dataset), _path(self.out_dir), self.model.value, self.protocol.value,
-                                  checkpoint=_path(self.checkpoint), resume=resume, layout=layout,
-                                  limit=int(self.limit.value) or None, workers=int(self.workers.value),
-                                  save_predictions=bool(self.save_predictions.value),
-                                  protocol_options=json_object(self.protocol_options.value, "protocol options"),
-                                  propagation=propagation_choice(self.propagation.value,
-                                                                 int(self.propagation_margin.value)),
-                                  seed=int(self.seed.value), executor=self.executor.value,
-                                  ray_address=self.ray_address.value)
+        return checked_request(_path(self.dataset), _path(self.out_dir), self.model.value, self.protocol.value,
+                               checkpoint=_path(self.checkpoint), resume=resume, layout=layout,
+                               limit=int(self.limit.value) or None, workers=int(self.workers.value),
+                               save_predictions=bool(self.save_predictions.value),
+                               protocol_options=json_object(self.protocol_options.value, "protocol options"),
+                               propagation=propagation_choice(self.propagation.value,
+                                                              int(self.propagation_margin.value)),
+                               seed=int(self.seed.value), executor=self.executor.value,
+                               ray_address=self.ray_address.value)
 
     def run(self, resume: bool = False) -> Any:
         """Start the run the controls describe (``resume``: continue the output folder's run).
@@ -251,4 +252,4 @@ class BenchmarkWidget(Container):
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
 
 
-__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunRequest", "benchmark_job"]
+__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunConfig", "benchmark_job"]

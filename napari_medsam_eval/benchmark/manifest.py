@@ -33,13 +33,10 @@ from typing import Any, Iterable
 from ..datasets import CaseRef
 from ..errors import DataError
 from ..ownership import folder_contents
+from .config import config_differences
 from .files import MANIFEST_FILE
 
 FORMAT_VERSION = 1
-#: manifest entries that must be equal for a run to be resumed
-RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed", "intensity", "propagation")
-#: the value a key had in run folders made before it was recorded
-RESUME_DEFAULTS = {"intensity": "auto", "propagation": None}
 
 
 def now() -> str:
@@ -147,24 +144,11 @@ def check_run_folder(run_dir: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def _normalised(value: Any) -> Any:
-    """JSON round trip, so tuples and lists (and Paths and strings) compare equal."""
-    return json.loads(json.dumps(value, sort_keys=True, default=str))
-
-
-def _shown(value: Any) -> str:
-    value = _normalised(value)
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-
-
 def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: str | Path,
                     model_now: dict[str, Any] | None = None) -> None:
     """DataError naming every :data:`RESUME_KEYS` entry that differs from the earlier run,
     and the model's checkpoint when its SHA-256 (``model_now``: ``backend.describe()``) differs."""
-    config_before = {**RESUME_DEFAULTS, **previous.get("config", {})}
-    config_now = {**RESUME_DEFAULTS, **current.get("config", {})}
-    differences = [f"{key}: {_shown(config_before.get(key))} -> {_shown(config_now.get(key))}"
-                   for key in RESUME_KEYS if _normalised(config_before.get(key)) != _normalised(config_now.get(key))]
+    differences = config_differences(previous.get("config", {}), current.get("config", {}))
     model_before = previous.get("model") or {}
     for key in sorted(k for k in (model_now or {}) if k.endswith("sha256")):
         before, now_ = model_before.get(key), model_now[key]

@@ -12,7 +12,7 @@ the driver or a worker is killed) and the table equals a local run's.
   joins that cluster and leaves it running. When this process already called
   ``ray.init`` (tests, a notebook), that Ray is used as it is.
 * Workers are actors (:class:`CaseActor`) that build the model and protocol *once*
-  from the run's picklable :class:`~.workers.RunSpec` (:func:`~.workers.build_evaluator`,
+  from the run's picklable :class:`~.config.RunConfig` (:func:`~.workers.build_evaluator`,
   as the local workers do) and segment many cases. Each actor has one case at a time and
   a free actor takes the next case (dynamic scheduling: a large case holds up no queue).
   Each reserves ``num_cpus`` = its torch threads and ``gpus_per_worker`` GPUs.
@@ -41,7 +41,8 @@ from typing import Any, Iterable, Iterator
 from ..datasets import CaseRef, get_layout
 from ..errors import DataError, MedsamEvalError
 from .segment_case import CaseEvaluator, error_text, failed_case_rows
-from .workers import CANCEL_POLL_S, MAX_CRASHES, RunSpec, _set_threads, build_evaluator, threads_per_worker
+from .config import RunConfig
+from .workers import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, threads_per_worker
 from ..errors import OptionError
 
 Rows = list[dict[str, Any]]
@@ -112,7 +113,7 @@ def check_reachable(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 class CaseActor:
     """One Ray worker: the run's evaluator, built once; then one case per call."""
 
-    def __init__(self, spec: RunSpec, threads: int, sys_path: list[str], cwd: str,
+    def __init__(self, config: RunConfig, threads: int, sys_path: list[str], cwd: str,
                  crash_hook: dict[str, Any] | None = None) -> None:
         for entry in reversed(sys_path):  # as a spawned process gets its parent's (a "module:builder" model)
             if entry not in sys.path and os.path.isdir(entry or "."):
@@ -122,7 +123,7 @@ class CaseActor:
         for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             os.environ[variable] = str(threads)
         _set_threads(threads)
-        self.evaluator: CaseEvaluator = build_evaluator(spec)
+        self.evaluator: CaseEvaluator = build_evaluator(config)
         _set_threads(threads)  # a builder may have changed it
         self.crash_hook = crash_hook
 
@@ -170,14 +171,13 @@ class RayCases:
     the actors are killed (the cases running give no rows).
     """
 
-    def __init__(self, spec: RunSpec, refs: Iterable[CaseRef], workers: int, *, address: str | None = None,
-                 gpus_per_worker: float = 0.0, cancel: threading.Event | None = None) -> None:
-        if workers < 1:
-            raise ValueError(f"workers must be >= 1, got {workers}")
-        self.spec = spec
-        self.workers = int(workers)
-        self.address = address or None
-        self.gpus = float(gpus_per_worker)
+    def __init__(self, config: RunConfig, refs: Iterable[CaseRef], cancel: threading.Event | None = None) -> None:
+        if config.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {config.workers}")
+        self.config = config
+        self.workers = int(config.workers)
+        self.address = config.ray_address or None
+        self.gpus = float(config.gpus_per_worker)
         self.pending: deque[CaseRef] = deque(refs)
         self.crashes: dict[str, int] = {}
         self.cancel = cancel
@@ -227,7 +227,7 @@ class RayCases:
 
     def _new_actor(self) -> Any:
         return self._actor_class.options(num_cpus=self.threads, num_gpus=self.gpus, max_restarts=0).remote(
-            self.spec, self.threads, list(sys.path), os.getcwd(), _crash_hook())
+            self.config, self.threads, list(sys.path), os.getcwd(), _crash_hook())
 
     def _check_data(self, actor: Any) -> None:
         """The first actor started and sees the first case's files; else a clear error now."""
@@ -304,7 +304,7 @@ class RayCases:
                 return  # the running cases are abandoned (their actors killed), none of them recorded
 
     def _failed(self, ref: CaseRef, reason: str) -> Rows:
-        return failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings, reason)
+        return failed_case_rows(ref, get_layout(self.config.layout), self.config, reason)
 
 
 def _reason(error: BaseException) -> str:

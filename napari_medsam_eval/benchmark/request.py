@@ -1,6 +1,6 @@
 """A benchmark run as the Benchmark widget asks for it, without Qt: the request, the job, the outcome.
 
-The widget gathers its controls into a :class:`RunRequest` (:meth:`RunRequest.checked`
+The widget gathers its controls into a :class:`~.config.RunConfig` (:func:`checked_request`
 refuses what cannot run, naming why), runs :func:`benchmark_job` in a napari
 generator worker and reads the finished run with :meth:`RunOutcome.of`. The
 work is :func:`napari_medsam_eval.benchmark.run_benchmark`, the function
@@ -14,15 +14,15 @@ stops the run within a slice, the case running then left for a resume.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generator
 
 import pandas as pd
 
 from ..progress import iterate_progress
-from ..propagation.rules import resolve_rules
 from ..protocols import build_protocol
+from .config import RunConfig
 from .manifest import read_manifest
 from .ray_executor import RayUnavailable, import_ray
 from .runner import run_benchmark
@@ -33,77 +33,48 @@ from .store import ROWS_FILE
 NEEDS_CHECKPOINT = ("medsam2", "sam2", "sam")
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """The arguments of one :func:`run_benchmark` call, as the widget's controls give them."""
+def checked_request(dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
+                    checkpoint: Path | None = None, resume: bool = False, **options: Any) -> RunConfig:
+    """The run the widget's controls ask for, or ValueError naming what is missing or wrong.
 
-    dataset: Path
-    out_dir: Path
-    model: str
-    protocol: str
-    layout: str | None = None
-    limit: int | None = None
-    workers: int = 1
-    resume: bool = False
-    save_predictions: bool = True
-    model_options: dict[str, Any] = field(default_factory=dict)
-    protocol_options: dict[str, Any] = field(default_factory=dict)
-    #: the propagation rules: None (the data's default), a preset's name or rule options
-    propagation: str | dict[str, Any] | None = None
-    seed: int = 0
-    #: ``local`` (processes of this machine) or ``ray`` (Ray actors: a local Ray, or the cluster at ``ray_address``)
-    executor: str = "local"
-    ray_address: str | None = None
-
-    def kwargs(self) -> dict[str, Any]:
-        return {"dataset": self.dataset, "out_dir": self.out_dir, "model": self.model, "protocol": self.protocol,
-                "layout": self.layout, "limit": self.limit, "workers": self.workers, "resume": self.resume,
-                "save_predictions": self.save_predictions, "model_options": dict(self.model_options),
-                "protocol_options": dict(self.protocol_options), "propagation": self.propagation, "seed": self.seed,
-                "executor": self.executor, "ray_address": self.ray_address}
-
-    @classmethod
-    def checked(cls, dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
-                checkpoint: Path | None = None, resume: bool = False, **options: Any) -> "RunRequest":
-        """The request, or ValueError naming what is missing or wrong.
-
-        ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
-        with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
-        need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package; the protocol
-        must take ``protocol_options`` and ``propagation`` must be a rule set. ``options``: the other fields.
-        """
-        if dataset is None:
-            raise ValueError("choose a dataset folder")
-        if not dataset.is_dir():
-            raise ValueError(f"dataset folder not found: {dataset}")
-        if out_dir is None:
-            raise ValueError("choose an output folder for the run")
-        if out_dir.exists() and not out_dir.is_dir():
-            raise ValueError(f"the output path is a file, not a folder: {out_dir}")
-        if not resume and out_dir.is_dir() and any(out_dir.iterdir()):
-            raise ValueError(f"the output folder {out_dir} is not empty: press Resume to continue that run, "
-                             "or choose a new folder")
-        if resume and not (out_dir / ROWS_FILE).is_file():
-            raise ValueError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
-        if options.get("executor", "local") == "ray":
-            try:
-                import_ray()
-            except RayUnavailable as error:
-                raise ValueError(str(error)) from None
-            options["ray_address"] = (options.get("ray_address") or "").strip() or None
-        elif "ray_address" in options:
-            options["ray_address"] = None  # an address typed for Ray does not apply to local workers
-        build_protocol(protocol, **(options.get("protocol_options") or {}))  # OptionError naming the option
-        if options.get("propagation") is not None:
-            resolve_rules("volume", options["propagation"])
-        model_options: dict[str, Any] = {}
-        if model in NEEDS_CHECKPOINT:
-            if checkpoint is None or not checkpoint.is_file():
-                raise ValueError(f"model {model} needs a checkpoint file"
-                                 + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
-            model_options["checkpoint"] = str(checkpoint)
-        return cls(dataset=dataset, out_dir=out_dir, model=model, protocol=protocol, resume=resume,
-                   model_options=model_options, **options)
+    ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
+    with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
+    need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package; the protocol
+    must take ``protocol_options`` and ``propagation`` must be a rule set. ``options``: the other
+    :class:`~.config.RunConfig` fields (predictions are saved unless ``save_predictions=False``:
+    the widget opens a row's prediction).
+    """
+    if dataset is None:
+        raise ValueError("choose a dataset folder")
+    if not dataset.is_dir():
+        raise ValueError(f"dataset folder not found: {dataset}")
+    if out_dir is None:
+        raise ValueError("choose an output folder for the run")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"the output path is a file, not a folder: {out_dir}")
+    if not resume and out_dir.is_dir() and any(out_dir.iterdir()):
+        raise ValueError(f"the output folder {out_dir} is not empty: press Resume to continue that run, "
+                         "or choose a new folder")
+    if resume and not (out_dir / ROWS_FILE).is_file():
+        raise ValueError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
+    if options.get("executor", "local") == "ray":
+        try:
+            import_ray()
+        except RayUnavailable as error:
+            raise ValueError(str(error)) from None
+        options["ray_address"] = (options.get("ray_address") or "").strip() or None
+    elif "ray_address" in options:
+        options["ray_address"] = None  # an address typed for Ray does not apply to local workers
+    build_protocol(protocol, **(options.get("protocol_options") or {}))  # OptionError naming the option
+    model_options: dict[str, Any] = {}
+    if model in NEEDS_CHECKPOINT:
+        if checkpoint is None or not checkpoint.is_file():
+            raise ValueError(f"model {model} needs a checkpoint file"
+                             + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
+        model_options["checkpoint"] = str(checkpoint)
+    options.setdefault("save_predictions", True)
+    return RunConfig(dataset=dataset, out_dir=out_dir, model=model, protocol=protocol, resume=resume,
+                     model_options=model_options, **options).checked()
 
 
 @dataclass(frozen=True)
@@ -115,7 +86,7 @@ class Progress:
     rows: list[dict[str, Any]]
 
 
-def benchmark_job(request: RunRequest,
+def benchmark_job(config: RunConfig,
                   cancel: threading.Event) -> Generator[Progress | CaseStep, None, pd.DataFrame]:
     """Generator for a napari GeneratorWorker: yields :class:`Progress` (a case done) and
     :class:`~.steps.CaseStep` (a slice of the running case), returns the run's table.
@@ -128,7 +99,7 @@ def benchmark_job(request: RunRequest,
     (a resumed run) and the cases of the run.
     """
     def job(report: Any) -> pd.DataFrame:
-        return run_benchmark(**request.kwargs(), progress=report, steps=report, cancel=cancel)
+        return run_benchmark(config, progress=report, steps=report, cancel=cancel)
     return (yield from iterate_progress(job, cancel, convert=_step, name="medsam-eval-benchmark"))
 
 
@@ -158,4 +129,4 @@ class RunOutcome:
         return f"{self.status}: {self.cases} cases, {self.rows} rows, {self.failed} failed"
 
 
-__all__ = ["CaseStep", "NEEDS_CHECKPOINT", "Progress", "RunOutcome", "RunRequest", "benchmark_job"]
+__all__ = ["CaseStep", "NEEDS_CHECKPOINT", "Progress", "RunOutcome", "benchmark_job", "checked_request"]

@@ -39,18 +39,17 @@ from ..datasets import resolve_layout
 from ..errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
 from ..ownership import check_not_inputs
-from ..intensity import INTENSITY_MODES
-from ..progress import CaseProgress
-from ..propagation.rules import resolve_rules
+from ..progress import CaseProgress, until_cancelled
 from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_same_dataset, dataset_fingerprint,
                        environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
-from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, CaseSettings, error_text
-from .steps import StepProgress, stepping
+from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, error_text
+from .steps import StepProgress
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
-from .workers import ParallelCases, RunSpec, SerialCases, build_evaluator, build_model
-from .ray_executor import RayCases, check_executor
+from .workers import ParallelCases, SerialCases, build_evaluator, build_model
+from .ray_executor import RayCases
+from .config import RunConfig
 from .files import LOG_FILE
 
 
@@ -156,83 +155,43 @@ def _check_model_protocol(protocol: str, backend: Any) -> None:
                              f"model 'litemedsam', not {getattr(backend, 'name', backend)!r}")
 
 
-def run_benchmark(
-    dataset: str | Path,
-    out_dir: str | Path,
-    model: str = "litemedsam",
-    protocol: str = "medsam2",
-    *,
-    model_options: dict[str, Any] | None = None,
-    protocol_options: dict[str, Any] | None = None,
-    workers: int = 1,
-    resume: bool = False,
-    limit: int | None = None,
-    save_predictions: bool = False,
-    seed: int = 0,
-    layout: str | None = None,
-    progress: CaseProgress | None = None,
-    progress_bar: bool = False,
-    intensity: str = "auto",
-    propagation: str | dict[str, Any] | None = None,
-    steps: StepProgress | None = None,
-    cancel: threading.Event | None = None,
-    executor: str = "local",
-    ray_address: str | None = None,
-    gpus_per_worker: float = 0.0,
-) -> pd.DataFrame:
-    """Evaluate ``model`` with prompts of ``protocol`` on every case of ``dataset``.
+def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProgress | None = None,
+                  steps: StepProgress | None = None, cancel: threading.Event | None = None,
+                  progress_bar: bool = False, **options: Any) -> pd.DataFrame:
+    """Evaluate a model with the prompts of a protocol on every case of a dataset, as ``config`` says.
 
-    Returns the run's table (:mod:`.schema`), also written to ``out_dir``.
-    ``model`` is a registry name (``napari_medsam_eval.models.BACKENDS``) or
-    ``"package.module:builder"``; ``model_options`` go to its builder.
-    ``limit`` takes the first K cases in the layout's order; ``resume``
-    continues a run folder (same dataset, model, options, protocol and seed),
-    skipping the cases it already holds; ``seed`` seeds the protocol (the
-    same seed gives the same table, timings aside). ``progress(done, total,
-    rows)`` is called once before the first case (``rows`` empty, ``done`` the
-    cases a resumed folder holds) and after every case; False stops the run
-    after the case running. ``steps`` gets a :class:`~.steps.CaseStep` after
-    every slice of the running case (``workers == 1``; False cancels that
-    case); setting ``cancel`` stops the run within a slice (with ``workers >
-    1``: within :data:`~.workers.CANCEL_POLL_S`, the running cases terminated):
-    the cases not finished give no rows, the manifest says ``cancelled``.
-    ``progress_bar`` shows a tqdm bar on stderr. ``intensity`` (:data:`~napari_medsam_eval.intensity.INTENSITY_MODES`)
-    overrides what the readers record of the cases' intensities ("auto": the modality's rule, npz prepared).
-    ``propagation``: the propagation rules of per-slice models (a preset name, a dict of
-    options, or None for each kind's measured default; :mod:`napari_medsam_eval.propagation.rules`).
-    ``executor``: ``"local"`` (this process, or ``workers`` spawned processes) or ``"ray"``
-    (``workers`` Ray actors, :mod:`.ray_executor`: a local Ray, or the cluster at ``ray_address``;
-    each actor reserves ``gpus_per_worker`` GPUs).
+    ``config`` is a :class:`~.config.RunConfig`, or its fields (``run_benchmark(dataset, out_dir,
+    model, protocol, **options)``). Returns the run's table (:mod:`.schema`), also written to
+    ``config.out_dir``. ``progress(done, total, rows)`` is called once before the first case
+    (``rows`` empty, ``done`` the cases a resumed folder holds) and after every case; False stops the
+    run after the case running. ``steps`` gets a :class:`~.steps.CaseStep` after every slice of the
+    running case (one worker; False cancels that case); setting ``cancel`` stops the run within a
+    slice (with several workers: within :data:`~.workers.CANCEL_POLL_S`, the running cases
+    terminated): the cases not finished give no rows, the manifest says ``cancelled``.
+    ``progress_bar`` shows a tqdm bar on stderr.
     """
     from ..protocols import build_protocol
 
-    dataset, out_dir = Path(dataset), Path(out_dir)
-    if workers < 1:
-        raise ValueError(f"workers must be >= 1, got {workers}")
-    check_executor(executor, workers, gpus_per_worker, ray_address)
-    if propagation is not None:  # refuse unknown presets and options before any work
-        resolve_rules("volume", propagation)
-    if intensity not in INTENSITY_MODES:
-        raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {intensity!r}")
-    if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit}")
-    layout_obj = resolve_layout(dataset, layout)
+    if not isinstance(config, RunConfig):
+        config = RunConfig(config, *args, **options)
+    elif args or options:
+        raise TypeError("run_benchmark takes a RunConfig, or the config's fields; not both")
+    config = config.checked()
+    dataset, out_dir = config.dataset, config.out_dir
+    layout_obj = resolve_layout(dataset, config.layout)
     refs = layout_obj.list_cases(dataset)
     if not refs:
         raise DataError(f"no cases found (layout {layout_obj.name}: {layout_obj.summary})", dataset)
-    listed, refs = refs, (refs[:limit] if limit else refs)
-    model_options = dict(model_options or {})
-    protocol_options = dict(protocol_options or {})
-    if protocol_options.setdefault("seed", seed) != seed:
-        raise ValueError(f"protocol option seed={protocol_options['seed']} contradicts seed={seed}; give one")
-    protocol_obj = build_protocol(protocol, **protocol_options)
-    _check_apart_from_inputs(out_dir, dataset, model_options, protocol_options)
-    _check_out_dir(out_dir, resume)
+    listed, refs = refs, (refs[:config.limit] if config.limit else refs)
+    protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
+    config = config.resolved(layout_obj.name, protocol_obj)
+    _check_apart_from_inputs(out_dir, dataset, config.model_options, config.protocol_options)
+    _check_out_dir(out_dir, config.resume)
     created = _make_out_dir(out_dir)
     with RunLock(out_dir):  # first: one writer per folder, before any model work
         try:
-            _check_out_dir(out_dir, resume)  # again under the lock: another run may have written in between
-            backend = build_model(model, model_options)
+            _check_out_dir(out_dir, config.resume)  # again under the lock: another run may have written in between
+            backend = build_model(config.model, config.model_options)
             _check_model_protocol(protocol_obj.name, backend)
         except BaseException:
             if created:
@@ -240,12 +199,8 @@ def run_benchmark(
             raise
         attached: list[tuple[logging.Handler, int]] = []  # run.log, once the manifest makes the folder ours
         try:
-            return _run(dataset, out_dir, refs, listed, layout_obj.name, model, model_options, protocol_obj,
-                        backend, workers=workers, resume=resume, limit=limit,
-                        save_predictions=save_predictions, seed=seed, progress=progress,
-                        progress_bar=progress_bar, intensity=intensity, propagation=propagation,
-                        steps=steps, cancel=cancel, attached=attached,
-                        ray=(ray_address, gpus_per_worker) if executor == "ray" else None)
+            return _run(config, refs, listed, protocol_obj, backend, progress=progress, progress_bar=progress_bar,
+                        steps=steps, cancel=cancel, attached=attached)
         finally:
             for handler, log_level in attached:
                 logger.removeHandler(handler)
@@ -253,28 +208,16 @@ def run_benchmark(
                 handler.close()
 
 
-def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, model: str,
-         model_options: dict[str, Any], protocol: Any, backend: Any, *, workers: int, resume: bool,
-         limit: int | None, save_predictions: bool, seed: int, progress: CaseProgress | None,
-         progress_bar: bool, intensity: str, propagation: str | dict[str, Any] | None,
-         steps: StepProgress | None = None, cancel: threading.Event | None = None,
-         ray: tuple[str | None, float] | None = None,
+def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: Any, *,
+         progress: CaseProgress | None, progress_bar: bool, steps: StepProgress | None = None,
+         cancel: threading.Event | None = None,
          attached: list[tuple[logging.Handler, int]] | None = None) -> pd.DataFrame:
     from tqdm import tqdm
 
-    settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
-                            save_predictions=save_predictions, intensity=intensity,
-                            propagation=propagation)
-    spec = RunSpec(layout=layout, model=model, protocol=protocol.name, settings=settings,
-                   model_options=model_options, protocol_options=protocol.options())
-    config = {"dataset_path": str(dataset.resolve()), "layout": layout, "model": model,
-              "model_options": model_options, "protocol": protocol.name, "protocol_options": protocol.options(),
-              "seed": seed, "intensity": intensity, "propagation": propagation, "workers": workers, "limit": limit, "save_predictions": save_predictions}
-    if ray is not None:
-        config.update(executor="ray", ray_address=ray[0], gpus_per_worker=ray[1])
+    dataset, out_dir, resume = config.dataset, config.out_dir, config.resume
     store = ResultStore(out_dir)
     previous = read_manifest(out_dir) if resume else None
-    manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config}
+    manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config.to_manifest()}
     if previous is not None:
         check_resumable(previous, manifest, out_dir, model_now=backend.describe())
     elif resume and store.path.exists():
@@ -291,14 +234,14 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
     manifest.update({
         "started_at": (previous or {}).get("started_at", started), "ended_at": None, "sessions": sessions,
         "environment": environment(), "model": backend.describe(), "protocol": protocol.describe(),
-        "dataset": {"path": str(dataset.resolve()), "name": refs[0].dataset, "layout": layout,
+        "dataset": {"path": str(dataset.resolve()), "name": refs[0].dataset, "layout": config.layout,
                     "cases_listed": len(listed), "cases_selected": len(refs),
                     **dataset_fingerprint(listed, dataset)},
-        "metrics": {"nsd_tolerance_mm": settings.tolerance_mm,
+        "metrics": {"nsd_tolerance_mm": config.tolerance_mm,
                     "video_surface_metrics": "NSD/HD95 per frame in 2D, mean over frames with either mask"},
         "intensity": "intensity.prepare_image: volumes by modality (CT soft-tissue window, uint8 CT as it is; "
                      "others 0.5-99.5 percentiles of positive voxels, whatever the dtype); MedSAM npz and "
-                     f"--intensity prepared as they are; uint8 videos and 2D images as they are (mode {intensity})",
+                     f"--intensity prepared as they are; uint8 videos and 2D images as they are (mode {config.intensity})",
     })
     if previous is not None:
         check_same_dataset(previous, manifest, out_dir)
@@ -309,17 +252,16 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
         logger.info("redoing %d cases (a failed row, or a prediction file missing or changed): %s",
                     len(redo), ", ".join(sorted(redo)))
     logger.info("run %s: %d of %d cases to do (%s, %s, %s, workers=%d)", out_dir, len(todo), len(refs),
-                layout, model, protocol.name, workers)
+                config.layout, config.model, protocol.name, config.workers)
 
-    if ray is not None:
-        executor: SerialCases | ParallelCases | RayCases = RayCases(
-            spec, todo, workers, address=ray[0], gpus_per_worker=ray[1], cancel=cancel)
+    if config.executor == "ray":
+        executor: SerialCases | ParallelCases | RayCases = RayCases(config, todo, cancel=cancel)
         del backend  # the actors build their own
-    elif workers > 1:
-        executor = ParallelCases(spec, todo, workers, cancel=cancel)
+    elif config.workers > 1:
+        executor = ParallelCases(config, todo, cancel=cancel)
         del backend  # the workers build their own; free this one's memory
     else:
-        executor = SerialCases(build_evaluator(spec, backend), todo, progress=stepping(steps, cancel))
+        executor = SerialCases(build_evaluator(config, backend), todo, progress=until_cancelled(steps, cancel))
     done, total, status = len(refs) - len(todo), len(refs), "completed"
     clock = time.perf_counter()
     bar = tqdm(total=total, initial=done, disable=not progress_bar, unit="case", dynamic_ncols=True)

@@ -147,17 +147,18 @@ def to_dataframe(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
     table = pd.DataFrame([check_row({k: v for k, v in r.items() if k in COLUMNS}) for r in rows],
                          columns=list(COLUMNS))
     for column in INT_COLUMNS:
-        table[column] = pd.array([None if _missing(v) else int(v) for v in table[column]], dtype="Int64")
+        table[column] = pd.array([None if is_missing(v) else int(v) for v in table[column]], dtype="Int64")
     for column in FLOAT_COLUMNS:
         table[column] = pd.to_numeric(table[column], errors="coerce").astype("float64")
     for column in TEXT_COLUMNS:
-        table[column] = table[column].map(lambda v: "" if _missing(v) else str(v)).astype(str)
+        table[column] = table[column].map(lambda v: "" if is_missing(v) else str(v)).astype(str)
     if len(table):
         table = table.sort_values(list(SORT_COLUMNS), kind="stable", na_position="first")
     return table.reset_index(drop=True)
 
 
-def _missing(value: Any) -> bool:
+def is_missing(value: Any) -> bool:
+    """None, NaN or pandas' NA (nullable integer columns of a parquet table)."""
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 

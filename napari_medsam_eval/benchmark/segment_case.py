@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +47,9 @@ from ..effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol, run_corrections
 from ..sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
+from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
-from .scoring import NSD_TOLERANCE_MM, result_notes, score_target
+from .scoring import result_notes, score_target
 from .steps import StepProgress, target_progress
 from .timing import SegmentTimer
 
@@ -57,22 +57,6 @@ PREDICTIONS_DIR = "predictions"
 #: how a row's error starts when its prediction could not be written (the runner stops: the disk is full, ...)
 UNSAVED_PREFIX = "prediction not saved"
 OFFICIAL_3D_PROTOCOL = "litemedsam-3dbox"
-
-
-@dataclass(frozen=True)
-class CaseSettings:
-    """What every case of a run shares (picklable: it travels to worker processes)."""
-
-    model: str
-    protocol: str
-    seed: int
-    run_dir: str | None = None
-    save_predictions: bool = False
-    tolerance_mm: float = NSD_TOLERANCE_MM
-    intensity: str = "auto"
-    #: propagation rules: a preset name (``volume``, ``video``, ``legacy``), a dict of options, or None
-    #: for the kind's measured default (:mod:`napari_medsam_eval.propagation.rules`)
-    propagation: str | dict | None = None
 
 
 def error_text(error: BaseException) -> str:
@@ -103,13 +87,13 @@ def propagation_columns(record: PropagationRecord, n_slices: int) -> dict[str, s
     return {"stops": json_dumps([s.to_dict() for s in record.stops]), "slice_scores": json_dumps(scores)}
 
 
-def base_row(ref: CaseRef, kind: str, settings: CaseSettings) -> dict[str, Any]:
+def base_row(ref: CaseRef, kind: str, config: RunConfig) -> dict[str, Any]:
     """The columns every row of ``ref`` shares."""
     return {
-        "case_id": ref.case_id, "dataset": ref.dataset, "kind": kind, "model": settings.model,
-        "protocol": settings.protocol, "status": STATUS_OK, "error": "",
-        "nsd_tolerance_mm": float(settings.tolerance_mm), "attributes": json_dumps(ref.attributes),
-        "seed": int(settings.seed), "prediction_path": "",
+        "case_id": ref.case_id, "dataset": ref.dataset, "kind": kind, "model": config.model,
+        "protocol": config.protocol, "status": STATUS_OK, "error": "",
+        "nsd_tolerance_mm": float(config.tolerance_mm), "attributes": json_dumps(ref.attributes),
+        "seed": int(config.seed), "prediction_path": "",
     }
 
 
@@ -129,12 +113,12 @@ def fail_row(row: dict[str, Any], error: BaseException | str) -> dict[str, Any]:
     return {**row, "status": STATUS_FAILED, "error": text}
 
 
-def failed_case_rows(ref: CaseRef, layout: DatasetLayout, settings: CaseSettings,
+def failed_case_rows(ref: CaseRef, layout: DatasetLayout, config: RunConfig,
                      error: BaseException | str) -> list[dict[str, Any]]:
     """Rows of a case that failed before its labels were known: one per target the
     dataset names, else one ``"unknown"`` row."""
     names = layout.label_names(ref.root)
-    base = base_row(ref, ref.kind, settings)
+    base = base_row(ref, ref.kind, config)
     return [fail_row(target_row(base, v, names), error) for v in (sorted(names) or [None])]
 
 
@@ -142,11 +126,11 @@ class CaseEvaluator:
     """Turns one :class:`CaseRef` into its rows with a built backend and protocol."""
 
     def __init__(self, layout: DatasetLayout, backend: SegmentationBackend, protocol: PromptProtocol,
-                 settings: CaseSettings) -> None:
+                 config: RunConfig) -> None:
         self.layout = layout
         self.backend = backend
         self.protocol = protocol
-        self.settings = settings
+        self.config = config
         if protocol.sensitivity and (isinstance(protocol, CorrectionsProtocol) or protocol.name == OFFICIAL_3D_PROTOCOL):
             raise ValueError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
                              "it; it is not available with the corrections or the official 3D box protocol")
@@ -157,17 +141,17 @@ class CaseEvaluator:
         ``progress`` gets a :class:`~.steps.CaseStep` as each target starts and after each of its
         slices; when it answers False the case stops there and :class:`Cancelled` is raised (no rows).
         """
-        base = base_row(ref, ref.kind, self.settings)
+        base = base_row(ref, ref.kind, self.config)
         try:
             case = self.layout.load(ref)
         except Exception as error:  # noqa: BLE001 - any reader failure is this case's result
-            return failed_case_rows(ref, self.layout, self.settings, error)
+            return failed_case_rows(ref, self.layout, self.config, error)
         base.update(kind=case.kind, n_slices=case.n_slices())
         names = case.label_names
         try:
             targets = self.layout.targets(ref, case)
         except Exception as error:  # noqa: BLE001 - e.g. a label value the dataset does not declare
-            return failed_case_rows(ref, self.layout, self.settings, error)
+            return failed_case_rows(ref, self.layout, self.config, error)
         if not targets:
             return [empty_gt_row(target_row(base, None, names),
                                  "the ground truth holds no foreground label and the dataset names none")]
@@ -175,7 +159,7 @@ class CaseEvaluator:
         try:
             prompts = self._prompts(case, targets)
             image = prepare_image(case.image, case.kind, case.modality,
-                                  intensity=case_intensity(case.metadata, self.settings.intensity))
+                                  intensity=case_intensity(case.metadata, self.config.intensity))
         except Exception as error:  # noqa: BLE001
             return [fail_row(row, error) for row in rows.values()]
         predictions: dict[int, np.ndarray] = {}
@@ -201,7 +185,7 @@ class CaseEvaluator:
             self.backend.clear_cache()
             if hasattr(self.backend, "set_ground_truth"):
                 self.backend.set_ground_truth(None)
-        if self.settings.save_predictions:
+        if self.config.save_predictions:
             self._save(case, ref, predictions, rows)
         return [rows[v] for v in targets]
 
@@ -254,7 +238,7 @@ class CaseEvaluator:
         try:
             if isinstance(self.protocol, CorrectionsProtocol):
                 pred = self._correct(case, image, prompt, gt, row, progress)
-                row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+                row.update(score_target(pred, gt, case, self.config.tolerance_mm))
                 row["notes"] = json_dumps(result_notes(case.image, pred))
                 predictions[value] = pred
                 return row
@@ -267,7 +251,7 @@ class CaseEvaluator:
                 row.update(times)
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
-            row.update(score_target(pred, gt, case, self.settings.tolerance_mm))
+            row.update(score_target(pred, gt, case, self.config.tolerance_mm))
             row["notes"] = json_dumps(result_notes(case.image, pred))
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))
@@ -287,13 +271,13 @@ class CaseEvaluator:
 
         def score(mask: np.ndarray) -> dict[str, float]:
             start = time.perf_counter()
-            scores = score_target(mask, gt, case, self.settings.tolerance_mm)
+            scores = score_target(mask, gt, case, self.config.tolerance_mm)
             scoring["seconds"] += time.perf_counter() - start
             return {"dice": float(scores["dice"]), "nsd": float(scores["nsd"])}
 
         with SegmentTimer(self.backend) as timer:
             pred, steps, anchors = run_corrections(self.backend, image, case.kind, gt, prompt, self.protocol, score,
-                                                   rules=self.settings.propagation, case_id=case.case_id,
+                                                   rules=self.config.propagation, case_id=case.case_id,
                                                    progress=progress)
         times = timer.columns()
         times["time_total_s"] = max(0.0, times["time_total_s"] - scoring["seconds"])
@@ -312,7 +296,7 @@ class CaseEvaluator:
         prompts = perturbed_prompts(prompt, gt.shape[-2:], self.protocol.sensitivity,
                                     Perturbation(seed=self.protocol.seed), key=case.case_id)
         segment = volume_segmenter(self.backend, image, case.kind, case_id=case.case_id, progress=progress,
-                                   rules=self.settings.propagation)
+                                   rules=self.config.propagation)
         result = sensitivity(segment, prompts, gt)
         if result.cancelled:
             raise Cancelled(None, result.done, len(prompts))
@@ -325,7 +309,7 @@ class CaseEvaluator:
                  progress: SliceProgress | None = None) -> PropagationResult:
         how = "slice" if prompt.info.get("operation") == "slice" else "propagate"  # a replayed slice: that slice
         result = segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id, how=how,
-                                 rules=self.settings.propagation, progress=progress)
+                                 rules=self.config.propagation, progress=progress)
         if result.cancelled:
             raise Cancelled(result.mask, result.done, result.total)
         return result
@@ -333,14 +317,12 @@ class CaseEvaluator:
     def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:
         """One label map per case (a later target wins where two overlap), written atomically."""
-        if self.settings.run_dir is None:
-            return
         relative = Path(PREDICTIONS_DIR) / f"{safe_file_stem(ref.case_id)}{prediction_suffix(case)}"
         combined = np.zeros(case.spatial_shape, dtype=np.uint16 if max(rows, default=0) > 255 else np.uint8)
         for value in sorted(predictions):
             combined[predictions[value]] = value
         try:
-            path = write_mask(combined, Path(self.settings.run_dir) / relative, case)  # verified before it is kept
+            path = write_mask(combined, self.config.out_dir / relative, case)  # verified before it is kept
             checksum = sha256_file(path)
         except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
             for value, row in rows.items():

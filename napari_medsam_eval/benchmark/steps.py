@@ -3,15 +3,14 @@
 A case is one or more targets, each segmented by a propagation that reports
 its slices (frames) through a :data:`~napari_medsam_eval.progress.SliceProgress`.
 :func:`target_progress` turns those reports into :class:`CaseStep` values for a
-run's ``steps`` callback (:data:`StepProgress`); :func:`stepping` adds the
-run's ``cancel`` event: the callback answers False once it is set, so the
+run's ``steps`` callback (:data:`StepProgress`);
+:func:`~napari_medsam_eval.progress.until_cancelled` adds the run's ``cancel`` event: the callback answers False once it is set, so the
 propagation stops after its current slice (it raises or returns
 ``cancelled``, and :class:`~.segment_case.CaseEvaluator` raises
 :class:`~napari_medsam_eval.errors.Cancelled`: the case gives no rows).
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,18 +48,6 @@ class CaseStep:
 StepProgress = Callable[[CaseStep], "bool | None"]
 
 
-def stepping(steps: StepProgress | None, cancel: threading.Event | None) -> StepProgress | None:
-    """``steps`` that also answers False (stop) once ``cancel`` is set; None when both are None."""
-    if steps is None and cancel is None:
-        return None
-
-    def callback(step: CaseStep) -> bool:
-        if steps is not None and steps(step) is False:
-            return False
-        return cancel is None or not cancel.is_set()
-    return callback
-
-
 def target_progress(steps: StepProgress, case_id: str, target: str, index: int, count: int,
                     unit: str = "slice") -> SliceProgress:
     """The slice callback of one target's propagation, reporting :class:`CaseStep` values to ``steps``."""
@@ -69,4 +56,4 @@ def target_progress(steps: StepProgress, case_id: str, target: str, index: int, 
     return report
 
 
-__all__ = ["CaseStep", "StepProgress", "stepping", "target_progress"]
+__all__ = ["CaseStep", "StepProgress", "target_progress"]

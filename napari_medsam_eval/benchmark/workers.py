@@ -12,7 +12,7 @@ workers terminated. Either way a case that did not finish gives no rows.
 :class:`ParallelCases` uses a ``spawn`` :class:`~concurrent.futures.ProcessPoolExecutor`
 (fork is unsafe once torch has started threads). The initializer sets the
 worker's torch/OpenMP threads to ``max(1, cores // workers)`` and builds the
-model and protocol *once* per worker from a picklable :class:`RunSpec`. At
+model and protocol *once* per worker from a picklable :class:`~.config.RunConfig`. At
 most ``2 x workers`` cases are submitted at a time, so a stop takes effect
 quickly and results stream back in completion order.
 
@@ -31,11 +31,11 @@ import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator
 
 from ..datasets import CaseRef, get_layout
-from .segment_case import CaseEvaluator, CaseSettings, error_text, failed_case_rows
+from .config import RunConfig
+from .segment_case import CaseEvaluator, error_text, failed_case_rows
 from .steps import StepProgress
 
 Rows = list[dict[str, Any]]
@@ -43,18 +43,6 @@ Rows = list[dict[str, Any]]
 MAX_CRASHES = 2
 #: seconds between two looks at the cancel event while parallel cases run
 CANCEL_POLL_S = 0.2
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """Everything a worker needs to build its evaluator (plain, picklable values)."""
-
-    layout: str
-    model: str
-    protocol: str
-    settings: CaseSettings
-    model_options: dict[str, Any] = field(default_factory=dict)
-    protocol_options: dict[str, Any] = field(default_factory=dict)
 
 
 def build_model(model: str, options: dict[str, Any]) -> Any:
@@ -71,14 +59,14 @@ def build_model(model: str, options: dict[str, Any]) -> Any:
     return build_backend(model, **options)
 
 
-def build_evaluator(spec: RunSpec, backend: Any = None) -> CaseEvaluator:
-    """The evaluator of ``spec``; ``backend`` reuses one already built."""
+def build_evaluator(config: RunConfig, backend: Any = None) -> CaseEvaluator:
+    """The evaluator of a resolved ``config`` (:meth:`RunConfig.resolved`); ``backend`` reuses one already built."""
     from ..protocols import build_protocol
 
     if backend is None:
-        backend = build_model(spec.model, spec.model_options)
-    protocol = build_protocol(spec.protocol, **spec.protocol_options)
-    return CaseEvaluator(get_layout(spec.layout), backend, protocol, spec.settings)
+        backend = build_model(config.model, config.model_options)
+    protocol = build_protocol(config.protocol, **config.protocol_options)
+    return CaseEvaluator(get_layout(config.layout), backend, protocol, config)
 
 
 def threads_per_worker(workers: int, cores: int | None = None) -> int:
@@ -136,14 +124,14 @@ def _exit_with_parent(parent: int, interval_s: float = 1.0) -> None:
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _init_worker(spec: RunSpec, threads: int) -> None:
+def _init_worker(config: RunConfig, threads: int) -> None:
     """Process-pool initializer: limit threads, then build the model once."""
     global _EVALUATOR
     _exit_with_parent(os.getppid())
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[variable] = str(threads)
     _set_threads(threads)
-    _EVALUATOR = build_evaluator(spec)
+    _EVALUATOR = build_evaluator(config)
     _set_threads(threads)  # a builder may have changed it
 
 
@@ -162,12 +150,11 @@ class ParallelCases:
     cases still running are abandoned (their workers terminated).
     """
 
-    def __init__(self, spec: RunSpec, refs: Iterable[CaseRef], workers: int,
-                 cancel: threading.Event | None = None) -> None:
-        if workers < 2:
-            raise ValueError(f"ParallelCases needs at least 2 workers, got {workers}")
-        self.spec = spec
-        self.workers = int(workers)
+    def __init__(self, config: RunConfig, refs: Iterable[CaseRef], cancel: threading.Event | None = None) -> None:
+        if config.workers < 2:
+            raise ValueError(f"ParallelCases needs at least 2 workers, got {config.workers}")
+        self.config = config
+        self.workers = int(config.workers)
         self.threads = threads_per_worker(self.workers)
         self.pending: deque[CaseRef] = deque(refs)
         self.suspects: deque[CaseRef] = deque()
@@ -183,7 +170,7 @@ class ParallelCases:
 
     def _pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_init_worker, initargs=(self.spec, self.threads))
+                                   initializer=_init_worker, initargs=(self.config, self.threads))
 
     def _fill(self, pool: ProcessPoolExecutor, running: dict[Future, CaseRef]) -> None:
         if self._stop or self._cancelled():
@@ -219,7 +206,7 @@ class ParallelCases:
                         running[future] = ref  # handled with the others below
                         continue
                     except Exception as error:  # noqa: BLE001 - e.g. rows that failed to pickle
-                        rows = failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings,
+                        rows = failed_case_rows(ref, get_layout(self.config.layout), self.config,
                                                 error_text(error))
                     yield ref, rows
                 if self._cancelled():
@@ -241,7 +228,7 @@ class ParallelCases:
             if self.crashes[ref.case_id] >= MAX_CRASHES:
                 message = ("a worker process died while segmenting this case (out of memory, a native crash, "
                            "or the worker could not start)")
-                yield ref, failed_case_rows(ref, get_layout(self.spec.layout), self.spec.settings, message)
+                yield ref, failed_case_rows(ref, get_layout(self.config.layout), self.config, message)
             else:
                 self.suspects.append(ref)
         running.clear()

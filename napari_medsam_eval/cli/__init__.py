@@ -119,7 +119,7 @@ def console_main() -> None:
     LiteMedSAM run made 1,336 collections over them (1.1 s of an 8.7 s re-run
     of DeepLesion; 0.2 s and 93 collections at 10,000), and at exit Python
     collects over them again (about 1 s; frozen objects are skipped).
-    Measured on the 2-vCPU VM README's Performance names. Everything a
+    Measured on the 2-vCPU VM docs/performance.md names. Everything a
     command writes is closed before :func:`main` returns; in-process callers
     (tests, scripts) call :func:`main` and keep their own settings (Python's
     warning format too: the command prints ``warning: <message>`` lines).

@@ -8,8 +8,8 @@ from typing import Any
 from ..options import json_object, propagation_value
 
 #: ``--embeddings``' help, one text for every subcommand that builds a model
-EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, README 'Embedding "
-                   "store'): a re-run over the same images skips the image encoder; LiteMedSAM and SAM only")
+EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, docs/embeddings.md)"
+                   ": a re-run over the same images skips the image encoder; LiteMedSAM and SAM only")
 
 
 # -- argparse types: a bad value is refused by argparse itself, naming the option (exit 2) ------------------

@@ -45,7 +45,7 @@ STUDY_FILES = ("rows.csv", "table.csv", "table.md")
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..propagation.study import run_propagation_study, study_table, table_markdown
+    from ..studies.propagation_study import run_propagation_study, study_table, table_markdown
 
     from ..report.folder import check_output_folder, record_written
 

@@ -146,16 +146,16 @@ def run(args: argparse.Namespace) -> int:
         model_options["device"] = args.device
     try:
         protocol, protocol_options = _protocol(args)
-        from ..benchmark import run_benchmark  # (imported here: `run --help` loads no benchmark)
+        from ..benchmark.config import RunConfig  # (imported here: `run --help` loads no benchmark)
+        from ..benchmark.runner import run_benchmark
 
-        table = run_benchmark(
-            args.dataset, args.out, args.model, protocol,
-            model_options=model_options, protocol_options=protocol_options,
-            workers=args.workers, resume=args.resume, limit=args.limit, save_predictions=args.save_predictions,
-            seed=args.seed, layout=args.layout, progress_bar=not args.quiet, intensity=args.intensity,
+        config = RunConfig(
+            args.dataset, args.out, args.model, protocol, model_options=model_options,
+            protocol_options=protocol_options, layout=args.layout, limit=args.limit, workers=args.workers,
+            resume=args.resume, save_predictions=args.save_predictions, seed=args.seed, intensity=args.intensity,
             propagation=propagation_option(args.propagation), executor=getattr(args, "executor", "local"),
-            ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0),
-        )
+            ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0))
+        table = run_benchmark(config, progress_bar=not args.quiet)
     except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
         if getattr(args, "debug", False):
             raise

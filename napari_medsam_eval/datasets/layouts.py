@@ -8,15 +8,14 @@
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ..case import Case
 from ..io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, format_suffix, image_files_in,
                           is_broken_link, listed_file, natural_sort_key, strip_suffix)
 from ..io.image2d import read_image_with_masks
-from ..io.npz_io import MODALITY_PREFIXES
+from ..io.msd_info import msd_dataset_info  # noqa: F401 - the layouts read it here too
 
 _LABEL_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES
 _NNUNET_CHANNEL = "_0000"
@@ -75,41 +74,6 @@ def sunseg_frame_folder(mask_folder: str | Path) -> Path | None:
         if (frame / mask_folder.name).is_dir() and sunseg_mask_folder(frame / mask_folder.name) == mask_folder:
             return frame / mask_folder.name
     return None
-
-
-def msd_dataset_info(image_path: str | Path) -> dict[str, Any]:
-    """``modality`` and ``label_names`` from an MSD ``dataset.json`` next to ``imagesTr``/``imagesTs``.
-
-    Returns ``{}`` when there is none or it cannot be parsed: it only enriches a case.
-    """
-    folder = Path(image_path).parent
-    if not folder.name.lower().startswith("images"):
-        return {}
-    try:
-        info = json.loads((folder.parent / "dataset.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    result: dict[str, Any] = {}
-    modality = (info.get("modality") or info.get("channel_names") or {}).get("0")
-    if isinstance(modality, str):
-        result["modality"] = MODALITY_PREFIXES.get(modality.lower(), modality)
-    labels = info.get("labels") or {}
-    names = _label_names(labels)
-    if names:
-        result["label_names"] = names
-    return result
-
-
-def _label_names(labels: dict) -> dict[int, str]:
-    """MSD maps value -> name (``{"1": "anterior"}``); nnU-Net v2 maps name -> value."""
-    names: dict[int, str] = {}
-    for key, value in labels.items():
-        if str(key).isdigit() and isinstance(value, str):
-            names[int(key)] = value
-        elif isinstance(value, int):
-            names[value] = str(key)
-    names.pop(0, None)
-    return names
 
 
 def sammed2d_mask_files(image_path: str | Path, mask_dir: str | Path | None = None) -> list[Path]:

@@ -40,7 +40,7 @@ from ..errors import DataError
 from ..io.formats import strip_suffix
 from ..io.image2d import FOREGROUND, read_image_rgb, read_mask_gray
 from ..io.sitk_io import array_of, read_sitk_image
-from ..protocols import mazurowski_label_map
+from ..io.mazurowski_masks import mazurowski_label_map
 from .folder2d import find_mask, image_files
 from .layouts import label_stem, sammed2d_mask_files
 from .links import files_once

@@ -30,7 +30,8 @@ import os
 import re
 from pathlib import Path
 
-from ..models.checkpoint_files import ModelOptionError
+from ..cache import cache_dir
+from ..errors import ModelOptionError
 from .layout import check_store_folder
 from .store import STORAGE_DTYPES, EmbeddingStore
 
@@ -48,8 +49,6 @@ _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-zA-Z]*)\s*$")
 
 def default_root() -> Path:
     """``embeddings/`` in the package's cache folder (beside the encoder exports)."""
-    from ..models.litemedsam_engines import cache_dir  # the one definition of the cache folder
-
     return cache_dir() / "embeddings"
 
 

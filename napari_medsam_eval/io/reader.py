@@ -29,6 +29,7 @@ from ..errors import DataError, UnknownFormatError
 from .dicom import read_dicom_case, read_dicom_label
 from .formats import detect_format
 from .image2d import read_image2d, read_mask2d
+from .msd_info import msd_dataset_info
 from .npz_io import guess_modality, read_medsam_npz, read_npz_label
 from .sitk_io import read_sitk_case, read_sitk_label
 from .validation import check_geometry, check_same_shape, to_label_array
@@ -74,8 +75,6 @@ def read_image(path: str | Path, *, kind: CaseKind | None = None, modality: str 
 
 def _enrich(case: Case, path: Path) -> Case:
     """Modality and label names from the dataset layout or file name, where not already known."""
-    from ..datasets.layouts import msd_dataset_info  # a folder convention; imported late (datasets imports io)
-
     dataset = msd_dataset_info(path)
     if case.modality is None:
         case.modality = dataset.get("modality") or guess_modality(path)

@@ -20,12 +20,16 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..errors import DataError, MedsamEvalError
+from ..errors import DataError, MedsamEvalError, ModelOptionError  # noqa: F401 - models import it from here
 from ..options import plain
 
 
-class ModelOptionError(MedsamEvalError, ValueError):
-    """A model option (builder argument, ``--model-options`` entry) that cannot be used."""
+class CheckpointError(DataError):
+    """A model checkpoint that is missing, unreadable, or not the model's (any model's checkpoint)."""
+
+
+class MissingCheckpointError(CheckpointError):
+    """A model that needs weights was built without a checkpoint."""
 
 
 # --------------------------------------------------------------------------- message formatting

@@ -50,11 +50,10 @@ import torch
 import torch.nn.functional as F
 
 from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
-from ..errors import DataError
 from ..prompt import Prompt
 from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
-from .checkpoint_files import ModelOptionError, plain, read_torch_checkpoint
+from .checkpoint_files import CheckpointError, ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
@@ -84,10 +83,6 @@ EMBEDDING_SHAPE = (1, 256, 64, 64)
 #: the preprocessing's version in stored embeddings' keys: bump it when preprocess_slice
 #: or what is derived beside its output (new_size, original_size) changes meaning
 EMBEDDING_PREPROCESSING = "cvpr24-litemedsam-infer/1"
-
-
-class CheckpointError(DataError):
-    """A checkpoint file that is missing, corrupt, or not a LiteMedSAM checkpoint."""
 
 
 def _fingerprint(image: np.ndarray) -> str:

@@ -43,6 +43,7 @@ import torch
 
 from ..errors import MedsamEvalError
 from .base import sha256_file
+from ..cache import cache_dir
 from .checkpoint_files import ModelOptionError
 from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint, reference_fingerprint
 
@@ -58,16 +59,6 @@ export_counts: dict[str, int] = {"openvino": 0, "onnxruntime": 0}
 
 class EngineUnavailableError(MedsamEvalError, ImportError):
     """The engine asked for by name needs a package that is not installed."""
-
-
-def cache_dir() -> Path:
-    """``$NAPARI_MEDSAM_EVAL_CACHE``, else ``$XDG_CACHE_HOME/napari-medsam-eval``,
-    else ``~/.cache/napari-medsam-eval``."""
-    explicit = os.environ.get("NAPARI_MEDSAM_EVAL_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base).expanduser() / "napari-medsam-eval"
 
 
 def _importable(module: str) -> bool:

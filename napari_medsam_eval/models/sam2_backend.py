@@ -26,7 +26,7 @@ on the CPU with SciPy, so results do not depend on how sam2 was installed
 
 With these, the frame arithmetic of :func:`prepare_frames` and MedSAM2's attention
 kernels (:func:`.sam2_build.attention_as_medsam2`), the masks equal those of MedSAM2's
-own scripts voxel for voxel (README, "MedSAM2 as MedSAM2's own scripts run it";
+own scripts voxel for voxel (docs/protocols.md, "MedSAM2";
 ``tests/test_medsam2_reference.py``).
 
 This module is ~510 lines on purpose: the backend and its two registered

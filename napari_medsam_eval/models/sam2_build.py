@@ -14,6 +14,7 @@ import numpy as np
 
 from ..errors import DataError
 from .base import sha256_file  # noqa: F401 - re-exported for sam_backend and sam2_backend
+from .checkpoint_files import CheckpointError, MissingCheckpointError  # noqa: F401 - the backends import them here
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -70,12 +71,6 @@ CONFIG_OPTION_HINT = ("""give the config: medsam-eval run|segment ... --model-op
 # --------------------------------------------------------------------------- errors
 
 
-class CheckpointError(DataError):
-    """A model checkpoint that is missing, unreadable or does not fit the model."""
-
-
-class MissingCheckpointError(CheckpointError):
-    """A model that needs weights was built without a checkpoint."""
 
 
 class ModelConfigError(DataError):

@@ -12,7 +12,6 @@ None of it imports Qt or napari.
   :class:`PropagationRecord` of where each direction stopped and why;
 * :mod:`.official`: :func:`propagate_official_litemedsam`, the official
   LiteMedSAM 3D-box loop reproduced exactly;
-* :mod:`.study`: the propagation study (a grid of rules, one encoder pass per slice).
 """
 from __future__ import annotations
 

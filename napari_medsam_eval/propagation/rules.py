@@ -34,7 +34,7 @@ features look like the prompted frame's object (:mod:`.locate`), widened the
 same way: for videos, whose objects move further between frames than their size.
 
 The defaults (:data:`VOLUME_RULES`, :data:`VIDEO_RULES`) were chosen by
-measurement on the shared datasets (README, "Propagation"); :data:`LEGACY_RULES`
+measurement on the shared datasets (docs/propagation.md); :data:`LEGACY_RULES`
 is the rule before them (2 px, stop only when empty).
 """
 from __future__ import annotations
@@ -109,7 +109,7 @@ def _check_range(name: str, value: float | None, low: float, high: float | None)
         raise ValueError(f"propagation option {name} must be {bound} (or None), got {value!r}")
 
 
-#: chosen by measurement (README, "Propagation"): the same for every volume dataset. Box: the last
+#: chosen by measurement (docs/propagation.md): the same for every volume dataset. Box: the last
 #: mask's tight box + max(2 px, 10 % of its side); stop: empty, the region's mean intensity more than
 #: 2 standard deviations (floor 5 grey levels) from the prompted slice's, or IoU < 0.3 with the last slice
 VOLUME_RULES = PropagationRules()

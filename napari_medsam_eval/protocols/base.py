@@ -30,6 +30,13 @@ from ..case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..prompt import Prompt
 
 
+def check_runs(runs: int) -> int:
+    """``runs`` as an int >= 2 (one run has no spread), else a ValueError saying so (the ``sensitivity`` option)."""
+    if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 2:
+        raise ValueError(f"sensitivity: the number of perturbed runs must be an integer >= 2, got {runs!r}")
+    return int(runs)
+
+
 @dataclass
 class Target:
     """What a protocol works on: one label map, its kind and the labels to prompt."""
@@ -122,8 +129,6 @@ class PromptProtocol:
             raise ValueError(f"{self.name}: seed must be a non-negative integer, got {self.seed!r}")
         self.seed = int(self.seed)
         if self.sensitivity not in (0, None):
-            from ..sensitivity import check_runs
-
             self.sensitivity = check_runs(self.sensitivity)
         self.sensitivity = int(self.sensitivity or 0)
 

@@ -39,6 +39,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..io.mazurowski_masks import mazurowski_label_map  # noqa: F401 - their reading rule, named with the protocol
 from ..prompt import Prompt
 from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
 from .geometry import DT_BACKENDS, connected_parts, interior_point, tight_box
@@ -47,20 +48,6 @@ from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, key_frame_index, key_sl
 MODES: tuple[int, ...] = (1, 2, 3, 4, 5)
 SEEDINGS: tuple[str, ...] = ("per-mask", "shared")
 SLICE_RULES: tuple[str, ...] = ("all", "key")
-
-
-def mazurowski_label_map(gray: np.ndarray) -> np.ndarray:
-    """Their mask reading rule applied to a grayscale mask (``cv2.imread(path, 0)``).
-
-    If the maximum is 255 the image is divided by its maximum and truncated to
-    uint8, so only pixels of exactly 255 stay foreground (value 1); otherwise it
-    is kept as is (a multi-class map 0, 1, 2, ...). A binary dataset's mask is
-    then ``result > 0``, class ``k`` of a multi-class one ``result == k``.
-    """
-    gray = np.asarray(gray)
-    if gray.size and gray.max() == 255:
-        return (gray / gray.max()).astype(np.uint8)
-    return gray
 
 
 def slice_plan(target: Target, slices: str = "all") -> list[tuple[int, list[int]]]:

@@ -33,7 +33,7 @@ from .base import PromptProtocol, Target, resolve_source
 class ReplayProtocol(PromptProtocol):
     """Prompts drawn by a person, replayed from the prompt log ``log`` (module doc).
 
-    Source: this tool's own prompt log (README, "Drawn vs protocol prompts"). ``seed`` is
+    Source: this tool's own prompt log (docs/napari.md, "Prompt log"). ``seed`` is
     unused (nothing is drawn at random).
     """
 

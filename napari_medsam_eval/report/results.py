@@ -23,7 +23,6 @@ whatever their format.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..benchmark.manifest import read_manifest
-from ..benchmark.schema import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS
+from ..benchmark.schema import COLUMNS, FLOAT_COLUMNS, INT_COLUMNS, is_missing
 from ..benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE, read_rows
 from ..errors import DataError
 
@@ -57,11 +56,6 @@ class RunResults:
     @property
     def name(self) -> str:
         return self.path.name
-
-
-def is_missing(value: Any) -> bool:
-    """None, NaN or pandas' NA (nullable integer columns of a parquet table)."""
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def _label_text(value: Any) -> str | None:

@@ -3,7 +3,7 @@
 Samples come from :mod:`napari_medsam_eval.datasets.study2d`, IoU from
 :func:`napari_medsam_eval.metrics.compute_iou` (an empty pair is
 :data:`~napari_medsam_eval.metrics.NOT_SCORED`, NaN), the Fig. 2 table from
-:func:`napari_medsam_eval.report.study2d.study_table`.
+:func:`napari_medsam_eval.study2d.table.study_table`.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ..models.base import SliceProgress, SegmentationBackend, SegmentResult
 from ..prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
-from ..report.study2d import study_table
+from .table import study_table
 
 #: which candidate is the non-oracle prediction
 SELECT_RULES = ("first", "score", "mask")
@@ -99,7 +99,7 @@ class StudyResults:
     an empty class mask, ``empty`` True). ``iterative``: one row per (image,
     class, number of points) when iterative points were run (else empty).
     ``images``: one row per image with its timings. ``summary``: the Fig. 2
-    table (:func:`~napari_medsam_eval.report.study2d.study_table`). ``config``: the run's settings and the
+    table (:func:`~napari_medsam_eval.study2d.table.study_table`). ``config``: the run's settings and the
     backend's :meth:`describe`; ``timings``: totals in seconds; ``skipped``:
     images left out and why.
     """

@@ -26,8 +26,8 @@ from ..datasets import resolve_layout, task_name
 from ..intensity import case_intensity, prepare_image
 from ..models.base import SegmentationBackend
 from ..protocols import build_protocol
-from .by_kind import segment_by_kind
-from .rules import LEGACY_RULES, VIDEO_RULES, VOLUME_RULES, PropagationRules
+from ..propagation.by_kind import segment_by_kind
+from ..propagation.rules import LEGACY_RULES, VIDEO_RULES, VOLUME_RULES, PropagationRules
 
 #: the name of the official 3D-box reference in the study's tables
 OFFICIAL = "official-3d-box (given z-extent)"

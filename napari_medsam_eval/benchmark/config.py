@@ -1,0 +1,148 @@
+"""One benchmark run's settings, in one frozen, picklable :class:`RunConfig`.
+
+The CLI (``medsam-eval run``) and the Benchmark widget build it;
+:func:`~.runner.run_benchmark` takes it; the local, process and Ray executors
+and every case's evaluator receive it; the manifest records it
+(:meth:`RunConfig.to_manifest`) and ``--resume`` compares the recorded one
+with the new one, naming each difference (:meth:`RunConfig.differences`).
+Adding a run option means adding a field here (with its check in
+:meth:`RunConfig.checked` and, when a resumed run must agree on it, its name
+in :data:`RESUME_KEYS`) and its CLI/widget control.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+from .scoring import NSD_TOLERANCE_MM
+
+#: the run's options a resumed run must agree on (besides the model checkpoint's SHA-256)
+RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed",
+               "intensity", "propagation")
+#: the value a key had in run folders made before it was recorded
+RESUME_DEFAULTS = {"intensity": "auto", "propagation": None}
+#: manifest keys that name a field under another name
+_MANIFEST_NAMES = {"dataset": "dataset_path"}
+#: fields that describe this invocation, not the run's results (never in the manifest's config)
+_NOT_RECORDED = ("out_dir", "resume", "tolerance_mm")
+#: fields recorded only when they differ from the default (older manifests lack them)
+_RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """A dataset x a model x a prompt protocol, and how the run goes.
+
+    ``model`` is a registry name (``napari_medsam_eval.models.BACKENDS``) or
+    ``"package.module:builder"``; ``model_options`` go to its builder and
+    ``protocol_options`` to the protocol. ``layout`` None detects the dataset's
+    layout. ``limit`` takes the first K cases in the layout's order;
+    ``resume`` continues a run folder (same dataset, model, options, protocol
+    and seed). ``seed`` seeds the protocol. ``intensity``
+    (:data:`~napari_medsam_eval.intensity.INTENSITY_MODES`) overrides what the
+    readers record of the cases' intensities. ``propagation``: the rules of
+    per-slice models (a preset name, a dict of options, or None for each
+    kind's measured default). ``executor``: ``"local"`` (this process, or
+    ``workers`` spawned processes) or ``"ray"`` (``workers`` Ray actors, a
+    local Ray or the cluster at ``ray_address``, each reserving
+    ``gpus_per_worker`` GPUs).
+    """
+
+    dataset: Path
+    out_dir: Path
+    model: str = "litemedsam"
+    protocol: str = "medsam2"
+    model_options: dict[str, Any] = field(default_factory=dict)
+    protocol_options: dict[str, Any] = field(default_factory=dict)
+    layout: str | None = None
+    limit: int | None = None
+    workers: int = 1
+    resume: bool = False
+    save_predictions: bool = False
+    seed: int = 0
+    intensity: str = "auto"
+    propagation: str | dict[str, Any] | None = None
+    executor: str = "local"
+    ray_address: str | None = None
+    gpus_per_worker: float = 0.0
+    #: NSD tolerance of every row (the manifest's ``metrics`` section records it)
+    tolerance_mm: float = NSD_TOLERANCE_MM
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dataset", Path(self.dataset))
+        object.__setattr__(self, "out_dir", Path(self.out_dir))
+        object.__setattr__(self, "model_options", dict(self.model_options or {}))
+        object.__setattr__(self, "protocol_options", dict(self.protocol_options or {}))
+
+    def replace(self, **changes: Any) -> "RunConfig":
+        return replace(self, **changes)
+
+    def checked(self) -> "RunConfig":
+        """This config, or a ValueError/OptionError naming the option that cannot run (before any work)."""
+        from ..intensity import INTENSITY_MODES
+        from ..propagation.rules import resolve_rules
+        from .ray_executor import check_executor
+
+        if self.workers < 1:
+            raise ValueError(f"workers must be >= 1, got {self.workers}")
+        check_executor(self.executor, self.workers, self.gpus_per_worker, self.ray_address)
+        if self.propagation is not None:  # unknown presets and options refused before any work
+            resolve_rules("volume", self.propagation)
+        if self.intensity not in INTENSITY_MODES:
+            raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {self.intensity!r}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be >= 1, got {self.limit}")
+        if self.protocol_options.get("seed", self.seed) != self.seed:
+            raise ValueError(f"protocol option seed={self.protocol_options['seed']} contradicts seed={self.seed}; "
+                             "give one")
+        return self
+
+    def resolved(self, layout: str, protocol: Any) -> "RunConfig":
+        """The config as the run records it: the layout found, the protocol's name and all its options."""
+        return self.replace(layout=layout, protocol=protocol.name, protocol_options=protocol.options())
+
+    def to_manifest(self) -> dict[str, Any]:
+        """The manifest's ``config`` entry (JSON values)."""
+        recorded: dict[str, Any] = {}
+        for item in fields(self):
+            name, value = item.name, getattr(self, item.name)
+            if name in _NOT_RECORDED or (name in _RECORDED_WHEN_SET and value == _RECORDED_WHEN_SET[name]
+                                         and self.executor == "local"):
+                continue
+            recorded[_MANIFEST_NAMES.get(name, name)] = str(Path(value).resolve()) if name == "dataset" else value
+        return recorded
+
+    @classmethod
+    def from_manifest(cls, config: dict[str, Any], out_dir: str | Path) -> "RunConfig":
+        """The config a manifest's ``config`` entry records (its run folder ``out_dir``)."""
+        names = {_MANIFEST_NAMES.get(item.name, item.name): item.name for item in fields(cls)}
+        values = {names[key]: value for key, value in {**RESUME_DEFAULTS, **config}.items() if key in names}
+        return cls(out_dir=Path(out_dir), **values)
+
+    def differences(self, other: "RunConfig | dict[str, Any]") -> list[str]:
+        """``"key: before -> now"`` for every :data:`RESUME_KEYS` entry where ``other`` (the earlier run,
+        or its manifest ``config``) differs from this config."""
+        return config_differences(other.to_manifest() if isinstance(other, RunConfig) else other,
+                                  self.to_manifest())
+
+
+def config_differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """``"key: before -> now"`` for every :data:`RESUME_KEYS` entry where two manifest ``config`` entries differ."""
+    before, now = {**RESUME_DEFAULTS, **before}, {**RESUME_DEFAULTS, **now}
+    return [f"{key}: {_shown(before.get(key))} -> {_shown(now.get(key))}"
+            for key in RESUME_KEYS if _normalised(before.get(key)) != _normalised(now.get(key))]
+
+
+def _normalised(value: Any) -> Any:
+    """JSON round trip, so tuples and lists (and Paths and strings) compare equal."""
+    return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+
+def _shown(value: Any) -> str:
+    value = _normalised(value)
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+__all__ = ["RESUME_DEFAULTS", "RESUME_KEYS", "RunConfig", "config_differences"]
