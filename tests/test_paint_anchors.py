@@ -22,10 +22,11 @@ from napari_medsam_eval.metrics import compute_dice
 from napari_medsam_eval.models.baselines import BoxBackend
 from napari_medsam_eval.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import AnchoredSegmentation, is_absent, merge_prompt, painted_prompt
-from napari_medsam_eval.propagation.paint import is_painted
+from napari_medsam_eval.anchor_prompts import is_painted
 from napari_medsam_eval.propagation.rules import next_box, resolve_rules
 from napari_medsam_eval.protocols import build_protocol
-from napari_medsam_eval.protocols.corrections import correction, correction_type, run_corrections
+from napari_medsam_eval.protocols.corrections import correction, correction_type
+from napari_medsam_eval.studies.corrections import run_corrections
 from test_corrections import OPEN_RULES, _InsideBox, _stack
 
 LESION = "CT_Lesion_000010_01_01_078-090"

@@ -21,8 +21,7 @@ import numpy as np
 from magicgui.widgets import PushButton, Select
 
 from ..prompt import Prompt, plain_number
-from ..propagation.anchors import is_absent
-from ..propagation.paint import is_painted
+from ..anchor_prompts import is_absent, is_painted
 from ._layers import layer_kind
 from ._propagation_options import propagation_options
 

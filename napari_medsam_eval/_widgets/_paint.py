@@ -20,7 +20,7 @@ import numpy as np
 from napari.layers import Image, Labels
 
 from ..prompt import Prompt
-from ..propagation.anchors import painted_prompt
+from ..anchor_prompts import painted_prompt
 from ._layers import find_layer, spatial_shape
 from ._prediction_layer import prediction_layer_name
 

@@ -16,7 +16,7 @@ to its slice (an *anchor*), and the current mask:
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
 
-* A *painted* prompt (:func:`painted_prompt`, :mod:`.paint`) holds the mask the user painted
+* A *painted* prompt (:func:`painted_prompt`, :mod:`napari_medsam_eval.anchor_prompts`) holds the mask the user painted
   on slice ``k``: that slice is kept exactly as painted and the propagation from it starts
   from the painted mask (its box for a walk; the mask itself for a model with memory).
 * An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
@@ -42,36 +42,11 @@ from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..postprocess import LARGEST_COMPONENT
 from ..progress import SliceProgress
+from ..anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
+                              painted_prompt, painted_slices)
 from ..prompt import Prompt
 from .by_kind import PropagationResult, segment_by_kind
-from .paint import PAINTED, painted_slices
 from .walk import PropagationRecord
-
-#: prompt.info key of an anchor that says "the target is absent on this slice"
-ABSENT = "absent"
-
-
-def absent_prompt(target_label: int, slice_index: int, protocol: str = "manual") -> Prompt:
-    """An anchor saying the target is not on ``slice_index`` (the user erased it there)."""
-    return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={ABSENT: True})
-
-
-def painted_prompt(target_label: int, slice_index: int, mask: np.ndarray, protocol: str = "manual",
-                   **info: Any) -> Prompt:
-    """An anchor whose mask is ``mask`` as painted on ``slice_index`` (:mod:`.paint`); nothing painted
-    there (the user erased the target) is an absent anchor that remembers it was painted."""
-    mask = np.asarray(mask)
-    if mask.ndim != 2:
-        raise ValueError(f"a painted mask is one slice (2D), got shape {tuple(mask.shape)}")
-    mask = mask != 0
-    details = {**info, PAINTED: True}
-    if not mask.any():
-        return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={**details, ABSENT: True})
-    return Prompt(int(target_label), slice_index=int(slice_index), mask=mask, protocol=protocol, info=details)
-
-
-def is_absent(prompt: Prompt) -> bool:
-    return bool(prompt.info.get(ABSENT))
 
 
 def merge_prompt(old: Prompt | None, new: Prompt) -> Prompt:

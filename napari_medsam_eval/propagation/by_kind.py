@@ -33,7 +33,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt, check_prompt_in_image
 from .official import propagate_official_litemedsam
-from .paint import painted_answer
+from ..anchor_prompts import painted_answer
 from ..postprocess import largest_component, wants_largest_component
 from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 

@@ -38,7 +38,7 @@ from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
-from .paint import painted_answer
+from ..anchor_prompts import painted_answer
 from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
 from .locate import SimilarityLocator

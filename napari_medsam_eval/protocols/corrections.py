@@ -26,12 +26,13 @@ the first frame holding it), propagated. Then, up to ``interactions`` times (K, 
      leaves it right; it is also what the targets were measured with); ``paint-region``:
      only the largest error region of that slice is painted right (the prediction keeps its
      other errors), a cheaper stroke. Either is a painted anchor
-     (:mod:`napari_medsam_eval.propagation.paint`): its slice is kept exactly as painted and
+     (:mod:`napari_medsam_eval.anchor_prompts`): its slice is kept exactly as painted and
      the propagation from it starts from the painted mask (its box for LiteMedSAM, the mask
      for MedSAM2 / SAM2). Effort counts painted slices, one per interaction; a slice painted
      whole has no error left and is not chosen again.
 3. the correction is an anchor (:mod:`napari_medsam_eval.propagation.anchors`): that slice is
-   segmented again and propagated to the neighbouring anchors.
+   segmented again and propagated to the neighbouring anchors (the loop that runs the model:
+   :func:`napari_medsam_eval.studies.corrections.run_corrections`).
 
 After each interaction the DSC and NSD of the whole case are recorded (``dice_after``,
 ``nsd_after``); NoC@80/85/90 follow (:mod:`napari_medsam_eval.effort`). The click's ties are
@@ -40,13 +41,12 @@ broken by a draw from one RNG seeded with ``seed`` per target.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Hashable, Iterable
+from typing import Callable, ClassVar, Iterable
 
 import numpy as np
 
-from ..errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
+from ..anchor_prompts import absent_prompt, painted_prompt
 from ..prompt import Prompt
 from .geometry import DT_BACKENDS, interior_point, tight_box
 from .medsam2 import MedSAM2Protocol
@@ -132,7 +132,6 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
     """The simulated user's correction on slice ``k`` (module doc, step 2). ``with_boxes``: the
     tool (a :data:`CORRECTION_TYPES` name other than auto), or True for box, False for point."""
     from ..postprocess import largest_component
-    from ..propagation.anchors import absent_prompt, painted_prompt
 
     how = with_boxes if isinstance(with_boxes, str) else ("box" if with_boxes else "point")
     pred_k, gt_k = np.asarray(prediction[k], bool), np.asarray(truth[k], bool)
@@ -159,34 +158,3 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
     return click
 
 
-def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, truth: np.ndarray,
-                    first: Prompt, protocol: CorrectionsProtocol, score: Scorer, *, rules: Any = None,
-                    case_id: Hashable = None, progress: SliceProgress | None = None
-                    ) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
-    """The simulated user on one target: the final mask, the scores after 0..K interactions
-    and the anchors in slice order. ``progress`` sees the slices of every pass; its False
-    stops the current pass after its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`."""
-    from ..propagation.anchors import AnchoredSegmentation
-
-    def passed(result: Any) -> None:
-        if result.cancelled:
-            raise Cancelled(result.mask, result.done, result.total)
-
-    truth = np.asarray(truth, bool)
-    session = AnchoredSegmentation(backend, image, kind, rules=rules, case_id=case_id)
-    passed(session.propagate(first, progress))
-    scores = [score(session.mask)]
-    start = int(first.slice_index) if kind == "video" else 0
-    rng = np.random.default_rng(protocol.seed)
-    how = correction_type(protocol.correction, backend)
-    for _ in range(protocol.interactions):
-        # a box-corrected model has had the best box a user can draw on an anchored slice: look elsewhere
-        k = worst_slice(session.mask, truth, start, skip=session.anchors if how == "box" else ())
-        if k is None:
-            scores.append(scores[-1])
-            continue
-        fix = correction(session.mask, truth, k, how, int(first.target_label), session.anchors.get(k),
-                         rng, protocol.dt_backend)
-        passed(session.correct(fix, progress))
-        scores.append(score(session.mask))
-    return session.mask, scores, session.anchor_list()

@@ -1,8 +1,11 @@
-"""Painted slices: a mask the user (or the simulated user) painted on one slice, as an anchor.
+"""Anchor prompts that are not a box or points: *absent* ("the target is not on this slice") and
+*painted* (a mask the user, or the simulated user, painted on one slice).
+
+An absent prompt (:func:`absent_prompt`) empties its slice and stops a walk there.
 
 A clinician corrects with the brush far more often than by drawing a new box. A *painted*
 prompt (:func:`painted_prompt`) carries the painted mask of one slice (full size, bool) and
-``info["painted"]``; it is an anchor like a box (:mod:`.anchors`), with two differences:
+``info["painted"]``; it is an anchor like a box (:mod:`.propagation.anchors`), with two differences:
 
 * **its slice is kept exactly as painted**: the model is not asked on that slice (the walk
   takes the painted mask as the prompted slice's answer, :func:`painted_answer`), and a model
@@ -15,7 +18,8 @@ prompt (:func:`painted_prompt`) carries the painted mask of one slice (full size
 A painted slice with nothing on it says the target is absent there (the user erased it):
 :func:`painted_prompt` then makes an *absent* anchor that remembers it was painted.
 
-Core module: no Qt, no napari; imports nothing of :mod:`.anchors` (the walk reads it).
+A foundation of the package (it needs only :mod:`.prompt`): the protocols make these prompts,
+the propagation (:mod:`.propagation.anchors`, the walk) reads them. No Qt, no napari.
 """
 from __future__ import annotations
 
@@ -23,10 +27,36 @@ from typing import Any
 
 import numpy as np
 
-from ..prompt import Prompt
+from .prompt import Prompt
 
 #: prompt.info key of an anchor whose mask was painted (kept voxel for voxel)
 PAINTED = "painted"
+#: prompt.info key of an anchor saying the target is absent from its slice
+ABSENT = "absent"
+
+
+def absent_prompt(target_label: int, slice_index: int, protocol: str = "manual") -> Prompt:
+    """An anchor saying the target is not on ``slice_index`` (the user erased it there)."""
+    return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={ABSENT: True})
+
+
+def is_absent(prompt: Prompt) -> bool:
+    """Whether ``prompt`` says the target is absent from its slice (erased, or painted empty)."""
+    return bool(prompt.info.get(ABSENT))
+
+
+def painted_prompt(target_label: int, slice_index: int, mask: np.ndarray, protocol: str = "manual",
+                   **info: Any) -> Prompt:
+    """An anchor whose mask is ``mask`` as painted on ``slice_index`` ; nothing painted
+    there (the user erased the target) is an absent anchor that remembers it was painted."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"a painted mask is one slice (2D), got shape {tuple(mask.shape)}")
+    mask = mask != 0
+    details = {**info, PAINTED: True}
+    if not mask.any():
+        return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={**details, ABSENT: True})
+    return Prompt(int(target_label), slice_index=int(slice_index), mask=mask, protocol=protocol, info=details)
 
 
 def is_painted(prompt: Prompt) -> bool:
@@ -59,4 +89,5 @@ def painted_slices(anchors: dict[int, Prompt] | list[Prompt]) -> dict[int, np.nd
             if is_painted(p) and p.mask is not None and p.slice_index is not None}
 
 
-__all__ = ["PAINTED", "check_painted_mask", "is_painted", "painted_answer", "painted_slices"]
+__all__ = ["ABSENT", "PAINTED", "absent_prompt", "check_painted_mask", "is_absent", "is_painted", "painted_answer",
+           "painted_prompt", "painted_slices"]
