@@ -55,8 +55,20 @@ def main() -> None:
     parser.add_argument("--interactions", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("/tmp/correction_types"))
     parser.add_argument("--embeddings", type=Path, default=None)
+    parser.add_argument("--summarise", type=Path, nargs="+", metavar="RUN",
+                        help="only print the summary of run folders already written (finished or not)")
     args = parser.parse_args()
     print(cpu_line(), flush=True)
+    if args.summarise:
+        from napari_medsam_eval.report.results import load_run
+
+        for run in args.summarise:
+            loaded = load_run(run)
+            kind = ((loaded.manifest.get("protocol") or {}).get("options") or {}).get("correction", "auto")
+            cases = loaded.table["case_id"].nunique()
+            print(f"{run} ({cases} cases)")
+            print("\n".join(summarise(loaded.table, kind, args.interactions)))
+        return
     store = args.embeddings or args.out / "embeddings"
     model_options = {"device": "cpu"} | ({"embeddings": str(store)} if args.model == "litemedsam" else {})
     lines = ["task                             correction   n     median DSC after 0..K steps"]
