@@ -86,13 +86,39 @@ def curve_summary(curves: np.ndarray) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def correction_tools(table: pd.DataFrame) -> dict[str, str]:
+    """Per task, what the corrections were (the anchors' ``info["correction"]`` of the ``ok`` rows'
+    ``prompt`` column, erased slices apart): ``"28 paint, 2 absent"``; {} without a prompt column."""
+    if "prompt" not in table.columns or "task" not in table.columns:
+        return {}
+    ok = table[table["status"] == "ok"] if "status" in table.columns else table
+    out: dict[str, str] = {}
+    for task, group in ok.groupby("task", sort=True):
+        counts: dict[str, int] = {}
+        for text in group["prompt"]:
+            try:
+                anchors = json.loads(text) if isinstance(text, str) and text else []
+            except ValueError:
+                continue
+            for anchor in anchors if isinstance(anchors, list) else []:
+                info = (anchor.get("info") or {}) if isinstance(anchor, dict) else {}
+                tool = "absent" if info.get("absent") else info.get("correction")
+                if tool:
+                    counts[tool] = counts.get(tool, 0) + 1
+        out[str(task)] = ", ".join(f"{n} {tool}" for tool, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return out
+
+
 def effort_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Per task: n, K, the median DSC after 0 and after K interactions, and for each
-    threshold the median NoC (K + 1 = not reached) and the share of cases that reached it."""
+    """Per task: n, K, what the corrections were (:func:`correction_tools`), the median DSC after 0
+    and after K interactions, and for each threshold the median NoC (K + 1 = not reached) and the
+    share of cases that reached it."""
     rows = []
+    tools = correction_tools(table)
     for task, curves in curves_by_task(table).items():
         k = curves.shape[1] - 1
         row: dict[str, Any] = {"task": task, "n": int(curves.shape[0]), "interactions": k,
+                               "corrections": tools.get(task, ""),
                                "dice_0": float(np.nanmedian(curves[:, 0])),
                                f"dice_{k}": float(np.nanmedian(curves[:, -1]))}
         for name, threshold in zip(NOC_COLUMNS, NOC_THRESHOLDS):

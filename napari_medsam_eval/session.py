@@ -60,7 +60,7 @@ from .case import infer_kind, present_label_values
 from .errors import Cancelled
 from .intensity import prepare_image
 from .models.base import SegmentationBackend, SegmentResult
-from .progress import SliceProgress, iterate_progress
+from .progress import SliceProgress, iterate_progress, until_cancelled
 from .prompt import Prompt, check_prompt_in_image
 from .propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
 from .propagation.anchors import AnchoredSegmentation, AnchorSnapshot
@@ -337,7 +337,7 @@ class Session:
         backend = self._need_backend()
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
-        callback = _stopping(progress, token)
+        callback = until_cancelled(progress, token)
         margin = self.margin if margin is None else int(margin)
         with self._lock:  # one model call at a time, even when a cancelled run is ending its slice
             if token.is_set():
@@ -439,7 +439,7 @@ class Session:
                 return self.propagate(prompt, progress=progress, cancel=token, **options)
             if token.is_set():
                 return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
-            result = _correct_or_restore(anchored, prompt, _stopping(progress, token))
+            result = _correct_or_restore(anchored, prompt, until_cancelled(progress, token))
             self._anchor_target = int(prompt.target_label)
             return result
 
@@ -514,16 +514,6 @@ class Session:
             self.set_image(image, **kwargs)
         if self.volume is None:
             raise NoImageError("no image set: choose an image first")
-
-
-def _stopping(progress: SliceProgress | None, token: threading.Event) -> SliceProgress:
-    """A progress callback that passes ``progress`` on and answers False (stop) once ``token`` is set."""
-
-    def callback(done: int, total: int) -> bool:
-        if progress is not None and progress(done, total) is False:
-            return False
-        return not token.is_set()
-    return callback
 
 
 def _correct_or_restore(anchored: AnchoredSegmentation, prompt: Prompt, progress: SliceProgress) -> PropagationResult:

@@ -22,7 +22,8 @@ from napari_medsam_eval.models.baselines import BoxBackend
 from napari_medsam_eval.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import AnchoredSegmentation, absent_prompt, merge_prompt
 from napari_medsam_eval.protocols import build_protocol
-from napari_medsam_eval.protocols.corrections import correction, run_corrections, worst_slice
+from napari_medsam_eval.protocols.corrections import correction, worst_slice
+from napari_medsam_eval.studies.corrections import run_corrections
 from napari_medsam_eval.protocols.geometry import tight_box
 
 OPEN_RULES = {"intensity_k": None, "min_iou": None}  # stop only when empty: the synthetic walks are predictable

@@ -12,7 +12,7 @@ import pytest
 import SimpleITK as sitk
 
 from napari_medsam_eval.benchmark import run_benchmark
-from napari_medsam_eval.benchmark.scoring import score_target
+from napari_medsam_eval.scoring import score_target
 from napari_medsam_eval.case import Case, Spacing
 from napari_medsam_eval.cli import main
 

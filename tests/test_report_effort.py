@@ -34,12 +34,20 @@ CURVES = {
     "ct/spleen": [[0.40, 0.55, 0.70, 0.79, 0.81, 0.84], [0.30, 0.50, 0.60, 0.70, 0.75, 0.80],
                   [0.82, 0.86, 0.88, 0.89, 0.89, 0.89]],
 }
-HEADER = ("| task | n | K | median DSC after 0 | median DSC after K | median NoC@0.80 | reached 0.80 (% of cases) "
+HEADER = ("| task | n | K | corrections given | median DSC after 0 | median DSC after K | median NoC@0.80 | reached 0.80 (% of cases) "
           "| median NoC@0.85 | reached 0.85 (% of cases) | median NoC@0.90 | reached 0.90 (% of cases) |")
 EXPECTED_LINES = (
-    "| ct/liver | 4 | 5 | 0.650 | 0.910 | 1.5 | 100.0 % | 2.5 | 100.0 % | 4.5 | 50.0 % |",
-    "| ct/spleen | 3 | 5 | 0.400 | 0.840 | 4 | 100.0 % | > 5 (not reached) | 33.3 % | > 5 (not reached) | 0.0 % |",
+    "| ct/liver | 4 | 5 | 8 click | 0.650 | 0.910 | 1.5 | 100.0 % | 2.5 | 100.0 % | 4.5 | 50.0 % |",
+    "| ct/spleen | 3 | 5 | 3 paint, 1 absent | 0.400 | 0.840 | 4 | 100.0 % | > 5 (not reached) | 33.3 % | > 5 (not reached) | 0.0 % |",
 )
+
+
+#: the anchors each case's prompt column holds: the first box, then the corrections (what the report counts)
+_BOX = {"protocol": "medsam2", "info": {}}
+ANCHORS = {"liver": [[_BOX, {"info": {"correction": "click"}}, {"info": {"correction": "click"}}]] * 4,
+           "spleen": [[_BOX, {"info": {"correction": "paint", "painted": True}}],
+                      [_BOX, {"info": {"correction": "paint", "painted": True}}, {"info": {"absent": True}}],
+                      [_BOX, {"info": {"correction": "paint", "painted": True}}]]}
 
 
 def corrections_rows() -> list[dict]:
@@ -53,7 +61,8 @@ def corrections_rows() -> list[dict]:
                 "kind": "volume", "model": "medsam2", "protocol": "corrections", "status": "ok",
                 "dice": curve[-1], "nsd": curve[-1], "n_slices": 6, "prompt_slice": 3, "seed": 0,
                 "gt_voxels": 100, "pred_voxels": 100, "slice_dice": json.dumps([curve[-1]] * 6),
-                "dice_after": json.dumps(curve), "nsd_after": json.dumps(curve), **noc_columns(curve)})
+                "dice_after": json.dumps(curve), "nsd_after": json.dumps(curve), **noc_columns(curve),
+                "prompt": json.dumps(ANCHORS[organ][i])})
     rows.append({**rows[-1], "case_id": "spleen_9", "status": "failed", "error": "out of memory",
                  "dice": float("nan"), "nsd": float("nan"), "dice_after": "", "nsd_after": "",
                  **{name: float("nan") for name in ("noc80", "noc85", "noc90")}})
@@ -98,3 +107,29 @@ def test_report_without_curves_has_no_effort_section(tmp_path):
     names = sorted(p.name for p in (run / "figures").iterdir())
     assert FIGURE not in names and names[:2] == ["box_dice.png", "box_nsd.png"]
     assert len(names) == 7 and all(name.startswith("slices_") for name in names[2:])  # box plots + 5 worst cases
+
+
+def test_compare_of_two_corrections_runs_shows_both_curves_and_nocs(tmp_path, capsys):
+    """``medsam-eval compare`` of box-like A and paint-like B (issue 31): each run's tools, median curve and NoC."""
+    from napari_medsam_eval.cli import main
+
+    a_rows = corrections_rows()
+    b_rows = []
+    for row in a_rows:  # B: every step 0.05 higher after the first, capped at 1
+        curve = json.loads(row["dice_after"]) if row["status"] == "ok" else None
+        if curve is not None:
+            curve = [curve[0]] + [min(1.0, v + 0.05) for v in curve[1:]]
+            row = {**row, "dice_after": json.dumps(curve), "dice": curve[-1], **noc_columns(curve),
+                   "prompt": json.dumps([_BOX] + [{"info": {"correction": "paint", "painted": True}}] * 2)}
+        b_rows.append(row)
+    run_a, run_b = write_run(tmp_path / "a", a_rows), write_run(tmp_path / "b", b_rows)
+    assert main(["compare", str(run_a), str(run_b), "--out", str(tmp_path / "cmp"), "--resamples", "50"]) == 0
+    printed = capsys.readouterr().out
+    text = (tmp_path / "cmp" / "compare.md").read_text()
+    for shown in (printed, text):
+        assert "Effort (corrections)" in shown or "effort (corrections)" in shown
+        assert "0.650 0.785" in shown and "0.650 0.835" in shown  # liver: A's median after 1, B's
+        assert "8 paint" in shown and "8 click" in shown
+    plain = tmp_path / "plain"
+    assert main(["compare", str(write_run(plain / "a", rows_a())), str(write_run(plain / "b", rows_a()))]) == 0
+    assert "effort" not in capsys.readouterr().out  # runs without curves: no effort part

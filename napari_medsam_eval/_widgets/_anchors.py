@@ -9,15 +9,19 @@ per anchor, in slice order::
     slice 8: box (265, 231, 326, 283)
     slice 11: box (250, 220, 330, 290) + 2 points (1 +, 1 -)
     slice 4: absent
+    slice 6: painted (412 pixels)
+
+A slice painted on the prediction layer is a painted anchor (:mod:`._paint`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 from magicgui.widgets import PushButton, Select
 
 from ..prompt import Prompt, plain_number
-from ..propagation.anchors import is_absent
+from ..anchor_prompts import is_absent, is_painted
 from ._layers import layer_kind
 from ._propagation_options import propagation_options
 
@@ -29,6 +33,9 @@ if TYPE_CHECKING:
 def describe_anchor(prompt: Prompt) -> str:
     """One line of the anchor list: the slice, then its boxes, points or ``absent``."""
     head = "image: " if prompt.slice_index is None else f"slice {prompt.slice_index}: "
+    if is_painted(prompt):
+        return head + ("painted empty (absent)" if is_absent(prompt) or prompt.mask is None
+                       else f"painted ({int(np.count_nonzero(prompt.mask))} pixels)")
     if is_absent(prompt):
         return head + "absent"
     parts = ["box (" + ", ".join(plain_number(v) for v in box) + ")" for box in prompt.boxes]
@@ -79,8 +86,9 @@ def correction_controls(widget: "SegmentWidget") -> tuple[PushButton, AnchorList
     after every published result and when the backend changes, and a new image choice
     drops the anchors (a correction then starts over).
     """
-    button = PushButton(text="Correct slice", tooltip="add the prompt drawn on this slice to the propagated result "
-                        "and propagate from it up to the other prompted slices")
+    button = PushButton(text="Correct slice", tooltip="add the prompt drawn on this slice (or what you painted or "
+                        "erased on the prediction layer there, kept as painted) to the propagated result and "
+                        "propagate from it up to the other prompted slices")
     anchor_list = AnchorList(widget.session, lambda: int(widget.target_label.value))
     button.changed.connect(lambda: widget.correct_slice())
 

@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 from qtpy.QtWidgets import QTableWidget, QVBoxLayout, QWidget
 
-from ..effort import curve_summary, curves_by_task, has_curves
+from ..effort import correction_tools, curve_summary, curves_by_task, has_curves
 from ..report.stats import natural_key
 from ._dock_layout import fixed_margins
 from ._results_table import ResultsView
@@ -31,11 +31,15 @@ MEAN_COLOR = "orange"
 
 def effort_summaries(rows: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     """Per task, :func:`~napari_medsam_eval.effort.curve_summary` of its ok rows' DSC curves ({} without curves)."""
-    frame = pd.DataFrame({"task": [str(r.get("task")) for r in rows], "status": [r.get("status") for r in rows],
-                          "dice_after": [r.get("dice_after") for r in rows]})
+    frame = _frame(rows)
     if not has_curves(frame):  # a run of another protocol: no curve to parse
         return {}
     return {task: curve_summary(curves) for task, curves in curves_by_task(frame).items()}
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    return pd.DataFrame({"task": [str(r.get("task")) for r in rows], "status": [r.get("status") for r in rows],
+                         "dice_after": [r.get("dice_after") for r in rows], "prompt": [r.get("prompt") for r in rows]})
 
 
 def _selected_line(table: QTableWidget) -> int | None:
@@ -51,6 +55,8 @@ class EffortPlot(QWidget):
         super().__init__()
         #: task -> its curve summary (interactions, n, mean, median, q25, q75)
         self.summaries: dict[str, pd.DataFrame] = {}
+        #: task -> the corrections its rows were given (effort.correction_tools), shown in the title
+        self.tools: dict[str, str] = {}
         #: the task shown (None: nothing shown)
         self.task: str | None = None
         #: the artists of the curve shown, for scripts and tests
@@ -87,6 +93,7 @@ class EffortPlot(QWidget):
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Recompute the curves from ``rows`` (all the rows shown); keep the task shown when it still has one."""
         self.summaries = effort_summaries(rows)
+        self.tools = correction_tools(_frame(rows)) if self.summaries else {}  # "28 paint, 2 absent" per task
         self.setVisible(bool(self.summaries))
         self.show_task(self.task)
 
@@ -112,7 +119,9 @@ class EffortPlot(QWidget):
         ax.set_xlabel("interactions", fontsize=8)
         ax.set_ylabel("DSC", fontsize=8)
         n = int(summary["n"].max()) if len(summary) else 0
-        ax.set_title(f"{self.task} (n={n}): DSC vs interactions", fontsize=8, color=self._text_color)
+        tools = self.tools.get(self.task)
+        ax.set_title(f"{self.task} (n={n}{'; ' + tools if tools else ''}): DSC vs interactions", fontsize=8,
+                     color=self._text_color)
         ax.legend(loc="lower right", fontsize=6)
         self.canvas.draw_idle()
 

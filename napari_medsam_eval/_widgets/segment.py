@@ -9,7 +9,7 @@ segmented and volumes propagated in napari thread workers
 locked while a job runs); results go to the session on the GUI thread and
 into the image's prediction layer (one value per object,
 :mod:`._prediction_layer`). Objects, attempts and undo: :mod:`._objects`;
-corrections: :mod:`._anchors`; propagation options: :mod:`._propagation_options`;
+corrections: :mod:`._anchors`, painted ones :mod:`._paint`; propagation options: :mod:`._propagation_options`;
 keys: :mod:`._shortcuts`. Errors become napari notifications.
 """
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ._anchors import start_propagation
 from ._dock_layout import button_row, fit_in_dock
 from ._drawing import follow_drawing, warn_points
 from ._encode_ahead import EncodeAhead
+from ._paint import painted_anchor
 from ._segment_controls import MODEL_CHOICES, build_controls
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
 from ._worker import WorkerRunner
@@ -229,7 +230,8 @@ class SegmentWidget(Container):
             return None
         try:
             data, kwargs = _layers.image_args(image := self._image())
-            prompt = self.current_prompt(_layers.current_index(self.viewer, image) if correct else None)
+            index = _layers.current_index(self.viewer, image) if correct else None
+            prompt = (correct and painted_anchor(self, image, index)) or self.current_prompt(index)  # ._paint
         except ValueError as exc:
             return self.runner.error(str(exc))
         self.session.use_image(data, **kwargs)  # prepared in the worker

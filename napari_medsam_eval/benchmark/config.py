@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from .scoring import NSD_TOLERANCE_MM
+from ..scoring import NSD_TOLERANCE_MM
 
 #: the run's options a resumed run must agree on (besides the model checkpoint's SHA-256)
 RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed",

@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -106,12 +106,6 @@ def empty_row() -> dict[str, Any]:
     row["slice_scores"] = "[]"
     row["attributes"] = "{}"
     return row
-
-
-def slice_dice_json(values: Sequence[float] | np.ndarray) -> str:
-    """Per-slice Dice as a compact JSON list: 4 decimals, ``null`` for NaN."""
-    return json.dumps([None if not math.isfinite(float(v)) else round(float(v), 4) for v in values],
-                      separators=(",", ":"))
 
 
 def json_dumps(value: Any) -> str:

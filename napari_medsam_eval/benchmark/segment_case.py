@@ -45,11 +45,12 @@ from ..intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
 from ..effort import noc_columns
 from ..protocols import PromptProtocol
-from ..protocols.corrections import CorrectionsProtocol, run_corrections
+from ..protocols.corrections import CorrectionsProtocol
+from ..studies.corrections import run_corrections
 from ..sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
 from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
-from .scoring import result_notes, score_target
+from ..scoring import result_notes, score_target
 from .steps import StepProgress, target_progress
 from .timing import SegmentTimer
 

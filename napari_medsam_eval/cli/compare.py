@@ -34,6 +34,13 @@ def run(args: argparse.Namespace) -> int:
     print(format_comparison(comparison))
     for note in comparison.attrs.get("notes", []):
         print(f"note: {note}")
+    from ..report.compare_effort import effort_comparison
+    from ..report.document import text_table
+
+    header, rows = effort_comparison(a.table, b.table)
+    if rows:  # two corrections runs
+        print("\neffort (corrections), each run's median over its cases:")
+        print(text_table(header, rows))
     if path is not None:
         print(f"\ncomparison: {path}")
     return 0

@@ -2,7 +2,8 @@
 
 ``--box`` and ``--point`` take an optional last number, the slice they are on; prompts on
 other slices than the first are corrections (anchors), each propagated again up to its
-neighbouring prompts.
+neighbouring prompts. ``--anchor-mask FILE SLICE`` is a painted slice (a mask drawn or
+edited elsewhere), kept exactly as painted (:mod:`napari_medsam_eval.anchor_prompts`).
 
 The prompted slice/frame is segmented and, for volumes and videos, propagated
 (volumes both ways, videos forward) unless ``--no-propagate``. The mask is
@@ -28,6 +29,7 @@ from ..ownership import check_not_inputs
 from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
+from ..anchor_prompts import is_painted
 from .common import (add_embeddings_argument, embeddings_option, finite_float, json_options, label_value,
                      non_negative_int, propagation_option)
 from .commands import command_help
@@ -42,6 +44,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                              "slices are corrections, propagated again up to the neighbouring prompts")
     parser.add_argument("--point", type=finite_float, nargs="+", action="append", metavar="X Y LABEL [SLICE]",
                         help="a point with label 1 (positive) or 0 (negative), on SLICE when given; repeatable")
+    parser.add_argument("--anchor-mask", nargs=2, action="append", metavar=("FILE", "SLICE"),
+                        help="a painted slice: the mask in FILE (any label format `info` reads: the whole volume, "
+                             "e.g. an edited prediction, or that one slice) on SLICE, kept exactly as painted and "
+                             "propagated from (its box for LiteMedSAM, the mask for MedSAM2/SAM2); a FILE with "
+                             "several values gives the voxels of --label-value; repeatable")
     parser.add_argument("--slice", type=non_negative_int, help="slice (z) or frame (t) of prompts given without one; default: the "
                                                   "middle slice / first frame")
     parser.add_argument("--label-value", type=label_value, default=1,
@@ -66,8 +73,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def _prompts(args: argparse.Namespace, case: Case) -> list[Prompt]:
     """One prompt per slice named on the command line, in the order the slices first appear."""
-    if not args.box and not args.point:
-        raise MedsamEvalError("give a prompt: --box X0 Y0 X1 Y1 [SLICE] and/or --point X Y LABEL [SLICE]")
+    if not args.box and not args.point and not args.anchor_mask:
+        raise MedsamEvalError("give a prompt: --box X0 Y0 X1 Y1 [SLICE], --point X Y LABEL [SLICE] "
+                              "and/or --anchor-mask FILE SLICE")
     default = None
     if case.kind != "image":
         default = (case.n_slices() // 2 if case.kind == "volume" else 0) if args.slice is None else args.slice
@@ -85,7 +93,40 @@ def _prompts(args: argparse.Namespace, case: Case) -> list[Prompt]:
     shape_hw = case.image.shape[:2] if case.kind == "image" else case.image.shape[1:3]
     prompts = [Prompt(target_label=args.label_value, slice_index=index, boxes=entry["boxes"], points=entry["points"],
                       point_labels=entry["labels"], protocol="manual") for index, entry in by_slice.items()]
-    return [check_prompt_in_image(p, shape_hw) for p in prompts]  # a box partly outside is clipped, with a warning
+    prompts = [check_prompt_in_image(p, shape_hw) for p in prompts]  # a box partly outside is clipped, with a warning
+    return prompts + _anchor_masks(args, case, set(by_slice))
+
+
+def _anchor_masks(args: argparse.Namespace, case: Case, prompted: set[int | None]) -> list[Prompt]:
+    """``--anchor-mask FILE SLICE``: painted anchors, each mask read and checked against the image."""
+    from ..io import read_label
+    from ..anchor_prompts import check_painted_mask, painted_prompt
+
+    usage, painted = "--anchor-mask FILE SLICE", []
+    for file, text in args.anchor_mask or []:
+        if case.kind == "image":
+            raise MedsamEvalError(f"{usage}: a 2D image has no slices to anchor")
+        try:
+            index = int(text)
+        except ValueError:
+            raise OptionError(f"{usage}: SLICE must be a whole number, got {text!r}") from None
+        if not 0 <= index < case.n_slices():
+            raise DataError(f"{usage}: SLICE {index} is outside 0..{case.n_slices() - 1}", case.metadata.get("image_path"))
+        if index in prompted:
+            raise OptionError(f"{usage}: slice {index} already holds a prompt; give one prompt per slice")
+        prompted.add(index)
+        array = np.asarray(read_label(file, case).array)
+        values = np.unique(array[array != 0])
+        target = array == args.label_value if len(values) > 1 else array != 0  # several objects: --label-value's
+        shape = case.image.shape[:3]
+        if target.shape == shape:
+            target = target[index]
+        try:
+            mask = check_painted_mask(target, shape[1:])
+        except ValueError as error:
+            raise DataError(f"{usage}: {error} (the image is {' x '.join(map(str, shape))})", Path(file)) from None
+        painted.append(painted_prompt(args.label_value, index, mask, protocol="manual", file=str(file)))
+    return painted
 
 
 def _split(values: list[float], count: int, usage: str, case: Case, default: int | None) -> tuple[list[float], int | None]:
@@ -171,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
         options["engine"] = args.engine
     backend = build_backend(args.model, **options)
     for prompt in prompts:
-        backend.check_prompt(prompt)
+        if not is_painted(prompt):  # a painted slice is kept as painted, not asked of the model
+            backend.check_prompt(prompt)
     from tqdm import tqdm
 
     with tqdm(total=case.n_slices(), unit="slice", file=sys.stderr, disable=case.kind == "image") as bar:
@@ -183,7 +225,7 @@ def run(args: argparse.Namespace) -> int:
         result = segment_case(case, prompts, backend, propagate=not args.no_propagate, window=args.window,
                               progress=progress, intensity=args.intensity, rules=rules)
     mask = result.mask
-    from ..benchmark.scoring import result_notes
+    from ..scoring import result_notes
 
     for note in result_notes(case.image, mask):  # valid, but meaning little: say so
         print(f"warning: {note}", file=sys.stderr)

@@ -16,6 +16,9 @@ to its slice (an *anchor*), and the current mask:
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
 
+* A *painted* prompt (:func:`painted_prompt`, :mod:`napari_medsam_eval.anchor_prompts`) holds the mask the user painted
+  on slice ``k``: that slice is kept exactly as painted and the propagation from it starts
+  from the painted mask (its box for a walk; the mask itself for a model with memory).
 * An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
   slice ``k``; past the outermost anchor it also empties the rest of the stack on that side
   (the object ends there).
@@ -39,21 +42,11 @@ from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..postprocess import LARGEST_COMPONENT
 from ..progress import SliceProgress
+from ..anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
+                              painted_prompt, painted_slices)
 from ..prompt import Prompt
 from .by_kind import PropagationResult, segment_by_kind
 from .walk import PropagationRecord
-
-#: prompt.info key of an anchor that says "the target is absent on this slice"
-ABSENT = "absent"
-
-
-def absent_prompt(target_label: int, slice_index: int, protocol: str = "manual") -> Prompt:
-    """An anchor saying the target is not on ``slice_index`` (the user erased it there)."""
-    return Prompt(int(target_label), slice_index=int(slice_index), protocol=protocol, info={ABSENT: True})
-
-
-def is_absent(prompt: Prompt) -> bool:
-    return bool(prompt.info.get(ABSENT))
 
 
 def merge_prompt(old: Prompt | None, new: Prompt) -> Prompt:
@@ -213,6 +206,8 @@ class AnchoredSegmentation:
         except Cancelled as stop:
             return PropagationResult(self.mask.copy(), first, cancelled=True, done=stop.done, total=stop.total)
         self.mask = np.asarray(frames, dtype=bool).copy()
+        for k, painted in painted_slices(self.anchors).items():  # the model took them as mask prompts;
+            self.mask[k] = painted  # the painted slices stay as painted
         self.last = PropagationResult(self.mask.copy(), first, record=PropagationRecord())
         return self.last
 

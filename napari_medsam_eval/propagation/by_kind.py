@@ -33,6 +33,7 @@ from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt, check_prompt_in_image
 from .official import propagate_official_litemedsam
+from ..anchor_prompts import painted_answer
 from ..postprocess import largest_component, wants_largest_component
 from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
@@ -184,7 +185,9 @@ def _segment_one_slice(backend: SegmentationBackend, image: np.ndarray, prompt: 
     if not 0 <= z < image.shape[0]:
         raise ValueError(f"prompt slice_index {z} is outside the stack (0..{image.shape[0] - 1})")
     mask = np.zeros(image.shape[:3], dtype=bool)
-    mask[z] = np.asarray(backend.segment(image[z], prompt, cache_key=(case_id, z)).mask, dtype=bool)
+    painted = painted_answer(prompt, image.shape[1:3])  # a painted slice is its own answer
+    mask[z] = painted if painted is not None else np.asarray(
+        backend.segment(image[z], prompt, cache_key=(case_id, z)).mask, dtype=bool)
     if progress(1, 1) is False:
         raise Cancelled(mask, 1, 1)
     return mask

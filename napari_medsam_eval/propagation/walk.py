@@ -38,6 +38,7 @@ from ..errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..progress import SliceProgress
 from ..prompt import Prompt
+from ..anchor_prompts import painted_answer
 from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
 from .locate import SimilarityLocator
@@ -207,10 +208,11 @@ def _next_prompt(prompt: Prompt, z: int, box: tuple[float, ...], good: np.ndarra
 def _segment_prompted(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, result: np.ndarray,
                       case_id: Hashable, tracker: _Progress, record: PropagationRecord) -> np.ndarray:
     z0 = int(prompt.slice_index)
-    answer = backend.segment(stack[z0], prompt, cache_key=(case_id, z0))
-    first = np.asarray(answer.mask, dtype=bool)
+    painted = painted_answer(prompt, stack.shape[1:3])  # a painted slice is kept as painted: no model call
+    answer = backend.segment(stack[z0], prompt, cache_key=(case_id, z0)) if painted is None else None
+    first = painted if answer is None else np.asarray(answer.mask, dtype=bool)
     result[z0] = first
-    record.scores[z0] = float("nan") if answer.score is None else float(answer.score)
+    record.scores[z0] = float("nan") if answer is None or answer.score is None else float(answer.score)
     tracker.step()
     return first
 
@@ -225,6 +227,9 @@ def _native(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rev
                          f"{getattr(backend, 'name', backend)!s} takes {', '.join(sorted(backend.accepts))}")
     options = {} if seed == "box" else {"seed": seed}  # a backend's own default is the prompt itself
     native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress, **options), dtype=bool)
+    painted = painted_answer(prompt, stack.shape[1:3])  # the model took the paint as its mask prompt
+    if painted is not None:
+        native[int(prompt.slice_index)] = painted  # and the painted slice stays as painted
     result[lo : hi + 1] = native[lo : hi + 1]
     z0, present = int(prompt.slice_index), result.reshape(result.shape[0], -1).any(axis=1)
     ways = [("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1))] if reverse else \

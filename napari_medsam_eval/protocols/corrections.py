@@ -19,8 +19,20 @@ the first frame holding it), propagated. Then, up to ``interactions`` times (K, 
      ground truth is empty there, an *absent* anchor (the user erases the slice: the object
      ends here). Slices that already hold an anchor are not chosen again for such a model
      (a second box there would be the same box).
+   * with the ``correction`` option the user's tool is chosen instead of by the model
+     (``auto``, the default, is the rule above): ``box`` (the ground-truth box, as above),
+     ``point`` (the click, as above) or a **brush** (issue 31). ``paint``: the user paints
+     that slice's ground truth, the whole slice (a clinician fixing a slice with the brush
+     leaves it right; it is also what the targets were measured with); ``paint-region``:
+     only the largest error region of that slice is painted right (the prediction keeps its
+     other errors), a cheaper stroke. Either is a painted anchor
+     (:mod:`napari_medsam_eval.anchor_prompts`): its slice is kept exactly as painted and
+     the propagation from it starts from the painted mask (its box for LiteMedSAM, the mask
+     for MedSAM2 / SAM2). Effort counts painted slices, one per interaction; a slice painted
+     whole has no error left and is not chosen again.
 3. the correction is an anchor (:mod:`napari_medsam_eval.propagation.anchors`): that slice is
-   segmented again and propagated to the neighbouring anchors.
+   segmented again and propagated to the neighbouring anchors (the loop that runs the model:
+   :func:`napari_medsam_eval.studies.corrections.run_corrections`).
 
 After each interaction the DSC and NSD of the whole case are recorded (``dice_after``,
 ``nsd_after``); NoC@80/85/90 follow (:mod:`napari_medsam_eval.effort`). The click's ties are
@@ -29,16 +41,20 @@ broken by a draw from one RNG seeded with ``seed`` per target.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Hashable, Iterable
+from typing import Callable, ClassVar, Iterable
 
 import numpy as np
 
-from ..errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
+from ..anchor_prompts import absent_prompt, painted_prompt
 from ..prompt import Prompt
 from .geometry import DT_BACKENDS, interior_point, tight_box
 from .medsam2 import MedSAM2Protocol
+
+#: the simulated user's tools: by the model (box-trained: box, else point), or one chosen
+CORRECTION_TYPES = ("auto", "box", "point", "paint", "paint-region")
+#: the tools that paint a slice (painted anchors)
+PAINT_TYPES = ("paint", "paint-region")
 
 #: a step's scores: {"dice": ..., "nsd": ...} of the whole case's prediction
 Scorer = Callable[[np.ndarray], dict[str, float]]
@@ -63,12 +79,16 @@ class CorrectionsProtocol(MedSAM2Protocol):
     largest_component: bool = False
     interactions: int = 5
     dt_backend: str = "opencv-c"
+    #: the simulated user's tool (:data:`CORRECTION_TYPES`, module doc)
+    correction: str = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.interactions, bool) or int(self.interactions) != self.interactions or self.interactions < 0:
             raise ValueError(f"{self.name}: interactions must be a whole number >= 0, got {self.interactions!r}")
         self.interactions = int(self.interactions)
+        if self.correction not in CORRECTION_TYPES:
+            raise ValueError(f"{self.name}: correction must be one of {CORRECTION_TYPES}, got {self.correction!r}")
         if self.dt_backend not in DT_BACKENDS:
             raise ValueError(f"{self.name}: dt_backend must be one of {DT_BACKENDS}, got {self.dt_backend!r}")
 
@@ -90,15 +110,39 @@ def corrects_with_boxes(backend: SegmentationBackend) -> bool:
     return "points" not in backend.accepts or bool(getattr(backend, "box_trained", False))
 
 
-def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bool, target_label: int,
+def correction_type(wanted: str, backend: SegmentationBackend) -> str:
+    """The tool the simulated user corrects ``backend`` with: ``wanted``, or for ``auto`` box
+    (:func:`corrects_with_boxes`) or point; a ValueError when the model cannot take it."""
+    if wanted not in CORRECTION_TYPES:
+        raise ValueError(f"correction must be one of {CORRECTION_TYPES}, got {wanted!r}")
+    if wanted == "auto":
+        return "box" if corrects_with_boxes(backend) else "point"
+    name = getattr(backend, "name", backend)
+    needs = {"box": "box", "point": "points"}.get(wanted)
+    if needs is not None and needs not in backend.accepts:
+        raise ValueError(f"corrections with {wanted}: {name} takes {', '.join(sorted(backend.accepts))}")
+    if wanted in PAINT_TYPES and getattr(backend, "propagates_natively", False) and "mask" not in backend.accepts:
+        raise ValueError(f"corrections with {wanted}: {name} propagates with its memory but takes no mask prompt")
+    return wanted
+
+
+def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bool | str, target_label: int,
                anchor: Prompt | None = None, rng: np.random.Generator | None = None,
                dt_backend: str = "opencv-c") -> Prompt:
-    """The simulated user's correction on slice ``k`` (module doc, step 2)."""
+    """The simulated user's correction on slice ``k`` (module doc, step 2). ``with_boxes``: the
+    tool (a :data:`CORRECTION_TYPES` name other than auto), or True for box, False for point."""
     from ..postprocess import largest_component
-    from ..propagation.anchors import absent_prompt
 
+    how = with_boxes if isinstance(with_boxes, str) else ("box" if with_boxes else "point")
     pred_k, gt_k = np.asarray(prediction[k], bool), np.asarray(truth[k], bool)
-    if with_boxes:
+    if how in PAINT_TYPES:
+        painted = gt_k.copy()
+        if how == "paint-region":  # only the largest error region is painted right
+            painted = pred_k.copy()
+            region = largest_component(pred_k != gt_k)
+            painted[region] = gt_k[region]
+        return painted_prompt(target_label, k, painted, protocol=CorrectionsProtocol.name, correction=how)
+    if how == "box":
         box = tight_box(gt_k)
         if box is None:
             return absent_prompt(target_label, k, protocol=CorrectionsProtocol.name)
@@ -114,34 +158,3 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
     return click
 
 
-def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, truth: np.ndarray,
-                    first: Prompt, protocol: CorrectionsProtocol, score: Scorer, *, rules: Any = None,
-                    case_id: Hashable = None, progress: SliceProgress | None = None
-                    ) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
-    """The simulated user on one target: the final mask, the scores after 0..K interactions
-    and the anchors in slice order. ``progress`` sees the slices of every pass; its False
-    stops the current pass after its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`."""
-    from ..propagation.anchors import AnchoredSegmentation
-
-    def passed(result: Any) -> None:
-        if result.cancelled:
-            raise Cancelled(result.mask, result.done, result.total)
-
-    truth = np.asarray(truth, bool)
-    session = AnchoredSegmentation(backend, image, kind, rules=rules, case_id=case_id)
-    passed(session.propagate(first, progress))
-    scores = [score(session.mask)]
-    start = int(first.slice_index) if kind == "video" else 0
-    rng = np.random.default_rng(protocol.seed)
-    with_boxes = corrects_with_boxes(backend)
-    for _ in range(protocol.interactions):
-        # a box-corrected model has had the best box a user can draw on an anchored slice: look elsewhere
-        k = worst_slice(session.mask, truth, start, skip=session.anchors if with_boxes else ())
-        if k is None:
-            scores.append(scores[-1])
-            continue
-        fix = correction(session.mask, truth, k, with_boxes, int(first.target_label), session.anchors.get(k),
-                         rng, protocol.dt_backend)
-        passed(session.correct(fix, progress))
-        scores.append(score(session.mask))
-    return session.mask, scores, session.anchor_list()

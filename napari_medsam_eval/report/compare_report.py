@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import markup as mk
+from .compare_effort import effort_blocks
 from .paired import ALL, compare_runs, paired_scores
 from .document import text_table
 from .figures import plot_paired_differences
@@ -63,6 +64,7 @@ def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_
                      f"median ({n_boot} resamples of the pairs, seed {seed}); Wilcoxon: two-sided signed-rank "
                      f"test, zero differences dropped. '{ALL}' pools the pairs of every task.", note=True),
         mk.image(figure.name, f"paired {label} difference per task"),
+        *effort_blocks(a.table, b.table),  # two corrections runs: each one's curve and NoC
     ]
     mk.write_text(out / "compare.csv", comparison.to_csv(index=False))
     written = mk.write_text(out / "compare.md", mk.to_markdown(blocks))

@@ -21,7 +21,7 @@ EFFORT_FIGURE = "dsc_vs_interactions.png"
 
 def effort_header() -> list[str]:
     """Columns of the NoC table: task, n, K, median DSC after 0 and after K, then per threshold NoC and reach."""
-    header = ["task", "n", "K", "median DSC after 0", "median DSC after K"]
+    header = ["task", "n", "K", "corrections given", "median DSC after 0", "median DSC after K"]
     for threshold in NOC_THRESHOLDS:
         header += [f"median NoC@{threshold:.2f}", f"reached {threshold:.2f} (% of cases)"]
     return header
@@ -33,7 +33,8 @@ def effort_rows(effort: pd.DataFrame) -> list[list]:
     for _, row in effort.iterrows():
         k = int(row["interactions"])
         # effort_table names the last step's column by its K ("dice_5"), which may differ between tasks
-        cells: list = [row["task"], int(row["n"]), k, float(row["dice_0"]), float(row[f"dice_{k}"])]
+        cells: list = [row["task"], int(row["n"]), k, row.get("corrections", "") or "none", float(row["dice_0"]),
+                       float(row[f"dice_{k}"])]
         for name in NOC_COLUMNS:
             cells += [format_noc(float(row[f"median_{name}"]), k), f"{100 * float(row[f'reached_{name}']):.1f} %"]
         rows.append(cells)
@@ -56,7 +57,8 @@ def effort_blocks(table: pd.DataFrame, figures: Path, prefix: str) -> list[tuple
         mk.heading("Effort (corrections)"),
         mk.paragraph(f"DSC after each simulated correction, and NoC: the number of interactions until the DSC "
                      f"reaches {thresholds} (0 = the first prompt and its propagation already does)."),
-        mk.table(header, effort_rows(effort_table(table)), numeric=[False] + [True] * (len(header) - 1)),
+        mk.table(header, effort_rows(effort_table(table)),
+                 numeric=[False, True, True, False] + [True] * (len(header) - 4)),
         mk.paragraph("NoC counts K + 1 when a case never reaches the threshold within K interactions, so a median "
                      "above K reads '> K (not reached)'; 'reached' is the share of cases reaching it within K. "
                      "Failed cases are left out.", note=True),

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..aggregate import summarize
-from ..benchmark.scoring import NSD_TOLERANCE_MM, score_target
+from ..scoring import NSD_TOLERANCE_MM, score_target
 from ..datasets import resolve_layout, task_name
 from ..intensity import case_intensity, prepare_image
 from ..models.base import SegmentationBackend

@@ -14,14 +14,23 @@ variation (the model saw nothing to segment), a prompt that gave an empty mask.
 """
 from __future__ import annotations
 
+import json
+import math
+from typing import Sequence
+
 import numpy as np
 
-from ..case import Case
-from ..metrics import LITEMEDSAM_NSD_TOLERANCE_MM, compute_dice, compute_per_slice_dice, score_pair
-from .schema import slice_dice_json
+from .case import Case
+from .metrics import LITEMEDSAM_NSD_TOLERANCE_MM, compute_dice, compute_per_slice_dice, score_pair
 
 #: NSD tolerance of every row (LiteMedSAM's compute_metrics.py: 2 mm for all modalities)
 NSD_TOLERANCE_MM = LITEMEDSAM_NSD_TOLERANCE_MM
+
+
+def slice_dice_json(values: Sequence[float] | np.ndarray) -> str:
+    """Per-slice Dice as a compact JSON list: 4 decimals, ``null`` for NaN."""
+    return json.dumps([None if not math.isfinite(float(v)) else round(float(v), 4) for v in values],
+                      separators=(",", ":"))
 
 
 def score_target(pred: np.ndarray, gt: np.ndarray, case: Case,
