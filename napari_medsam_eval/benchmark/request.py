@@ -64,12 +64,13 @@ class RunRequest:
 
     @classmethod
     def checked(cls, dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
-                checkpoint: Path | None = None, resume: bool = False, **options: Any) -> "RunRequest":
+                checkpoint: Path | None = None, resume: bool = False, precision: str = "fp32",
+                **options: Any) -> "RunRequest":
         """The request, or ValueError naming what is missing or wrong.
 
         ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
         with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
-        need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package; the protocol
+        need an existing ``checkpoint`` file; ``precision`` (fp32, bf16, int8) is LiteMedSAM's; executor ``ray`` needs the ``ray`` package; the protocol
         must take ``protocol_options`` and ``propagation`` must be a rule set. ``options``: the other fields.
         """
         if dataset is None:
@@ -102,6 +103,12 @@ class RunRequest:
                 raise ValueError(f"model {model} needs a checkpoint file"
                                  + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
             model_options["checkpoint"] = str(checkpoint)
+        if precision != "fp32":  # fp32 is every model's default: left out, so a run resumes as before
+            if model != "litemedsam":
+                raise ValueError(f"precision {precision} applies to model litemedsam only, not {model}")
+            from ..models.litemedsam_precision import resolve_precision
+
+            model_options["precision"] = resolve_precision(precision)
         return cls(dataset=dataset, out_dir=out_dir, model=model, protocol=protocol, resume=resume,
                    model_options=model_options, **options)
 

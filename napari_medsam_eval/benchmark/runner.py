@@ -227,6 +227,10 @@ def run_benchmark(
         raise ValueError(f"protocol option seed={protocol_options['seed']} contradicts seed={seed}; give one")
     protocol_obj = build_protocol(protocol, **protocol_options)
     _check_apart_from_inputs(out_dir, dataset, model_options, protocol_options)
+    if model == "litemedsam" and model_options.get("precision") == "int8":  # never calibrated on what it is scored on
+        from ..models.litemedsam_precision import calibration_set
+
+        calibration_set(model_options.get("calibration")).check_apart((p for r in listed for p in r.files()), dataset)
     _check_out_dir(out_dir, resume)
     created = _make_out_dir(out_dir)
     with RunLock(out_dir):  # first: one writer per folder, before any model work
@@ -264,7 +268,7 @@ def _run(dataset: Path, out_dir: Path, refs: list, listed: list, layout: str, mo
 
     settings = CaseSettings(model=model, protocol=protocol.name, seed=seed, run_dir=str(out_dir),
                             save_predictions=save_predictions, intensity=intensity,
-                            propagation=propagation)
+                            propagation=propagation, precision=str(backend.describe().get("precision", "")))
     spec = RunSpec(layout=layout, model=model, protocol=protocol.name, settings=settings,
                    model_options=model_options, protocol_options=protocol.options())
     config = {"dataset_path": str(dataset.resolve()), "layout": layout, "model": model,

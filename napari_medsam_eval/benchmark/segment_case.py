@@ -73,6 +73,8 @@ class CaseSettings:
     #: propagation rules: a preset name (``volume``, ``video``, ``legacy``), a dict of options, or None
     #: for the kind's measured default (:mod:`napari_medsam_eval.propagation.rules`)
     propagation: str | dict | None = None
+    #: the model's precision as its describe() gives it (LiteMedSAM: fp32, bf16, int8; "" when not said)
+    precision: str = ""
 
 
 def error_text(error: BaseException) -> str:
@@ -107,6 +109,7 @@ def base_row(ref: CaseRef, kind: str, settings: CaseSettings) -> dict[str, Any]:
     """The columns every row of ``ref`` shares."""
     return {
         "case_id": ref.case_id, "dataset": ref.dataset, "kind": kind, "model": settings.model,
+        "precision": settings.precision,
         "protocol": settings.protocol, "status": STATUS_OK, "error": "",
         "nsd_tolerance_mm": float(settings.tolerance_mm), "attributes": json_dumps(ref.attributes),
         "seed": int(settings.seed), "prediction_path": "",
