@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import OptionError
+from napari_medsam_eval.models.checkpoint_files import ModelOptionError as OptionError
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models.litemedsam import preprocess_slice
@@ -109,7 +109,7 @@ def test_int8_masks_agree_with_fp32_on_a_real_slice(fp32_backend, int8_backend, 
 
 
 def test_precision_options_are_checked(precision_cache):
-    with pytest.raises(OptionError, match="precision must be one of"):
+    with pytest.raises(ValueError, match="precision must be one of"):
         build_backend("litemedsam", precision="int4")
     with pytest.raises(OptionError, match="OpenVINO"):
         build_backend("litemedsam", engine="torch", device="cpu", precision="int8")

@@ -56,7 +56,7 @@ from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
 from .checkpoint_files import ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
-from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
+from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, cache_dir, export_key, resolve_engine
 from .litemedsam_precision import CalibrationSet, calibration_set, int8_variant, resolve_precision
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
     BBOX_SHIFT_256,
@@ -497,7 +497,8 @@ def build(
         encoder_engine = build_encoder(engine_name, model.image_encoder, device=torch_device,
                                        checkpoint_sha256=sha, num_threads=threads,
                                        precision="bf16" if precision == "bf16" else "f32", lazy=store is not None,
-                                       variant=int8_variant(calibration_data) if calibration_data else None)
+                                       variant=int8_variant(calibration_data, cache_dir() / export_key(engine_name, sha))
+                                       if calibration_data else None)
     return LiteMedSAMBackend(
         model,
         device=torch_device,
