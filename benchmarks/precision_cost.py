@@ -58,22 +58,27 @@ def options(precision: str) -> dict:
     return {} if precision == "fp32" else {"precision": precision}
 
 
-def encoder_speed(precision: str, slices: list[np.ndarray], repeats: int) -> tuple[float, dict]:
-    """Median seconds per encoder pass over ``slices`` (each preprocessed), after two warm-up passes."""
+def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int) -> tuple[dict, dict]:
+    """Median seconds per encoder pass of each precision over ``slices`` (each preprocessed), after two
+    warm-up passes; the precisions take turns pass by pass, so a change of the machine's load hits all alike."""
     from napari_medsam_eval.models import build_backend
     from napari_medsam_eval.models.litemedsam import preprocess_slice
 
-    backend = build_backend("litemedsam", engine="openvino", cache_size=0, **options(precision))
-    engine = backend.encoder_engine
+    engines, facts = {}, {}
+    for precision in precisions:
+        backend = build_backend("litemedsam", engine="openvino", cache_size=0, **options(precision))
+        engines[precision], facts[precision] = backend.encoder_engine, backend.describe()
     inputs = [preprocess_slice(s)[0] for s in slices]
-    for padded in inputs[:2]:
-        engine(padded)
-    times = []
+    for engine in engines.values():
+        for padded in inputs[:2]:
+            engine(padded)
+    times: dict[str, list[float]] = {p: [] for p in precisions}
     for i in range(repeats):
-        start = time.perf_counter()
-        engine(inputs[i % len(inputs)])
-        times.append(time.perf_counter() - start)
-    return float(np.median(times)), backend.describe()
+        for precision, engine in engines.items():
+            start = time.perf_counter()
+            engine(inputs[i % len(inputs)])
+            times[precision].append(time.perf_counter() - start)
+    return {p: float(np.median(t)) for p, t in times.items()}, facts
 
 
 def real_slices(count: int) -> list[np.ndarray]:
@@ -113,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="run folders (default: a temporary folder)")
     parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     parser.add_argument("--repeats", type=int, default=12, help="timed encoder passes per precision")
+    parser.add_argument("--encoder-only", action="store_true", help="time the encoders only, no runs")
     args = parser.parse_args(argv)
     os.environ.setdefault("MEDSAM_EVAL_SHARED_DATA", str(SHARED_DATA))
     out = args.out or Path(tempfile.mkdtemp(prefix="precision-cost-"))
@@ -121,13 +127,15 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_state())
     gflop = encoder_gflop()
     slices = real_slices(6)
-    speed: dict[str, float] = {}
-    for precision in precisions:
-        seconds, facts = encoder_speed(precision, slices, args.repeats)
-        speed[precision] = seconds
-        extra = f" calibration {facts['calibration']['id']}" if "calibration" in facts else ""
+    speed, facts = encoder_speeds(precisions, slices, args.repeats)
+    for precision, seconds in speed.items():
+        calibration = facts[precision].get("calibration")
+        extra = f"  calibration {calibration['id']} ({calibration['files']} files)" if calibration else ""
         print(f"encoder {precision:<5} {seconds:.3f} s/pass  {gflop / seconds:6.1f} GFLOP/s  "
-              f"x{speed['fp32'] / seconds:.2f} vs fp32{extra}", flush=True)
+              f"x{speed['fp32'] / seconds:.2f} vs fp32 (median of {args.repeats}, taking turns){extra}", flush=True)
+    if args.encoder_only:
+        print(machine_state())
+        return 0
     print(f"\nruns (protocol medsam2) into {out}; |dDSC| per (case, target) against fp32")
     for name, folder, limit in datasets(args.quick, out):
         base = None

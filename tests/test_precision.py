@@ -92,7 +92,7 @@ def test_the_precision_changes_the_embedding_store_key(fp32_backend, int8_backen
     bf16 = build_backend("litemedsam", engine="openvino", precision="bf16")
     keys = [b.embedding_key(padded) for b in (fp32_backend, bf16, int8_backend)]
     assert len({k.digest() for k in keys}) == 3 and len({k.engine for k in keys}) == 3
-    assert "calibration=" in keys[2].engine and "int8" in keys[2].engine
+    assert "calibration_id=" in keys[2].engine and "int8" in keys[2].engine
     assert len({k.content for k in keys}) == 1  # the same slice: only the precision differs
 
 

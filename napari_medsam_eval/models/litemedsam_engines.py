@@ -375,7 +375,8 @@ def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: s
     while True:
         what = "gives a wrong embedding"
         try:
-            loaded = _load(engine, path, num_threads, precision, variant)
+            loaded = (_load(engine, path, num_threads, precision) if variant is None
+                      else _load(engine, path, num_threads, precision, variant))
         except Exception as exc:  # the runtimes raise their own error types for unreadable models
             what, problem = "failed to load", f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
         else:

@@ -227,7 +227,7 @@ def _relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
 def int8_variant(calibration: CalibrationSet, fp32_folder: Path | None = None) -> ExportVariant:
     """The INT8 export of the OpenVINO encoder, calibrated on ``calibration``; quantized from the cached fp32
     export in ``fp32_folder`` when it is there and sound (its files match its manifest), else from a new one."""
-    facts = {"quantization": f"int8 nncf ({QUANT_RECIPE})", "calibration": calibration.id}
+    facts = {"quantization": f"int8 nncf ({QUANT_RECIPE})", "calibration_id": calibration.id}
 
     def export(encoder: torch.nn.Module, folder: Path) -> tuple[str, dict[str, Any]]:
         plain = folder / "fp32"
