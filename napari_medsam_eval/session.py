@@ -123,11 +123,16 @@ class Session:
     # -- model and image ----------------------------------------------------
 
     @staticmethod
-    def build_backend(name: str, checkpoint: str | None = None, device: str | None = None, **options: Any) -> SegmentationBackend:
+    def build_backend(name: str, checkpoint: str | None = None, device: str | None = None,
+                      precision: str | None = None, **options: Any) -> SegmentationBackend:
         """:func:`napari_medsam_eval.models.build_backend` with the options a user gives in a GUI
-        (an empty checkpoint means the model's default)."""
+        (an empty checkpoint means the model's default; ``precision`` other than fp32: LiteMedSAM's)."""
         from .models import build_backend
 
+        if precision not in (None, "fp32"):
+            if name != "litemedsam":
+                raise ValueError(f"precision {precision} applies to litemedsam only, not {name}")
+            options["precision"] = precision
         if checkpoint:
             options["checkpoint"] = str(checkpoint)
         if device and device != "auto":

@@ -98,7 +98,7 @@ def test_load_model_off_thread_and_errors(make_napari_viewer, shared_data, qtbot
     assert widget.busy
     _wait(qtbot, worker)
     assert widget.session.backend is not None and widget.session.backend.name == "litemedsam"
-    assert widget.status.value.startswith("model litemedsam loaded")
+    assert widget.status.value.startswith("model litemedsam loaded") and "fp32" in widget.status.value
 
 
 def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_data, backend, qtbot, errors):
@@ -125,6 +125,12 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     _wait(qtbot, worker)
     assert not widget.busy and widget.segment_button.enabled
     layer = viewer.layers[f"{image.name} prediction"]
+    # the precision that made the mask on display is said on screen and kept with the layer (issue 30)
+    assert widget.status.value.endswith("(by litemedsam fp32)") and layer.metadata["made_by"] == "by litemedsam fp32"
+    widget.precision.value = "int8"  # another precision is another model: it would be built anew
+    assert not widget.session.has_backend(widget._model_spec())
+    widget.precision.value = "fp32"
+    assert widget.session.has_backend(widget._model_spec())
     z = prompt.slice_index
     # the same slice through the core (the session's cache answers it: no second encode)
     calls = backend.encoder_calls

@@ -12,6 +12,7 @@ from typing import Any
 from magicgui.widgets import (CheckBox, ComboBox, Container, FileEdit, Label, LineEdit, ProgressBar, PushButton, SpinBox,
                               Widget)
 
+from ..cli.common import PRECISION_CHOICES
 from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..propagation.rules import RULE_PRESETS
@@ -55,6 +56,8 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
         "protocol_options": "the protocol's options as JSON, e.g. {\"margin\": 10} for a box 10 px wider "
                             "(medsam-eval run --protocol-options); empty: its defaults",
         "seed": "the seed of the protocol's random choices (jittered boxes, sampled points)",
+        "precision": "LiteMedSAM's image encoder precision: fp32 (exact), bf16 or int8 (faster; masks move: "
+                     "README 'Precision'); the rows' precision column records it",
     }
     widget.dataset = FileEdit(label="dataset", mode="d", nullable=True, value=None, tooltip=tip["dataset"])
     widget.layout_choice = ComboBox(label="layout", choices=[AUTO_LAYOUT, *available_layouts()], value=AUTO_LAYOUT,
@@ -62,6 +65,8 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND, tooltip=tip["model"])
     widget.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, visible=False,
                                  tooltip=tip["checkpoint"])
+    widget.precision = ComboBox(label="precision", choices=list(PRECISION_CHOICES), value="fp32",
+                                tooltip=tip["precision"])
     widget.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2", tooltip=tip["protocol"])
     widget.protocol_options = LineEdit(label="protocol options", value="", tooltip=tip["protocol_options"])
     widget.propagation = ComboBox(label="propagation", choices=[DATA_DEFAULT, *RULE_PRESETS], value=DATA_DEFAULT,
@@ -84,7 +89,7 @@ def add_run_controls(widget: Any) -> tuple[list[Widget], Container]:
     widget.progress = ProgressBar(label="progress", min=0, max=1, value=0, tooltip=tip["progress"])
     widget.status = Label(label="status", value="choose a dataset folder and an output folder")
     wrap_status(widget.status)
-    inputs = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.protocol,
+    inputs = [widget.dataset, widget.layout_choice, widget.model, widget.checkpoint, widget.precision, widget.protocol,
               widget.protocol_options, widget.propagation, widget.propagation_margin, widget.seed, widget.limit, widget.workers, widget.executor, widget.ray_address, widget.save_predictions,
               widget.out_dir]
     return inputs, buttons

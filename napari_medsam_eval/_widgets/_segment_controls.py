@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from magicgui.widgets import CheckBox, ComboBox, FileEdit, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels, Points, Shapes
 
+from ..cli.common import PRECISION_CHOICES
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..models.device import DEVICE_CHOICES as DEVICES
 from ..protocols import GROUND_TRUTH_PROTOCOLS
@@ -43,6 +44,9 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
     widget.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None,
                                  tooltip="empty: LiteMedSAM's shipped weights; MedSAM2/SAM2/SAM need a file")
     widget.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip="where the model runs")
+    widget.precision = ComboBox(label="precision", choices=list(PRECISION_CHOICES), value="fp32",
+                                tooltip="LiteMedSAM's image encoder: fp32 (exact), bf16 or int8 (faster, masks move; "
+                                        "README 'Precision'); the status line names the precision of each mask")
     widget.load_button = PushButton(text="Load model", tooltip="build the model now (else on first use)")
     widget.image_layer = ComboBox(label="image", choices=choices(viewer, Image), tooltip="the image to segment")
     widget.box_layer = ComboBox(label="boxes", nullable=True, choices=choices(viewer, Shapes),
@@ -80,4 +84,11 @@ def build_controls(widget: "SegmentWidget", viewer: "napari.viewer.Viewer") -> N
     widget.status = Label(label="status", value="no model loaded")
     wrap_status(widget.status)
 
-__all__ = ["DEVICE_CHOICES", "MODEL_CHOICES", "PROMPT_SLICE_CHOICES", "build_controls"]
+def made_by(backend: object) -> str:
+    """Which model and precision made a mask, as the status line says it (``litemedsam int8``)."""
+    describe = getattr(backend, "describe", None)
+    facts = describe() if callable(describe) else {}
+    return " ".join(str(v) for v in (getattr(backend, "name", "model"), facts.get("precision")) if v)
+
+
+__all__ = ["DEVICE_CHOICES", "made_by", "MODEL_CHOICES", "PROMPT_SLICE_CHOICES", "build_controls"]

@@ -138,6 +138,7 @@ class BenchmarkWidget(Container):
         layout = None if self.layout_choice.value == AUTO_LAYOUT else self.layout_choice.value
         return checked_request(_path(self.dataset), _path(self.out_dir), self.model.value, self.protocol.value,
                                checkpoint=_path(self.checkpoint), resume=resume, layout=layout,
+                               precision=self.precision.value if self.model.value == "litemedsam" else "fp32",
                                limit=int(self.limit.value) or None, workers=int(self.workers.value),
                                save_predictions=bool(self.save_predictions.value),
                                protocol_options=json_object(self.protocol_options.value, "protocol options"),

@@ -31,8 +31,9 @@ from ._anchors import start_propagation
 from ._dock_layout import button_row, fit_in_dock
 from ._drawing import follow_drawing, warn_points
 from ._encode_ahead import EncodeAhead
+from ..cli.common import PRECISION_CHOICES
 from ._paint import painted_anchor
-from ._segment_controls import MODEL_CHOICES, build_controls
+from ._segment_controls import MODEL_CHOICES, build_controls, made_by
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
 from ._worker import WorkerRunner
 from ._viewer import real_viewer
@@ -53,7 +54,7 @@ class SegmentWidget(Container):
         self._gt_controls = [self.gt_layer, self.protocol, self.prompt_slice, self.gt_prompt_button]
         actions = [button_row(self.segment_button, self.propagate_button),
                    button_row(self.correct_button, self.cancel_button)]
-        self.extend([self.model, self.checkpoint, self.device, self.load_button, self.image_layer, self.encode_box,
+        self.extend([self.model, self.checkpoint, self.device, self.precision, self.load_button, self.image_layer, self.encode_box,
                      self.box_layer,
                      self.point_layer, self.polarity, self.new_prompt_layers_button, self.target_label, self.objects,
                      self.use_gt, *self._gt_controls[:3], self.mode, self.gt_prompt_button, self.propagation_box,
@@ -138,19 +139,23 @@ class SegmentWidget(Container):
     def _image(self) -> Image:
         return _layers.checked_image(self.image_layer.value)
 
-    def _model_spec(self) -> tuple[str, str | None, str]:
+    def _model_spec(self) -> tuple[str, str | None, str, str]:
         checkpoint = self.checkpoint.value
         checkpoint = str(checkpoint) if checkpoint not in (None, "") and str(checkpoint) not in ("", ".") else None
-        return self.model.value, checkpoint, self.device.value
+        precision = self.precision.value if self.model.value == "litemedsam" else "fp32"
+        return self.model.value, checkpoint, self.device.value, precision
 
     def set_backend(self, backend: Any) -> None:
         """Use an already built backend (a script's or a test's) as the chosen model."""
         if getattr(backend, "name", None) in MODEL_CHOICES:
             self.model.value = backend.name
+        if getattr(backend, "precision", None) in PRECISION_CHOICES:
+            self.precision.value = backend.precision
         self.session.set_backend(backend, self._model_spec())
 
     def _on_backend(self, backend: Any) -> None:
-        self.status.value = f"model {self.session.model_name} loaded ({backend.describe().get('device', 'cpu')})"
+        facts = backend.describe()
+        self.status.value = f"model {self.session.model_name} loaded ({', '.join(str(facts[k]) for k in ('device', 'precision') if facts.get(k))})"
 
     def load_model(self, then: Callable[[], Any] | None = None) -> Any:
         """Build the chosen model in a worker; ``then`` runs once it is loaded."""
@@ -257,7 +262,7 @@ class SegmentWidget(Container):
     def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
         layer = self.objects.commit(prompt, mask, prompt.slice_index)
         if layer is not None:
-            self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name}"
+            self.status.value = f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name} ({self._mark(layer)})"
 
     def _show_result(self, result: PropagationResult) -> None:
         if result.cancelled:
@@ -266,7 +271,12 @@ class SegmentWidget(Container):
             return
         layer = self.objects.commit(result.prompt, result.mask, stops=[s.to_dict() for s in result.record.stops])
         if layer is not None:
-            self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name}"
+            self.status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name} ({self._mark(layer)})"
+
+    def _mark(self, layer: Any) -> str:
+        """Record on ``layer`` which model and precision made the mask on display; the words for the status."""
+        layer.metadata["made_by"] = words = f"by {made_by(self.session.backend)}"
+        return words
 
 
 __all__ = ["SegmentWidget"]

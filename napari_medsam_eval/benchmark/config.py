@@ -26,7 +26,7 @@ RESUME_DEFAULTS = {"intensity": "auto", "propagation": None}
 #: manifest keys that name a field under another name
 _MANIFEST_NAMES = {"dataset": "dataset_path"}
 #: fields that describe this invocation, not the run's results (never in the manifest's config)
-_NOT_RECORDED = ("out_dir", "resume", "tolerance_mm")
+_NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision")
 #: fields recorded only when they differ from the default (older manifests lack them)
 _RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
 
@@ -69,6 +69,9 @@ class RunConfig:
     gpus_per_worker: float = 0.0
     #: NSD tolerance of every row (the manifest's ``metrics`` section records it)
     tolerance_mm: float = NSD_TOLERANCE_MM
+    #: the built model's precision as its ``describe()`` says (LiteMedSAM: fp32, bf16, int8; "" when it does not
+    #: say), set by the run for its rows; the option that chooses it is ``model_options["precision"]``
+    precision: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dataset", Path(self.dataset))

@@ -154,6 +154,10 @@ def check_resumable(previous: dict[str, Any], current: dict[str, Any], run_dir: 
         before, now_ = model_before.get(key), model_now[key]
         if before is not None and before != now_:
             differences.append(f"model {key}: {str(before)[:12]}... -> {str(now_)[:12]}...")
+    for key in ("precision",):  # fp32 and int8 rows never share a table
+        before, now_ = model_before.get(key), (model_now or {}).get(key)
+        if before is not None and now_ is not None and before != now_:
+            differences.append(f"model {key}: {before} -> {now_}")
     if differences:
         raise DataError("cannot resume: this run folder was made with other settings ("
                         + "; ".join(differences) + "); use a new output folder", run_dir)

@@ -34,12 +34,14 @@ NEEDS_CHECKPOINT = ("medsam2", "sam2", "sam")
 
 
 def checked_request(dataset: Path | None, out_dir: Path | None, model: str, protocol: str, *,
-                    checkpoint: Path | None = None, resume: bool = False, **options: Any) -> RunConfig:
+                    checkpoint: Path | None = None, resume: bool = False, precision: str = "fp32",
+                    **options: Any) -> RunConfig:
     """The run the widget's controls ask for, or ValueError naming what is missing or wrong.
 
     ``dataset`` must be a folder; ``out_dir`` an empty (or new) folder, or
     with ``resume`` one holding a run's rows; models in :data:`NEEDS_CHECKPOINT`
-    need an existing ``checkpoint`` file; executor ``ray`` needs the ``ray`` package; the protocol
+    need an existing ``checkpoint`` file; ``precision`` (fp32, bf16, int8) is LiteMedSAM's; executor ``ray``
+    needs the ``ray`` package; the protocol
     must take ``protocol_options`` and ``propagation`` must be a rule set. ``options``: the other
     :class:`~.config.RunConfig` fields (predictions are saved unless ``save_predictions=False``:
     the widget opens a row's prediction).
@@ -72,6 +74,12 @@ def checked_request(dataset: Path | None, out_dir: Path | None, model: str, prot
             raise ValueError(f"model {model} needs a checkpoint file"
                              + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
         model_options["checkpoint"] = str(checkpoint)
+    if precision != "fp32":  # fp32 is every model's default: left out, so a run resumes as before
+        if model != "litemedsam":
+            raise ValueError(f"precision {precision} applies to model litemedsam only, not {model}")
+        from ..models.litemedsam_precision import resolve_precision
+
+        model_options["precision"] = resolve_precision(precision)
     options.setdefault("save_predictions", True)
     return RunConfig(dataset=dataset, out_dir=out_dir, model=model, protocol=protocol, resume=resume,
                      model_options=model_options, **options).checked()

@@ -186,6 +186,11 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
     config = config.resolved(layout_obj.name, protocol_obj)
     _check_apart_from_inputs(out_dir, dataset, config.model_options, config.protocol_options)
+    if config.model == "litemedsam" and config.model_options.get("precision") == "int8":  # never calibrated on
+        from ..models.litemedsam_precision import calibration_set  # what it is scored on
+
+        calibration_set(config.model_options.get("calibration")).check_apart(
+            (p for r in listed for p in r.files()), dataset)
     _check_out_dir(out_dir, config.resume)
     created = _make_out_dir(out_dir)
     with RunLock(out_dir):  # first: one writer per folder, before any model work
@@ -215,6 +220,7 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
     from tqdm import tqdm
 
     dataset, out_dir, resume = config.dataset, config.out_dir, config.resume
+    config = config.replace(precision=str(backend.describe().get("precision", "")))
     store = ResultStore(out_dir)
     previous = read_manifest(out_dir) if resume else None
     manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config.to_manifest()}

@@ -13,6 +13,8 @@ and read on its own. Column meanings:
 ``label_name``         the target's name (``"anterior"``; ``"label_<n>"`` if unnamed)
 ``kind``               ``volume`` / ``video`` / ``image``
 ``model``              backend name; ``protocol`` the prompt protocol's name
+``precision``          the model's precision (LiteMedSAM: ``fp32``, ``bf16``, ``int8``;
+                       ``""`` for a model that does not say)
 ``status``             ``"ok"``, ``"failed"`` or ``"empty_gt"`` (the ground truth holds
                        no voxel of the target: nothing to prompt, nothing scored;
                        counted apart from ok and failed); ``error`` the reason
@@ -73,7 +75,7 @@ import numpy as np
 import pandas as pd
 
 COLUMNS: tuple[str, ...] = (
-    "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "protocol", "status", "error",
+    "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",

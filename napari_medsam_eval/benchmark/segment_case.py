@@ -92,6 +92,7 @@ def base_row(ref: CaseRef, kind: str, config: RunConfig) -> dict[str, Any]:
     """The columns every row of ``ref`` shares."""
     return {
         "case_id": ref.case_id, "dataset": ref.dataset, "kind": kind, "model": config.model,
+        "precision": config.precision,
         "protocol": config.protocol, "status": STATUS_OK, "error": "",
         "nsd_tolerance_mm": float(config.tolerance_mm), "attributes": json_dumps(ref.attributes),
         "seed": int(config.seed), "prediction_path": "",

@@ -91,3 +91,47 @@ def json_options(text: str | None, what: str) -> dict[str, Any]:
 def propagation_option(text: str | None) -> str | dict | None:
     """A preset name as it is, JSON options as a dict."""
     return propagation_value(text, "--propagation")
+
+
+#: ``--precision``'s values (LiteMedSAM's ``precision`` option: :mod:`napari_medsam_eval.models.litemedsam_precision`)
+PRECISION_CHOICES = ("fp32", "bf16", "int8")
+
+
+def add_precision_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--precision", choices=PRECISION_CHOICES,
+                        help="litemedsam only: the image encoder's precision: fp32 (default, exact), bf16 (OpenVINO "
+                             "bf16: faster, masks move) or int8 (NNCF post-training quantization on a calibration "
+                             "set that is not the evaluated data; README 'Precision')")
+
+
+def precision_option(args: argparse.Namespace, model: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The model option of ``--precision`` (empty for fp32, the default, and when not given): LiteMedSAM
+    only; it must agree with a ``precision`` in ``--model-options``."""
+    from ..errors import OptionError
+
+    precision = getattr(args, "precision", None)
+    if precision is None:
+        return {}
+    if (model or "litemedsam") != "litemedsam":
+        if precision == "fp32":
+            return {}
+        raise OptionError(f"--precision {precision} applies to --model litemedsam only, not {model}")
+    if options.get("precision", precision) != precision:
+        raise OptionError(f"--precision {precision} and --model-options precision {options['precision']!r} "
+                          "disagree: give one")
+    return {} if precision == "fp32" else {"precision": precision}
+
+
+def check_calibration_apart(options: dict[str, Any], inputs: list[Any]) -> None:
+    """With ``precision`` int8: refuse inputs (files or folders) that are the calibration set's data, before any work."""
+    if options.get("precision") != "int8":
+        return
+    from pathlib import Path
+
+    from ..models.litemedsam_precision import calibration_set
+
+    calibration = calibration_set(options.get("calibration"))
+    for item in inputs:
+        path = Path(item)
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        calibration.check_apart(files, path)

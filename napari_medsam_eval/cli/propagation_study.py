@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..datasets import available_layouts
 from ..models import build_backend
-from .common import add_embeddings_argument, embeddings_option, positive_int
+from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
+                     positive_int, precision_option)
 from .commands import command_help
 
 
@@ -30,6 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default="litemedsam", help="per-slice model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model weights (default: the model's shipped weights)")
     add_embeddings_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: the model's choice)")
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
@@ -53,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
     options = {k: v for k, v in (("checkpoint", args.checkpoint and str(args.checkpoint)),
                                  ("device", args.device)) if v}
     options.update(embeddings_option(args))
+    options.update(precision_option(args, args.model, options))
+    check_calibration_apart(options, [args.dataset])
     backend = build_backend(args.model, **options)
     if getattr(backend, "propagates_natively", False):
         print(f"error: {args.model} propagates with its own memory; the study is for per-slice models",

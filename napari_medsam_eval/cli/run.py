@@ -22,8 +22,8 @@ from pathlib import Path
 from ..benchmark.files import CSV_FILE
 from ..datasets import available_layouts
 from ..intensity import INTENSITY_MODES
-from .common import (add_embeddings_argument, embeddings_option, json_options, non_negative_float,
-                     non_negative_int, positive_int, propagation_option)
+from .common import (add_embeddings_argument, add_precision_argument, embeddings_option, json_options,
+                     non_negative_float, non_negative_int, positive_int, precision_option, propagation_option)
 from .commands import command_help
 
 
@@ -44,6 +44,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--protocol-options", metavar="JSON", help="protocol options as JSON, e.g. '{\"margin\": 5}'")
     parser.add_argument("--model-options", metavar="JSON", help="extra backend options as JSON")
     add_embeddings_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
     parser.add_argument("--workers", type=positive_int, default=1,
@@ -140,6 +141,7 @@ def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
 
 def run(args: argparse.Namespace) -> int:
     model_options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args)}
+    model_options.update(precision_option(args, args.model, model_options))
     if args.checkpoint is not None:
         model_options["checkpoint"] = str(args.checkpoint)
     if args.device:

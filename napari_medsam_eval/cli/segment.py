@@ -30,8 +30,8 @@ from ..prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
 from ..anchor_prompts import is_painted
-from .common import (add_embeddings_argument, embeddings_option, finite_float, json_options, label_value,
-                     non_negative_int, propagation_option)
+from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
+                     finite_float, json_options, label_value, non_negative_int, precision_option, propagation_option)
 from .commands import command_help
 
 
@@ -56,6 +56,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default="litemedsam", choices=available_backends(), help="model (default litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (required for medsam2, sam2, sam)")
     add_embeddings_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument("--model-options", metavar="JSON",
                         help="extra backend options as JSON, e.g. '{\"config\": \"sam2.1_hiera_t512\"}' for medsam2/sam2")
     parser.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: CUDA when present, else CPU)")
@@ -210,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
             raise OptionError(f"--engine {args.engine} and --model-options engine {options['engine']!r} disagree: "
                               "give one")
         options["engine"] = args.engine
+    options.update(precision_option(args, args.model, options))
+    check_calibration_apart(options, [args.image])  # int8: never calibrated on the image it segments
     backend = build_backend(args.model, **options)
     for prompt in prompts:
         if not is_painted(prompt):  # a painted slice is kept as painted, not asked of the model

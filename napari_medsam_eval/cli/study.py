@@ -13,7 +13,8 @@ from typing import Any
 from ..errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
-from .common import add_embeddings_argument, embeddings_option, non_negative_int, positive_int
+from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
+                     non_negative_int, positive_int, precision_option)
 from .commands import command_help
 
 
@@ -32,6 +33,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="backend (default: sam when --checkpoint is given, else litemedsam)")
     parser.add_argument("--checkpoint", type=Path, help="model weights (required for sam)")
     add_embeddings_argument(parser)
+    add_precision_argument(parser)
     parser.add_argument("--device", help="cpu, cuda, cuda:N (default: CUDA when present)")
     parser.add_argument("--modes", type=int, nargs="+", choices=MODES, default=list(MODES), help="modes to run")
     parser.add_argument("--limit", type=positive_int, help="first K images per dataset (file-name order)")
@@ -85,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[dict] = []
     samples = study_samples(list(args.dataset), limit=args.limit, volume_slices=args.volume_slices,
                             skipped=skipped, instances=args.instances)
-    backend = build_study_backend(args.model, args.checkpoint, args.device, **embeddings_option(args))
+    options = embeddings_option(args)
+    options.update(precision_option(args, args.model or ("sam" if args.checkpoint else "litemedsam"), options))
+    check_calibration_apart(options, list(args.dataset))
+    backend = build_study_backend(args.model, args.checkpoint, args.device, **options)
     with tqdm(total=len(samples), unit="image", disable=args.quiet, desc="prompt-study") as bar:
         def progress(done: int, total: int) -> None:
             bar.update(done - bar.n)

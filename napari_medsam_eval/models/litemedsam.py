@@ -43,7 +43,7 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Hashable
+from typing import Hashable, Literal
 
 import numpy as np
 import torch
@@ -55,7 +55,8 @@ from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
 from .checkpoint_files import CheckpointError, ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
-from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, resolve_engine
+from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, cache_dir, export_key, resolve_engine
+from .litemedsam_precision import CalibrationSet, calibration_set, int8_variant, resolve_precision
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
     BBOX_SHIFT_256,
     IMAGE_SIZE,
@@ -192,6 +193,8 @@ class LiteMedSAMBackend(SegmentationBackend):
         use_bf16: bool = False,
         encoder_engine: EncoderEngine | None = None,
         embedding_store: EmbeddingStore | None = None,
+        precision: str = "fp32",
+        calibration: CalibrationSet | None = None,
     ) -> None:
         if cache_size < 0:
             raise ModelOptionError(f"cache_size must be >= 0, got {plain(cache_size)}")
@@ -204,6 +207,9 @@ class LiteMedSAMBackend(SegmentationBackend):
         self.use_bf16 = bool(use_bf16) and bf16_supported(device)
         self.encoder_engine = encoder_engine or TorchEncoder(self.model.image_encoder, device, self._autocast)
         self.embedding_store = embedding_store
+        #: the image encoder's precision (:mod:`.litemedsam_precision`) and, for int8, its calibration set
+        self.precision = precision
+        self.calibration = calibration
         self._cache: OrderedDict[Hashable, SliceEmbedding] = OrderedDict()
         self._lock = threading.Lock()  # the GUI segments while a worker thread propagates
         with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
@@ -400,6 +406,8 @@ class LiteMedSAMBackend(SegmentationBackend):
             "shipped_checkpoint": self.shipped,
             "device": str(self.device),
             "dtype": "bfloat16-autocast" if self.use_bf16 else "float32",
+            "precision": self.precision,
+            **({} if self.calibration is None else {"calibration": self.calibration.describe()}),
             "num_threads": torch.get_num_threads(),
             **self.encoder_engine.describe(),
             "cache_size": self.cache_size,
@@ -431,6 +439,8 @@ def build(
     embeddings: str | Path | bool | None = None,
     embeddings_dtype: str | None = None,
     embeddings_limit: int | str | None = None,
+    precision: Literal["fp32", "bf16", "int8"] | None = None,
+    calibration: str | None = None,
 ) -> LiteMedSAMBackend:
     """Build the LiteMedSAM backend.
 
@@ -455,21 +465,35 @@ def build(
     disk, masks may move slightly). ``embeddings_limit``: the store's size limit
     (bytes or e.g. "8GiB"; default ``$MEDSAM_EVAL_EMBEDDINGS_LIMIT``, else the
     store's own, else 4 GiB).
+    ``precision``: the image encoder's, "fp32" (default), "bf16" (as ``dtype="bfloat16"``) or "int8"
+    (OpenVINO only: the export quantized by NNCF on ``calibration``, a dataset folder that is not the
+    evaluated data; default: :data:`~.litemedsam_precision.DEFAULT_CALIBRATION`); :mod:`.litemedsam_precision`.
     """
     if dtype not in (None, "float32", "fp32", "bfloat16", "bf16"):
         raise ModelOptionError(f"dtype must be float32 or bfloat16, got {plain(dtype)}")
-    store = open_store(embeddings, dtype=embeddings_dtype, limit=embeddings_limit)
+    precision = resolve_precision(precision, dtype)
+    if calibration is not None and precision != "int8":
+        raise ModelOptionError(f"calibration applies to precision int8 only, not {precision}")
     torch_device = resolve_device(device)
     engine_name = resolve_engine(engine, torch_device)
+    if precision == "int8" and engine_name != "openvino":
+        raise ModelOptionError(f"precision int8 runs on the OpenVINO engine (on a CPU); got engine {engine_name} "
+                               f"on {torch_device}")
+    if precision == "bf16" and engine_name == "torch" and not bf16_supported(torch_device):
+        raise ModelOptionError(f"precision bf16 needs the OpenVINO engine or a GPU with bf16; {torch_device} with "
+                               "engine torch would run fp32")
+    calibration_data = calibration_set(calibration) if precision == "int8" else None
+    store = open_store(embeddings, dtype=embeddings_dtype, limit=embeddings_limit)
     threads = configure_cpu_threads(num_threads) if torch_device.type == "cpu" else torch.get_num_threads()
     model, path, sha, shipped = load_checkpoint(checkpoint)
     encoder_engine = None
     if engine_name != "torch":
-        precision = "bf16" if dtype in ("bfloat16", "bf16") else "f32"
         # with a store, a run that finds every slice stored never needs the exported engine
         encoder_engine = build_encoder(engine_name, model.image_encoder, device=torch_device,
-                                       checkpoint_sha256=sha, num_threads=threads, precision=precision,
-                                       lazy=store is not None)
+                                       checkpoint_sha256=sha, num_threads=threads,
+                                       precision="bf16" if precision == "bf16" else "f32", lazy=store is not None,
+                                       variant=int8_variant(calibration_data, cache_dir() / export_key(engine_name, sha))
+                                       if calibration_data else None)
     return LiteMedSAMBackend(
         model,
         device=torch_device,
@@ -477,9 +501,11 @@ def build(
         checkpoint_sha256=sha,
         shipped=shipped,
         cache_size=cache_size,
-        use_bf16=dtype in ("bfloat16", "bf16"),
+        use_bf16=precision == "bf16",
         encoder_engine=encoder_engine,
         embedding_store=store,
+        precision=precision,
+        calibration=calibration_data,
     )
 
 

@@ -35,8 +35,9 @@ import shutil
 import tempfile
 import threading
 import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -53,8 +54,27 @@ ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
 EXPORT_FORMAT = 2  # 2: the manifest holds the torch encoder's fingerprint
 #: the encoder's input (batch 1, RGB, 256 x 256)
 INPUT_SHAPE = (1, 3, 256, 256)
-#: exports made by this process, per engine (tests check the cache is reused)
+#: exports made by this process, per engine (and ``engine-variant``: tests check the cache is reused)
 export_counts: dict[str, int] = {"openvino": 0, "onnxruntime": 0}
+
+
+@dataclass(frozen=True)
+class ExportVariant:
+    """Another export derived from the plain one (e.g. the INT8 encoder of :mod:`.litemedsam_precision`).
+
+    ``name`` enters the cache key (so a variant never shares a folder with the plain export or with
+    another variant); ``export(encoder, folder)`` writes it into ``folder`` and returns its entry file
+    and extra manifest entries (a ``fingerprint`` there replaces the torch encoder's: the variant's own
+    output on the fixed input, checked at every load with ``TOLERANCE[tolerance]``); ``facts`` are added
+    to the engine's ``describe()`` (and so to the embedding-store key); ``hint`` is the inference precision
+    of what the variant leaves unquantized.
+    """
+
+    name: str
+    export: Callable[[torch.nn.Module, Path], tuple[str, dict[str, Any]]]
+    facts: dict[str, object] = field(default_factory=dict)
+    hint: str = "f32"
+    tolerance: str = "f32"
 
 
 class EngineUnavailableError(MedsamEvalError, ImportError):
@@ -158,11 +178,13 @@ class OpenVINOEncoder(EncoderEngine):
     name = "openvino"
     verifiable = True  # checked against the manifest's fingerprint at every load
 
-    def __init__(self, model_path: Path, num_threads: int, precision: str = "f32") -> None:
+    def __init__(self, model_path: Path, num_threads: int, precision: str = "f32",
+                 facts: dict[str, object] | None = None) -> None:
         import openvino as ov
 
         self.model_path = model_path
         self.precision = precision
+        self.facts = dict(facts or {})  # a variant's facts (quantization, calibration): part of describe()
         self.num_threads = int(num_threads)
         config = {
             "INFERENCE_PRECISION_HINT": precision,
@@ -188,7 +210,7 @@ class OpenVINOEncoder(EncoderEngine):
 
     def describe(self) -> dict[str, object]:
         return {"engine": self.name, "openvino": self.version, "inference_precision": self.precision,
-                "engine_threads": self.num_threads, "export": str(self.model_path)}
+                **self.facts, "engine_threads": self.num_threads, "export": str(self.model_path)}
 
 
 class OnnxRuntimeEncoder(EncoderEngine):
@@ -245,10 +267,11 @@ _EXPORTERS: dict[str, Callable[[torch.nn.Module, Path], str]] = {
 }
 
 
-def export_key(engine: str, checkpoint_sha256: str) -> str:
-    """Folder name of a cached export: checkpoint, torch, runtime, recipe version."""
+def export_key(engine: str, checkpoint_sha256: str, variant: str = "") -> str:
+    """Folder name of a cached export: checkpoint, torch, runtime, recipe version (and the variant's name)."""
     runtime = __import__("openvino" if engine == "openvino" else "onnxruntime").__version__
     key = f"litemedsam-encoder-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{EXPORT_FORMAT}"
+    key += f"-{variant}" if variant else ""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", key)  # OpenVINO's version holds '/' ("...-releases/2026/4")
 
 
@@ -267,16 +290,21 @@ def _verified_entry(folder: Path) -> Path | None:
         return None
 
 
-def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path) -> Path:
+def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path, variant: ExportVariant | None = None) -> Path:
     """Export into a temporary sibling folder, write the manifest, rename into place."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
     try:
-        entry = _EXPORTERS[engine](encoder, tmp)
+        extra: dict[str, Any] = {}
+        if variant is None:
+            entry = _EXPORTERS[engine](encoder, tmp)
+        else:
+            entry, extra = variant.export(encoder, tmp)
         files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = {"entry": entry, "files": files, "fingerprint": reference_fingerprint(encoder)}
+        manifest = {"entry": entry, "files": files, "fingerprint": reference_fingerprint(encoder), **extra}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        export_counts[engine] += 1
+        counted = engine if variant is None else f"{engine}-{variant.name}"
+        export_counts[counted] = export_counts.get(counted, 0) + 1
         try:
             os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
         except OSError:
@@ -288,13 +316,13 @@ def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path) -> Pat
 
 
 def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
-                  root: Path | None = None) -> tuple[Path, bool]:
+                  root: Path | None = None, variant: ExportVariant | None = None) -> tuple[Path, bool]:
     """The model file of the cached export (made now when missing); and whether it was made now.
 
     A cached export whose files do not match its manifest is removed and
     rebuilt with a warning.
     """
-    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256)
+    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256, variant.name if variant else "")
     entry = _verified_entry(folder)
     if entry is not None:
         return entry, False
@@ -302,11 +330,14 @@ def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
         warnings.warn(f"cached {engine} export at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
                       stacklevel=2)
         shutil.rmtree(folder, ignore_errors=True)
-    return _export_to_cache(engine, encoder, folder), True
+    return _export_to_cache(engine, encoder, folder, variant), True
 
 
-def _load(engine: str, path: Path, num_threads: int, precision: str) -> EncoderEngine:
+def _load(engine: str, path: Path, num_threads: int, precision: str,
+          variant: ExportVariant | None = None) -> EncoderEngine:
     if engine == "openvino":
+        if variant is not None:
+            return OpenVINOEncoder(path, num_threads, variant.hint, variant.facts)
         return OpenVINOEncoder(path, num_threads, precision)
     return OnnxRuntimeEncoder(path, num_threads)
 
@@ -315,9 +346,10 @@ class _UseTorch(Exception):
     """Internal: the exported engine cannot be used; the message says why."""
 
 
-def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root: Path | None) -> tuple[Path, bool]:
+def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root: Path | None,
+            variant: ExportVariant | None = None) -> tuple[Path, bool]:
     try:
-        return cached_export(engine, encoder, checkpoint_sha256, root)
+        return cached_export(engine, encoder, checkpoint_sha256, root, variant)
     except OSError as exc:  # a read-only or unwritable cache folder
         where = Path(exc.filename) if getattr(exc, "filename", None) else (root or cache_dir())
         raise _UseTorch(f"the export cannot be written to the cache folder {where} "
@@ -326,20 +358,22 @@ def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root:
 
 
 def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, num_threads: int,
-                     precision: str, root: Path | None) -> EncoderEngine:
+                     precision: str, root: Path | None, variant: ExportVariant | None = None) -> EncoderEngine:
     """The cached export (made now when missing), loaded and checked; a cached export that fails
     is rebuilt once, with a warning; :class:`_UseTorch` when no sound export can be had."""
-    path, fresh = _export(engine, encoder, checkpoint_sha256, root)
+    path, fresh = _export(engine, encoder, checkpoint_sha256, root, variant)
+    tolerance = variant.tolerance if variant is not None else precision
     while True:
         what = "gives a wrong embedding"
         try:
-            loaded = _load(engine, path, num_threads, precision)
+            loaded = (_load(engine, path, num_threads, precision) if variant is None
+                      else _load(engine, path, num_threads, precision, variant))
         except Exception as exc:  # the runtimes raise their own error types for unreadable models
             what, problem = "failed to load", f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
         else:
             if not getattr(loaded, "verifiable", False):
                 return loaded
-            problem = fingerprint_mismatch(loaded, manifest_fingerprint(path.parent), precision)
+            problem = fingerprint_mismatch(loaded, manifest_fingerprint(path.parent), tolerance)
             if problem is None:
                 return loaded
             del loaded
@@ -349,7 +383,7 @@ def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: s
         warnings.warn(f"cached {engine} export {path} {what} ({problem}); rebuilding it", RuntimeWarning,
                       stacklevel=3)
         shutil.rmtree(path.parent, ignore_errors=True)
-        path, fresh = _export(engine, encoder, checkpoint_sha256, root)
+        path, fresh = _export(engine, encoder, checkpoint_sha256, root, variant)
 
 
 class LazyEncoder(EncoderEngine):
@@ -390,13 +424,14 @@ class LazyEncoder(EncoderEngine):
 
 
 def planned_description(engine: str, checkpoint_sha256: str, num_threads: int, precision: str = "f32",
-                        root: Path | None = None) -> dict[str, object]:
+                        root: Path | None = None, variant: ExportVariant | None = None) -> dict[str, object]:
     """What :meth:`describe` of the exported ``engine`` will say once loaded (a sound export assumed)."""
-    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256)
+    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256, variant.name if variant else "")
     if engine == "openvino":
         import openvino as ov
 
-        return {"engine": engine, "openvino": ov.__version__, "inference_precision": precision,
+        return {"engine": engine, "openvino": ov.__version__,
+                "inference_precision": variant.hint if variant else precision, **(variant.facts if variant else {}),
                 "engine_threads": int(num_threads), "export": str(folder / "encoder.xml")}
     import onnxruntime as ort
 
@@ -415,10 +450,12 @@ def build_encoder(
     autocast: Callable[[], object] | None = None,
     root: Path | None = None,
     lazy: bool = False,
+    variant: ExportVariant | None = None,
 ) -> EncoderEngine:
     """The encoder engine named ``engine`` (already resolved by :func:`resolve_engine`).
 
     ``lazy``: a :class:`LazyEncoder` that loads the exported engine at its first pass.
+    ``variant``: an :class:`ExportVariant` of the OpenVINO export (the INT8 encoder) instead of the plain one.
 
     An exported engine is checked at every load: its files against the
     manifest's hashes, its output on a fixed input against the torch
@@ -430,13 +467,15 @@ def build_encoder(
     if engine == "torch":
         return TorchEncoder(encoder, device, autocast)
     if lazy:
-        planned = planned_description(engine, checkpoint_sha256, num_threads, precision, root)
+        planned = planned_description(engine, checkpoint_sha256, num_threads, precision, root, variant)
         return LazyEncoder(lambda: build_encoder(engine, encoder, device=device, checkpoint_sha256=checkpoint_sha256,
                                                  num_threads=num_threads, precision=precision, autocast=autocast,
-                                                 root=root), planned)
+                                                 root=root, variant=variant), planned)
     try:
-        return _verified_engine(engine, encoder, checkpoint_sha256, num_threads, precision, root)
+        return _verified_engine(engine, encoder, checkpoint_sha256, num_threads, precision, root, variant)
     except _UseTorch as reason:
+        if variant is not None:  # a quantized encoder replaced by fp32 torch would be recorded as what it is not
+            raise MedsamEvalError(f"the {variant.name} encoder cannot be used: {reason}") from None
         warnings.warn(f"{reason}; the LiteMedSAM image encoder runs in torch instead of {engine} "
                       "(same masks, slower)", RuntimeWarning, stacklevel=2)
         return TorchEncoder(encoder, device, autocast, fallback_from=engine, fallback_reason=str(reason))
@@ -446,6 +485,7 @@ __all__ = [
     "ENGINE_CHOICES",
     "EncoderEngine",
     "EngineUnavailableError",
+    "ExportVariant",
     "LazyEncoder",
     "OnnxRuntimeEncoder",
     "OpenVINOEncoder",

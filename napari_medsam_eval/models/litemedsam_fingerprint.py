@@ -17,6 +17,11 @@ channel means, the larger of the two), measured on that input against eager
 torch: OpenVINO fp32 differs by ~4e-6, OpenVINO bf16 by ~0.04; a damaged weight
 file gives errors of order 1. :data:`TOLERANCE` is 1e-3 for fp32 (250 times the
 normal difference) and 0.25 for bf16 (6 times).
+
+The INT8 export (:mod:`.litemedsam_precision`) is ~0.9 away from torch on this noise input (it is
+calibrated on real slices, and noise lies outside their range), so its manifest stores *its own*
+summary, made when it was quantized, checked at every load with tolerance 1e-2 ("int8"); how far it
+lies from torch on real calibration slices is checked once, when it is made (``INT8_ERROR_LIMIT``).
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ FINGERPRINT_SEED = 20240617
 #: output values stored in the manifest (plus one mean per output channel)
 SAMPLE_COUNT = 512
 #: relative L2 error allowed between an engine's summary and torch's, by inference precision
-TOLERANCE = {"f32": 1e-3, "bf16": 0.25}
+TOLERANCE = {"f32": 1e-3, "bf16": 0.25, "int8": 1e-2}
 #: the encoder's input shape (batch 1, RGB, 256 x 256), as preprocess_slice makes it (H, W, 3)
 INPUT_HW3 = (256, 256, 3)
 

@@ -40,7 +40,7 @@ RESULT_FILES = (ROWS_FILE, PARQUET_FILE, CSV_FILE)
 #: columns the report reads as floats (counts too, so that NaN can stand for "unknown")
 _AS_FLOAT = FLOAT_COLUMNS + tuple(c for c in INT_COLUMNS if c != "target_label")
 #: columns the report reads as text (None when missing)
-_AS_TEXT = ("case_id", "dataset", "task", "label_name", "kind", "model", "protocol", "error")
+_AS_TEXT = ("case_id", "dataset", "task", "label_name", "kind", "model", "precision", "protocol", "error")
 
 
 @dataclass

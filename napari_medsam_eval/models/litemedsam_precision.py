@@ -1,0 +1,258 @@
+"""Precision as a LiteMedSAM option: ``fp32`` (default), ``bf16`` or ``int8`` image encoder.
+
+* ``fp32``: the exported OpenVINO encoder at fp32 inference precision (or eager torch): the reference.
+* ``bf16``: the same export compiled with OpenVINO's bf16 inference precision (torch autocast on a CUDA
+  GPU); faster on CPUs with AVX-512 BF16, but the embedding moves by ~4 % and masks move.
+* ``int8``: the export quantized after training by NNCF (``nncf.quantize``, :data:`QUANT_RECIPE`)
+  on a *calibration set*, run by OpenVINO (what NNCF leaves unquantized runs in fp32).
+
+The calibration set must not be the data being evaluated: a model calibrated on its test
+images is tuned to them. The default (:data:`DEFAULT_CALIBRATION`, under
+``$MEDSAM_EVAL_SHARED_DATA``) is 21 slices of the three shared sets *no study evaluates*, one per
+modality of the evaluated sets: the 5 SAM-Med2D CT slices (CT, as DeepLesion), the first 8
+Kvasir-SEG colonoscopy images (endoscopy, as CVC-ClinicDB) and 8 axial slices of the BraTS 2021
+FLAIR volume (brain MRI, as the hippocampus set). ``calibration`` (or ``$MEDSAM_EVAL_CALIBRATION``)
+names another dataset folder (any layout ``medsam-eval run`` reads). :meth:`CalibrationSet.check_apart`
+refuses a run whose dataset shares a file (by path or SHA-256) or a folder with the calibration set
+(:class:`CalibrationOverlapError`); ``medsam-eval run`` and ``segment`` call it before any work.
+
+The INT8 export is cached beside the fp32 one under a key holding ``int8``, the recipe and the
+calibration set's id (a hash of its files, their SHA-256 and the selection): a change of any of
+them makes a new export, and the precision and the calibration id enter the engine's
+``describe()`` and so every embedding-store key: fp32, bf16 and int8 embeddings never mix.
+Its manifest holds its own output on the fixed check input (checked at every load, like fp32's)
+and how far that lies from the torch encoder's on real calibration slices.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import torch
+
+from ..errors import MedsamEvalError, OptionError
+from .checkpoint_files import ModelOptionError
+from .litemedsam_engines import ExportVariant, OpenVINOEncoder, _export_openvino, _verified_entry, to_batch
+from .litemedsam_fingerprint import fingerprint_input, summarize
+
+#: the ``precision`` option's values
+PRECISIONS = ("fp32", "bf16", "int8")
+#: the quantization recipe's version: part of the INT8 export's cache key
+QUANT_RECIPE = "nncf-ptq-transformer-mixed-fp32-patch-fc2-neck-v1"
+#: (folder under $MEDSAM_EVAL_SHARED_DATA, cases taken in layout order, slices per volume)
+DEFAULT_CALIBRATION = (("sammed2d_ct_2d", 5, 1), ("kvasir_seg_2d", 8, 1), ("brats2021_flair", 1, 8))
+#: slices per case of a calibration folder given by the user (volumes; 2D images give one)
+SLICES_PER_CASE = 4
+#: cases read from a calibration folder given by the user
+MAX_CASES = 24
+CALIBRATION_ENV = "MEDSAM_EVAL_CALIBRATION"
+#: an INT8 export further than this (relative L2) from the torch encoder on calibration slices is refused:
+#: measured 0.17-0.34 for a sound one; a broken one (wrong source graph, failed calibration) gives ~1
+INT8_ERROR_LIMIT = 0.6
+
+
+class CalibrationOverlapError(OptionError):
+    """The INT8 calibration set and the evaluated data share files or folders."""
+
+
+class QuantizationError(MedsamEvalError):
+    """The quantized encoder is too far from the torch encoder to be used."""
+
+
+def resolve_precision(precision: str | None, dtype: str | None = None) -> str:
+    """The precision from the ``precision`` option and the older ``dtype`` (bfloat16 = bf16); they must agree."""
+    from_dtype = "bf16" if dtype in ("bfloat16", "bf16") else None
+    if precision is None:
+        return from_dtype or "fp32"
+    name = str(precision).strip().lower()
+    if name not in PRECISIONS:
+        raise ModelOptionError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if from_dtype is not None and name != from_dtype:
+        raise ModelOptionError(f"precision {name} and dtype {dtype} disagree: give precision only")
+    return name
+
+
+def _sha256(path: Path) -> str:
+    from ..checksum import sha256_file
+
+    return sha256_file(path)
+
+
+@dataclass
+class CalibrationSet:
+    """The slices INT8 is calibrated on: ``sources`` are (folder, cases, slices per case)."""
+
+    sources: list[tuple[Path, int, int]]
+    files: list[tuple[Path, int, str]] = field(default_factory=list)  # (path, size, sha256)
+
+    def __post_init__(self) -> None:
+        from ..datasets import resolve_layout
+
+        if not self.files:
+            for folder, cases, _ in self.sources:
+                refs = resolve_layout(folder, None).list_cases(folder)[:cases]
+                for path in sorted({p for ref in refs for p in ref.files()}):
+                    self.files.append((path, path.stat().st_size, _sha256(path)))
+
+    @property
+    def id(self) -> str:
+        """16 hex digits: the recipe, the selection, and every file's name and SHA-256."""
+        digest = hashlib.sha256(QUANT_RECIPE.encode())
+        for folder, cases, per_case in self.sources:
+            digest.update(f"|{folder.name}:{cases}:{per_case}".encode())
+        for path, _, sha in self.files:
+            digest.update(f"|{path.name}:{sha}".encode())
+        return digest.hexdigest()[:16]
+
+    def describe(self) -> dict[str, object]:
+        return {"id": self.id, "recipe": QUANT_RECIPE,
+                "sources": [{"folder": str(f), "cases": c, "slices_per_case": s} for f, c, s in self.sources],
+                "files": len(self.files)}
+
+    def batches(self) -> list[np.ndarray]:
+        """The calibration inputs: every selected slice, prepared and preprocessed as LiteMedSAM's encoder sees it."""
+        from ..datasets import resolve_layout
+        from ..intensity import case_intensity, prepare_image
+        from ..io import read_case
+        from .litemedsam_preprocess import preprocess_slice
+
+        out = []
+        for folder, cases, per_case in self.sources:
+            for ref in resolve_layout(folder, None).list_cases(folder)[:cases]:
+                image_path = ref.paths.get("image")
+                # the image alone: calibration needs no label (a SAM-Med2D image may have no mask file)
+                case = read_case(image_path) if isinstance(image_path, str) else resolve_layout(folder, None).load(ref)
+                image = prepare_image(case.image, case.kind, case.modality, None, case_intensity(case.metadata))
+                if case.kind == "image":
+                    slices = [image]
+                else:  # evenly over the middle 40 % of a volume (the body, not its empty ends), all of a video
+                    lo, hi = (0.3, 0.7) if case.kind == "volume" else (0.0, 1.0)
+                    picks = np.linspace(lo * (len(image) - 1), hi * (len(image) - 1), per_case).round().astype(int)
+                    slices = [image[z] for z in sorted(set(picks.tolist()))]
+                out.extend(to_batch(preprocess_slice(s)[0]) for s in slices)
+        return out
+
+    def check_apart(self, evaluated: Iterable[str | Path], dataset: str | Path | None = None) -> None:
+        """:class:`CalibrationOverlapError` when the evaluated files (or the ``dataset`` folder) are calibration data."""
+        ours = {p.resolve(): p for p, _, _ in self.files}
+        by_size: dict[int, set[str]] = {}
+        for _, size, sha in self.files:
+            by_size.setdefault(size, set()).add(sha)
+        folders = [f.resolve() for f, _, _ in self.sources]
+        if dataset is not None:
+            root = Path(dataset).resolve()
+            for folder in folders:
+                if root == folder or root in folder.parents or folder in root.parents:
+                    self._refuse(f"the evaluated folder {dataset} and the calibration folder {folder} overlap")
+        for item in evaluated:
+            path = Path(item)
+            if path.resolve() in ours:
+                self._refuse(f"{path} is one of its files")
+            try:
+                size = path.stat().st_size
+            except OSError:
+                continue
+            if size in by_size and _sha256(path) in by_size[size]:
+                self._refuse(f"{path} has the content of one of its files")
+
+    def _refuse(self, why: str) -> None:
+        names = ", ".join(f.name for f, _, _ in self.sources)
+        raise CalibrationOverlapError(
+            f"precision int8: the INT8 encoder was calibrated on the data being evaluated ({why}; calibration "
+            f"set {self.id}: {names}); a model calibrated on its test data overstates its accuracy: evaluate "
+            f"other data, or calibrate on another folder (model option calibration, or ${CALIBRATION_ENV})")
+
+
+def calibration_set(calibration: str | Path | None = None) -> CalibrationSet:
+    """The calibration set: a folder given (option, else ``$MEDSAM_EVAL_CALIBRATION``), else the default
+    selection of the shared data (``$MEDSAM_EVAL_SHARED_DATA``); :class:`ModelOptionError` when there is none."""
+    given = calibration or os.environ.get(CALIBRATION_ENV)
+    if given:
+        folder = Path(given).expanduser()
+        if not folder.is_dir():
+            raise ModelOptionError(f"calibration must be a dataset folder, got {str(given)!r} (not a folder)")
+        return CalibrationSet([(folder.resolve(), MAX_CASES, SLICES_PER_CASE)])
+    shared = os.environ.get("MEDSAM_EVAL_SHARED_DATA")
+    folders = [(Path(shared) / name, cases, per) for name, cases, per in DEFAULT_CALIBRATION] if shared else []
+    if not folders or not all(f.is_dir() for f, _, _ in folders):
+        raise ModelOptionError(
+            "precision int8 needs a calibration set, and none was found: give the model option calibration "
+            f"(a dataset folder that is not the evaluated data), set ${CALIBRATION_ENV}, or set "
+            "$MEDSAM_EVAL_SHARED_DATA to the shared data holding " + ", ".join(n for n, _, _ in DEFAULT_CALIBRATION))
+    return CalibrationSet([(f.resolve(), c, s) for f, c, s in folders])
+
+
+def quantize_openvino(model_xml: Path, batches: list[np.ndarray], out_xml: Path) -> None:
+    """Post-training INT8 quantization of an OpenVINO encoder with NNCF (:data:`QUANT_RECIPE`)."""
+    try:
+        import nncf
+    except ImportError as error:
+        raise ModelOptionError("precision int8 needs the nncf package: pip install nncf") from error
+    import openvino as ov
+
+    model = ov.Core().read_model(str(model_xml))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        quantized = nncf.quantize(model, nncf.Dataset(batches), subset_size=len(batches),
+                                  model_type=nncf.ModelType.TRANSFORMER, preset=nncf.QuantizationPreset.MIXED,
+                                  ignored_scope=_ignored_scope(model))
+    ov.save_model(quantized, str(out_xml), compress_to_fp16=False)
+
+
+def _ignored_scope(model: Any):
+    """Layers left in fp32: the first three convolutions (the patch embedding and the first MBConv's expansion,
+    on the raw pixels), every MLP's second layer (``mlp.fc2``: GELU outputs, long-tailed) and the neck (whose
+    output is the embedding). Measured on 14 real slices (6 DeepLesion, 8 hippocampus; GT box, masks against
+    fp32): quantizing everything gave median |dDSC| 0.018 (max 0.26) at 1.88x fp32's speed; this 0.007 (max
+    0.25) at 1.60x; the neck and fc2 alone 0.017, the neck and the convolutions alone 0.022."""
+    import nncf
+
+    names = [(op.get_type_name(), op.get_friendly_name()) for op in model.get_ordered_ops()]
+    first_convs = [name for kind, name in names if kind == "Convolution"][:3]
+    kept = [name for _, name in names if "neck" in name or "mlp.fc2" in name]
+    return nncf.IgnoredScope(names=first_convs + kept)
+
+
+def _relative_error(ours: np.ndarray, ref: np.ndarray) -> float:
+    return float(np.linalg.norm(ours - ref) / max(np.linalg.norm(ref), 1e-12))
+
+
+def int8_variant(calibration: CalibrationSet, fp32_folder: Path | None = None) -> ExportVariant:
+    """The INT8 export of the OpenVINO encoder, calibrated on ``calibration``; quantized from the cached fp32
+    export in ``fp32_folder`` when it is there and sound (its files match its manifest), else from a new one."""
+    facts = {"quantization": f"int8 nncf ({QUANT_RECIPE})", "calibration_id": calibration.id}
+
+    def export(encoder: torch.nn.Module, folder: Path) -> tuple[str, dict[str, Any]]:
+        plain = folder / "fp32"
+        plain.mkdir()
+        source = _verified_entry(fp32_folder) if fp32_folder is not None else None
+        if source is None:
+            source = plain / _export_openvino(encoder, plain)
+        batches = calibration.batches()
+        quantize_openvino(source, batches, folder / "encoder.xml")
+        shutil.rmtree(plain)
+        engine = OpenVINOEncoder(folder / "encoder.xml", torch.get_num_threads(), "f32")
+        own = summarize(engine(fingerprint_input()))
+        errors = []
+        with torch.inference_mode():  # how far int8 lies from the torch encoder on real (calibration) slices
+            for batch in batches[:: max(1, len(batches) // 2)][:2]:
+                ref = encoder(torch.from_numpy(batch)).float().numpy()
+                errors.append(_relative_error(engine(batch.transpose(0, 2, 3, 1)[0]).numpy(), ref))
+        if max(errors) > INT8_ERROR_LIMIT:
+            raise QuantizationError(f"the INT8 encoder differs from the torch encoder by {max(errors):.2f} (relative) on "
+                          f"calibration slices, more than {INT8_ERROR_LIMIT}: not used")
+        return "encoder.xml", {"fingerprint": own, "calibration": calibration.describe(),
+                               "int8_relative_error_vs_torch": [round(e, 5) for e in errors]}
+
+    return ExportVariant(name=f"int8-{calibration.id}", export=export,
+                         facts=facts, hint="f32", tolerance="int8")
+
+
+__all__ = ["CALIBRATION_ENV", "CalibrationOverlapError", "CalibrationSet", "QuantizationError", "DEFAULT_CALIBRATION", "PRECISIONS",
+           "QUANT_RECIPE", "calibration_set", "int8_variant", "quantize_openvino", "resolve_precision"]
