@@ -172,11 +172,11 @@ def test_an_int8_run_records_its_precision_and_never_resumes_an_fp32_run(shared_
 
 
 def test_the_benchmark_request_carries_the_precision(shared_data, tmp_path):
-    from napari_medsam_eval.benchmark.request import RunRequest
+    from napari_medsam_eval.benchmark.request import checked_request
 
     dataset = shared_data / "deeplesion_ct_npz"
     with pytest.raises(ValueError, match="litemedsam only"):
-        RunRequest.checked(dataset, tmp_path / "a", "box", "medsam2", precision="int8")
-    assert RunRequest.checked(dataset, tmp_path / "a", "litemedsam", "medsam2", precision="int8").model_options == {
+        checked_request(dataset, tmp_path / "a", "box", "medsam2", precision="int8")
+    assert checked_request(dataset, tmp_path / "a", "litemedsam", "medsam2", precision="int8").model_options == {
         "precision": "int8"}
-    assert RunRequest.checked(dataset, tmp_path / "a", "litemedsam", "medsam2").model_options == {}
+    assert checked_request(dataset, tmp_path / "a", "litemedsam", "medsam2").model_options == {}
