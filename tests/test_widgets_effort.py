@@ -67,7 +67,7 @@ def test_plot_follows_the_selected_task(make_napari_viewer, tmp_path, qtbot, exp
     _click_line(qtbot, view.table, line)
     assert effort.task == "ct/spleen"
     _shows(widget, expected["ct/spleen"])
-    assert "ct/spleen (n=3)" in effort.axes.get_title()  # the failed spleen case is not counted
+    assert "ct/spleen (n=3; 3 paint, 1 absent)" in effort.axes.get_title()  # the failed case not counted; the tools given
 
     # a line of the per-task summary selects its task too
     summary_line = next(i for i in range(view.summary.rowCount()) if view.summary.item(i, 0).text() == "ct/liver")
@@ -92,7 +92,7 @@ def test_no_curves_no_plot_and_rows_arriving(make_napari_viewer, tmp_path, expec
     spleen = [r for r in rows if r["task"] == "ct/spleen"]
     widget._on_progress(Progress(done=1, total=2, rows=spleen[:2]))
     assert effort.isVisibleTo(widget.native) and effort.task == "ct/spleen"
-    assert effort.axes.get_title().startswith("ct/spleen (n=2)")
+    assert effort.axes.get_title().startswith("ct/spleen (n=2; 2 paint, 1 absent)")
     widget._on_progress(Progress(done=2, total=2, rows=spleen[2:]))
     _shows(widget, expected["ct/spleen"])
 
