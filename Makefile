@@ -52,11 +52,8 @@ demo: $(STAMP)
 		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
 	$(BIN)/medsam-eval score out/demo/kidney_litemedsam.nii.gz sample_data/phantom_ct/label.nii.gz --labels 2
 
-# Two pytest-xdist workers (this kind of machine has 2 cores): each test file runs whole in one worker
-# (--dist loadfile: its module fixtures are made once); the dataset-scale figure tests of both workers
-# share one embedding store, and the modules that start a local Ray take turns (tests/conftest.py).
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -q --durations=15
 
 # The inner loop: every test but the GUI tests and those marked slow (dataset-scale figures, model
 # exports, Ray, killed processes: each over a few seconds); under 2 minutes on 2 cores.

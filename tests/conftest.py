@@ -58,8 +58,8 @@ def _no_prompt_log(monkeypatch):
 
 @pytest.fixture(scope="module")
 def one_ray_at_a_time(tmp_path_factory):
-    """Held by a test module that starts a local Ray: under pytest-xdist (``make test``: ``-n 2 --dist
-    loadfile``) the other worker's Ray module waits, so two local Rays never share the machine."""
+    """Held by a test module that starts a local Ray: run under pytest-xdist (``-n 2 --dist loadfile``), the
+    other worker's Ray module waits, so two local Rays never share the machine."""
     import fcntl
 
     shared = tmp_path_factory.getbasetemp()
