@@ -56,7 +56,7 @@ test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
 
 # The inner loop: every test but the GUI tests and those marked slow (dataset-scale figures, model
-# exports, Ray, killed processes: each over a few seconds); under 2 minutes on 2 cores.
+# exports, Ray, killed processes: each over a few seconds); under 3 minutes on 2 cores.
 test-quick: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not gui and not slow"
 
