@@ -22,6 +22,7 @@ from napari_medsam_eval.metrics import compute_dice
 from napari_medsam_eval.models.baselines import BoxBackend
 from napari_medsam_eval.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import AnchoredSegmentation, is_absent, merge_prompt, painted_prompt
+from deeplesion_cases import lesion_case
 from napari_medsam_eval.anchor_prompts import is_painted
 from napari_medsam_eval.propagation.rules import next_box, resolve_rules
 from napari_medsam_eval.protocols import build_protocol
@@ -127,14 +128,8 @@ def backend():
 
 @pytest.fixture(scope="module")
 def lesion(shared_data):
-    from napari_medsam_eval.datasets import resolve_layout
-
-    root = shared_data / "deeplesion_ct_npz"
-    layout = resolve_layout(root)
-    (ref,) = [r for r in layout.list_cases(root) if r.case_id == LESION]
-    case = layout.load(ref)
-    prompt = build_protocol("medsam2").prompts(case)[0]
-    return case, prompt, case.label == prompt.target_label, ref.files()[0]
+    case, prompt, truth, ref = lesion_case(shared_data, LESION)
+    return case, prompt, truth, ref.files()[0]
 
 
 def _with_stray_pixel(mask: np.ndarray) -> np.ndarray:

@@ -13,10 +13,9 @@ import threading
 import numpy as np
 import pytest
 
-from napari_medsam_eval.datasets import resolve_layout
 from napari_medsam_eval.metrics import compute_dice
 from napari_medsam_eval.prompt import Prompt
-from napari_medsam_eval.protocols import build_protocol
+from deeplesion_cases import lesion_case
 from napari_medsam_eval.protocols.geometry import tight_box
 from napari_medsam_eval.session import Session
 
@@ -31,12 +30,7 @@ def backend():
 @pytest.fixture(scope="module")
 def lesion(shared_data):
     """The case, its first ``medsam2`` prompt and that target's ground truth (bool)."""
-    root = shared_data / "deeplesion_ct_npz"
-    layout = resolve_layout(root)
-    (ref,) = [r for r in layout.list_cases(root) if r.case_id == CASE]
-    case = layout.load(ref)
-    prompt = build_protocol("medsam2").prompts(case)[0]
-    return case, prompt, case.label == prompt.target_label
+    return lesion_case(shared_data, CASE)[:3]
 
 
 @pytest.fixture(scope="module")

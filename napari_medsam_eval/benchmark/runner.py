@@ -220,12 +220,13 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
     from tqdm import tqdm
 
     dataset, out_dir, resume = config.dataset, config.out_dir, config.resume
-    config = config.replace(precision=str(backend.describe().get("precision", "")))
+    described = backend.describe()  # once: it may hash the checkpoint
+    config = config.replace(precision=str(described.get("precision", "")))
     store = ResultStore(out_dir)
     previous = read_manifest(out_dir) if resume else None
     manifest: dict[str, Any] = {"format": 1, "status": "running", "config": config.to_manifest()}
     if previous is not None:
-        check_resumable(previous, manifest, out_dir, model_now=backend.describe())
+        check_resumable(previous, manifest, out_dir, model_now=described)
     elif resume and store.path.exists():
         raise DataError(f"cannot resume: {ROWS_FILE} without {MANIFEST_FILE} is not a run folder of this tool",
                         out_dir)
@@ -239,7 +240,7 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
     sessions = (previous or {}).get("sessions", []) + [{"started_at": started, "cases_to_run": len(todo)}]
     manifest.update({
         "started_at": (previous or {}).get("started_at", started), "ended_at": None, "sessions": sessions,
-        "environment": environment(), "model": backend.describe(), "protocol": protocol.describe(),
+        "environment": environment(), "model": described, "protocol": protocol.describe(),
         "dataset": {"path": str(dataset.resolve()), "name": refs[0].dataset, "layout": config.layout,
                     "cases_listed": len(listed), "cases_selected": len(refs),
                     **dataset_fingerprint(listed, dataset)},
