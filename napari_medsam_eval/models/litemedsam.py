@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
