@@ -1,4 +1,4 @@
-"""Encoding a volume's slices ahead of the prompts, nearest to the slice on screen first (issue 18).
+"""Encoding a volume's slices ahead of the prompts, nearest to the slice on screen first.
 
 On a CPU the image encoder is most of a slice's cost. While a user looks at a
 volume and draws a prompt, a background job can embed its slices so that

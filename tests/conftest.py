@@ -68,3 +68,45 @@ def one_ray_at_a_time(tmp_path_factory):
     with open(shared / "ray.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_restored():
+    """Torch's thread count is process-wide: a test that builds a backend with ``num_threads=1`` would
+    otherwise leave every later test of the run on one core (it once doubled the figure tests' time)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    before = torch.get_num_threads() if torch is not None else None
+    yield
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(before if before is not None else _default_threads())
+
+
+def _default_threads() -> int:
+    """Torch's own default here: ``OMP_NUM_THREADS`` where set (each pytest-xdist worker's 1), else the CPUs."""
+    from napari_medsam_eval.models.device import available_cpus
+
+    return int(os.environ.get("OMP_NUM_THREADS") or available_cpus())
+
+
+#: test files that take minutes: under pytest-xdist they are handed out first, so no worker ends on one alone
+LONGEST_FILES = ("test_propagation_targets.py", "test_medsam2_reference.py", "test_clinician_session.py",
+                 "test_benchmark_ray.py", "test_widgets_two_runs.py", "test_precision.py", "test_corrections.py",
+                 "test_litemedsam_engines.py", "test_widgets_benchmark.py", "test_paint_anchors.py")
+
+
+def pytest_configure(config):
+    """Each pytest-xdist worker computes on one thread (``OMP_NUM_THREADS=1``, read by torch at its import and
+    inherited by the processes a test starts): two workers on two cores, never four threads fighting for them."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[variable] = "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the longest files first (a stable sort: each file's tests keep their order)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FILES)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -26,6 +26,8 @@ inside each test and restored after it, so the outcome does not depend on what r
 """
 from __future__ import annotations
 
+import os
+
 import json
 import subprocess
 import sys
@@ -67,7 +69,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(autouse=True)
 def torch_as_the_references_ran():
     """Torch's global state set as the reference runs had it, inside the test, and restored after it:
-    2 CPU threads, every scaled-dot-product-attention kernel allowed (torch's default: our backend
+    2 CPU threads (1 in a pytest-xdist worker, which has one core: measured to move only tied voxels),
+    every scaled-dot-product-attention kernel allowed (torch's default: our backend
     picks the math kernel where MedSAM2's code does), float32 matmuls at full precision, float32
     default dtype, no deterministic-algorithms mode, gradients off."""
     import torch
@@ -82,7 +85,7 @@ def torch_as_the_references_ran():
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         "grad": torch.is_grad_enabled(),
     }
-    torch.set_num_threads(2)
+    torch.set_num_threads(1 if os.environ.get("PYTEST_XDIST_WORKER") else 2)
     for name in kernels:
         getattr(backends, f"enable_{name}")(True)
     torch.set_float32_matmul_precision("highest")

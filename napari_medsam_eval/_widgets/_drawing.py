@@ -69,7 +69,7 @@ def follow_drawing(widget: "SegmentWidget") -> None:
     widget.point_layer.changed.connect(apply)
     viewer.layers.selection.events.active.connect(on_active)
     widget.native.destroyed.connect(lambda *_a: viewer.layers.selection.events.active.disconnect(on_active))
-    from ._prompt_log import follow_prompt_log  # drawn prompts are logged beside the protocol's (issue 15)
+    from ._prompt_log import follow_prompt_log  # drawn prompts are logged beside the protocol's
 
     follow_prompt_log(widget)
 

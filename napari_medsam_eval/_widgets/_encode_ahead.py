@@ -1,4 +1,4 @@
-"""Encode ahead in the Segment widget: the image's slices embedded in a background worker (issue 18).
+"""Encode ahead in the Segment widget: the image's slices embedded in a background worker.
 
 Ticking *encode ahead* embeds the chosen image's slices nearest to the slice
 on screen first (:func:`napari_medsam_eval.encode_ahead.iter_encode_ahead`)

@@ -102,7 +102,7 @@ class BenchmarkWidget(Container):
         self.effort = EffortPlot(colors=theme_colors(napari_viewer))  # shown for runs with DSC curves only
         self.native.layout().addWidget(self.effort)
         self.effort.follow(self.results)
-        self.two_runs = TwoRunsWidget(napari_viewer)  # run A vs run B (issue 15): a section of its own
+        self.two_runs = TwoRunsWidget(napari_viewer)  # run A vs run B: a section of its own
         self.native.layout().addWidget(self.two_runs.native)
 
         self.model.changed.connect(lambda value: setattr(self.checkpoint, "visible", value in NEEDS_CHECKPOINT))

@@ -21,7 +21,7 @@ the first frame holding it), propagated. Then, up to ``interactions`` times (K, 
      (a second box there would be the same box).
    * with the ``correction`` option the user's tool is chosen instead of by the model
      (``auto``, the default, is the rule above): ``box`` (the ground-truth box, as above),
-     ``point`` (the click, as above) or a **brush** (issue 31). ``paint``: the user paints
+     ``point`` (the click, as above) or a **brush**. ``paint``: the user paints
      that slice's ground truth, the whole slice (a clinician fixing a slice with the brush
      leaves it right; it is also what the targets were measured with); ``paint-region``:
      only the largest error region of that slice is painted right (the prediction keeps its

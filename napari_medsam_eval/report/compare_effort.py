@@ -1,7 +1,7 @@
 """Two corrections runs side by side: the effort part of ``medsam-eval compare``.
 
 When both runs hold DSC-vs-interactions curves (the ``corrections`` protocol, e.g. box
-corrections as A and painted ones as B, issue 31), the comparison adds per task and run: what
+corrections as A and painted ones as B), the comparison adds per task and run: what
 the corrections were, the median DSC after 0, 1, ..., K interactions and the median
 NoC@80/85/90 (K + 1 = not reached, :mod:`napari_medsam_eval.effort`). The paired table of
 the final DSC stays as it is: it compares the DSC after the last interaction.
