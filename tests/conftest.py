@@ -6,6 +6,7 @@ copied). ``MEDSAM_EVAL_SHARED_DATA`` points elsewhere when needed.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,8 +75,6 @@ def one_ray_at_a_time(tmp_path_factory):
 def _torch_threads_restored():
     """Torch's thread count is process-wide: a test that builds a backend with ``num_threads=1`` would
     otherwise leave every later test of the run on one core (it once doubled the figure tests' time)."""
-    import sys
-
     torch = sys.modules.get("torch")
     before = torch.get_num_threads() if torch is not None else None
     yield

@@ -42,7 +42,7 @@ from ..datasets import CaseRef, get_layout
 from ..errors import DataError, MedsamEvalError
 from .segment_case import CaseEvaluator, error_text, failed_case_rows
 from .config import RunConfig
-from .workers import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, threads_per_worker
+from .workers import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, limit_threads, threads_per_worker
 from ..errors import OptionError
 
 Rows = list[dict[str, Any]]
@@ -120,9 +120,7 @@ class CaseActor:
                 sys.path.insert(0, entry)
         if os.path.isdir(cwd):  # relative case paths and run folders mean what they mean to the driver
             os.chdir(cwd)
-        for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[variable] = str(threads)
-        _set_threads(threads)
+        limit_threads(threads)
         self.evaluator: CaseEvaluator = build_evaluator(config)
         _set_threads(threads)  # a builder may have changed it
         self.crash_hook = crash_hook

@@ -113,6 +113,14 @@ def _set_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def limit_threads(threads: int) -> None:
+    """This worker process computes on ``threads`` threads: torch's count and the variables the
+    libraries it starts (OpenMP, MKL, OpenBLAS) read."""
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[variable] = str(threads)
+    _set_threads(threads)
+
+
 def _exit_with_parent(parent: int, interval_s: float = 1.0) -> None:
     """End this worker once its parent is gone (a killed run must not leave busy orphans)."""
     def watch() -> None:
@@ -128,9 +136,7 @@ def _init_worker(config: RunConfig, threads: int) -> None:
     """Process-pool initializer: limit threads, then build the model once."""
     global _EVALUATOR
     _exit_with_parent(os.getppid())
-    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[variable] = str(threads)
-    _set_threads(threads)
+    limit_threads(threads)
     _EVALUATOR = build_evaluator(config)
     _set_threads(threads)  # a builder may have changed it
 

