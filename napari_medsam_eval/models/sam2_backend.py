@@ -29,7 +29,7 @@ kernels (:func:`.sam2_build.attention_as_medsam2`), the masks equal those of Med
 own scripts voxel for voxel (docs/protocols.md, "MedSAM2";
 ``tests/test_medsam2_reference.py``).
 
-This module is ~510 lines on purpose: the backend and its two registered
+This module is ~560 lines on purpose: the backend and its two registered
 builders (MedSAM2, SAM2.1) share one option set and are read together; the
 checkpoint/config helpers (:mod:`.sam2_build`) and in-memory frames
 (:mod:`.sam2_frames`) are split out.
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
@@ -51,6 +52,7 @@ from ..prompt import Prompt
 from ..postprocess import SEEDS
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 from .checkpoint_files import shape_text
+from .sam2_features import DEFAULT_LIMIT, FrameFeatures, features_kept, parse_limit, shared_cache
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -127,6 +129,7 @@ class SAM2Backend(SegmentationBackend):
         offload_state_to_cpu: bool = False,
         cache_size: int = 8,
         postprocessing: str = "auto",
+        features: FrameFeatures | None = None,
     ) -> None:
         self.model = model
         self.postprocessing = check_postprocessing(postprocessing)
@@ -141,6 +144,9 @@ class SAM2Backend(SegmentationBackend):
         self.offload_state_to_cpu = offload_state_to_cpu
         self.cache_size = max(0, int(cache_size))
         self._cache: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
+        #: frames' image features kept across calls (:mod:`.sam2_features`); None: each call encodes
+        self.features = features
+        self._weights_id = checkpoint_sha256 or uuid.uuid4().hex  # random weights: this backend's own
         #: facts about the last propagate() call: frames visited per pass, seconds
         self.last_run: dict[str, Any] = {}
 
@@ -153,8 +159,17 @@ class SAM2Backend(SegmentationBackend):
     def _inference(self) -> Iterator[None]:
         import torch
 
-        with torch.inference_mode(), _autocast(self.device, self.autocast_dtype):
+        with torch.inference_mode(), _autocast(self.device, self.autocast_dtype), \
+                features_kept(self.model, self._feature_identity(), self.features):
             yield
+
+    def _feature_identity(self) -> tuple:
+        """Everything a frame's features depend on besides the frame (:mod:`.sam2_features`)."""
+        import torch
+
+        kernels = tuple(getattr(torch.backends.cuda, f"{k}_sdp_enabled")() for k in ("flash", "mem_efficient", "math"))
+        return (self.name, str(self.config_path), self._weights_id, str(self.device), str(self.autocast_dtype),
+                torch.get_num_threads(), torch.get_float32_matmul_precision(), kernels)
 
     def _offload_video(self, images: "torch.Tensor") -> bool:
         if self.offload_video_to_cpu is not None:
@@ -400,6 +415,7 @@ def _build(
     num_threads: int | None,
     fill_holes: bool = True,
     postprocessing: Any = "auto",
+    feature_cache: Any = DEFAULT_LIMIT,
 ) -> SAM2Backend:
     from .device import configure_cpu_threads
 
@@ -414,6 +430,7 @@ def _build(
 
         raise ModelOptionError(f"fill_holes must be true or false, got {plain(fill_holes)}")
     postprocessing = check_postprocessing(postprocessing)
+    features = shared_cache(parse_limit(feature_cache))
     model = build_video_predictor(config_path, path, torch_device, seed=seed, model_name=label, expected=expected,
                                   fill_holes=fill_holes, medsam2_attention=name == "medsam2")
     return SAM2Backend(
@@ -429,6 +446,7 @@ def _build(
         offload_state_to_cpu=offload_state_to_cpu,
         cache_size=cache_size,
         postprocessing=postprocessing,
+        features=features,
     )
 
 
@@ -456,6 +474,7 @@ def build_medsam2(
     num_threads: int | None = None,
     fill_holes: bool = True,
     postprocessing: Any = "auto",
+    feature_cache: Any = DEFAULT_LIMIT,
 ) -> SAM2Backend:
     """MedSAM2: SAM2.1 Hiera-T at 512 (config shipped here) with a MedSAM2 checkpoint.
 
@@ -473,6 +492,9 @@ def build_medsam2(
     MedSAM2 runs it on a GPU. ``postprocessing``: when the video predictor's post-processing
     (dynamic multimask fallback, binarised prompted masks in memory, hole filling) runs:
     ``"auto"`` as MedSAM2's scripts (volumes yes, videos no), ``"on"`` or ``"off"``.
+    ``feature_cache``: how much of the process's memory keeps frames' image features for the next
+    propagation over the same frames (a correction, a repeat, another protocol; :mod:`.sam2_features`):
+    bytes or a size such as ``"2GiB"`` (default 1 GiB), ``"off"`` to encode every frame every time.
     """
     _check_checkpoint_choice(checkpoint, random_init, "MedSAM2", MEDSAM2_CHECKPOINT_SOURCE)
     config_path = MEDSAM2_CONFIG if config is None else resolve_config(config)
@@ -480,7 +502,7 @@ def build_medsam2(
         name="medsam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
         random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
         offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
-        fill_holes=fill_holes, postprocessing=postprocessing,
+        fill_holes=fill_holes, postprocessing=postprocessing, feature_cache=feature_cache,
     )
 
 
@@ -498,6 +520,7 @@ def build_sam2(
     num_threads: int | None = None,
     fill_holes: bool = True,
     postprocessing: Any = "auto",
+    feature_cache: Any = DEFAULT_LIMIT,
 ) -> SAM2Backend:
     """A stock SAM2/SAM2.1 model (or any SAM2-architecture checkpoint with its config).
 
@@ -512,7 +535,7 @@ def build_sam2(
         name="sam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
         random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
         offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
-        fill_holes=fill_holes, postprocessing=postprocessing,
+        fill_holes=fill_holes, postprocessing=postprocessing, feature_cache=feature_cache,
     )
 
 
