@@ -34,12 +34,20 @@ from .benchmark.run_case import RunCase, load_run_case, read_prediction, row_pro
 from .case import Case
 from .comparison import ab_overlay, binary_target, most_different_slice
 from .errors import DataError
+from .benchmark.schema import is_missing
 from .report.paired import PAIR_KEYS, compare_runs, paired_scores
-from .report.results import RunResults, is_missing, load_run
+from .report.results import RunResults, load_run
 
 #: columns of :attr:`RunPair.pairs` and :attr:`RunPair.unpaired`
 PAIR_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "diff"]
 UNPAIRED_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "reason"]
+#: a pair's key: ``case_id``, ``task`` and ``target_label`` (None for a case that failed before its labels were known)
+PairKey = tuple[str, str, int | None]
+
+
+def pair_key(case_id: Any, task: Any, target_label: Any) -> PairKey:
+    """The key of a row of the typed table (or of a line of :attr:`RunPair.pairs`): the label as an int."""
+    return str(case_id), str(task), None if is_missing(target_label) else int(target_label)
 
 
 def _manifest_text(run: RunResults) -> dict[str, Any]:
@@ -86,24 +94,24 @@ class RunPair:
     pairs: pd.DataFrame
     unpaired: pd.DataFrame
     comparison: pd.DataFrame
-    rows_a: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
-    rows_b: dict[tuple[str, ...], dict[str, Any]] = field(default_factory=dict)
+    rows_a: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    rows_b: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
     @property
     def describe(self) -> tuple[str, str]:
         return describe_run(self.run_a), describe_run(self.run_b)
 
-    def rows(self, key: tuple[str, ...]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        """The row of ``key`` (``case_id, task, target_label`` as text) in A and in B (None: not there)."""
-        key = tuple(str(k) for k in key)
+    def rows(self, key: tuple[Any, Any, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The row of ``key`` (``case_id, task, target_label``, :func:`pair_key`) in A and in B (None: not there)."""
+        key = pair_key(*key)
         return self.rows_a.get(key), self.rows_b.get(key)
 
 
-def _rows_by_key(run: RunResults) -> dict[tuple[str, ...], dict[str, Any]]:
-    rows: dict[tuple[str, ...], dict[str, Any]] = {}
+def _rows_by_key(run: RunResults) -> dict[PairKey, dict[str, Any]]:
+    rows: dict[PairKey, dict[str, Any]] = {}
     for row in run.table.to_dict("records"):  # the last of duplicates wins, as in paired_scores
-        rows[tuple(str(row[k]) for k in PAIR_KEYS)] = {k: (None if is_missing(v) else v) for k, v in row.items()}
+        rows[pair_key(*(row[k] for k in PAIR_KEYS))] = {k: (None if is_missing(v) else v) for k, v in row.items()}
     return rows
 
 
@@ -120,8 +128,8 @@ def open_run_pair(run_a: str | Path, run_b: str | Path, metric: str = "dice", n_
     comparison = compare_runs(a, b, metric=metric, n_boot=n_boot, seed=seed)
     scores, pair_notes = paired_scores(a, b, metric=metric)
     rows_a, rows_b = _rows_by_key(a), _rows_by_key(b)
-    scores["label_name"] = [str((rows_a.get(k) or rows_b.get(k) or {}).get("label_name") or "")
-                            for k in zip(*(scores[c] for c in PAIR_KEYS))]
+    keys = [pair_key(*k) for k in zip(*(scores[c] for c in PAIR_KEYS))]
+    scores["label_name"] = [str((rows_a.get(k) or rows_b.get(k) or {}).get("label_name") or "") for k in keys]
     paired = scores[scores["paired"]].sort_values(["diff", *PAIR_KEYS], kind="stable")
     unpaired = scores[~scores["paired"]].copy()
     unpaired["reason"] = [_reason(s, x, y) for s, x, y in zip(unpaired["side"], unpaired["a"], unpaired["b"])]
@@ -185,4 +193,4 @@ def load_case_pair(run_a: str | Path, run_b: str | Path, row_a: dict[str, Any] |
     return pair
 
 
-__all__ = ["CasePair", "RunPair", "describe_run", "load_case_pair", "open_run_pair"]
+__all__ = ["CasePair", "PairKey", "RunPair", "describe_run", "load_case_pair", "open_run_pair", "pair_key"]

@@ -79,8 +79,8 @@ def test_loader_prefers_parquet_then_csv(tmp_path):
     loaded = load_run(run)
     assert loaded.source.name == "results.csv" and len(loaded.table) == 3
     assert loaded.manifest["model"]["sha256"] == MANIFEST["model"]["sha256"]
-    # labels read as text, the same whatever the format
-    assert loaded.table["target_label"].tolist() == ["1", "1", "1"]
+    # labels typed as the schema types them (Int64), the same whatever the format
+    assert loaded.table["target_label"].dtype == "Int64" and loaded.table["target_label"].tolist() == [1, 1, 1]
 
 
 def test_loader_jsonl_with_truncated_last_line(tmp_path):
@@ -174,7 +174,7 @@ def test_loader_runner_blocks_and_nullable_labels(tmp_path):
     frame["target_label"] = pd.array([1, 2, None], dtype="Int64")
     frame.to_parquet(run / PARQUET_FILE, index=False)
     table = load_results(run)
-    assert table["target_label"].tolist()[:2] == ["1", "2"] and table["target_label"].isna().iloc[2]
+    assert table["target_label"].tolist()[:2] == [1, 2] and table["target_label"].isna().iloc[2]
 
 
 @pytest.fixture(scope="module")

@@ -67,8 +67,8 @@ def test_pairs_are_the_compare_numbers_sorted_by_difference(runs):
     assert len(pair.pairs) == len(a) == len(b) == 8 and pair.unpaired.empty
     assert pair.pairs["diff"].is_monotonic_increasing
     for row in pair.pairs.itertuples():
-        dice_a = a.loc[(a.case_id == row.case_id) & (a.target_label.astype(str) == row.target_label), "dice"].item()
-        dice_b = b.loc[(b.case_id == row.case_id) & (b.target_label.astype(str) == row.target_label), "dice"].item()
+        dice_a = a.loc[(a.case_id == row.case_id) & (a.target_label == row.target_label), "dice"].item()
+        dice_b = b.loc[(b.case_id == row.case_id) & (b.target_label == row.target_label), "dice"].item()
         assert (row.a, row.b) == (pytest.approx(dice_a), pytest.approx(dice_b))
         assert row.diff == pytest.approx(dice_b - dice_a)
         assert row.label_name in ("Anterior", "Posterior", "anterior", "posterior")

@@ -1,7 +1,7 @@
 """The benchmark widget's box plot: DSC per task, a box and every case as a point.
 
 :func:`box_data` (pandas, any thread) picks the scored DSC values of each task
-from the report package's normalised table, as the report's box plot does
+from the typed table of the run folder's reader, as the report's box plot does
 (failed rows left out); :func:`draw_boxes` draws them on a matplotlib axes.
 """
 from __future__ import annotations

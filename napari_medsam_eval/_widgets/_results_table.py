@@ -3,9 +3,10 @@
 Plain Qt and matplotlib, no viewer: the benchmark widget feeds it result rows
 (dicts with the columns of :mod:`napari_medsam_eval.benchmark.schema`) as
 they arrive. The statistics come from the report package
-(:func:`~napari_medsam_eval.report.summarize_tasks` on a table normalised by
-:func:`~napari_medsam_eval.report.load_run`), so the widget shows exactly
-what ``medsam-eval report`` writes.
+(:func:`~napari_medsam_eval.report.summarize_tasks` on the rows typed by the
+run folder's reader, :func:`~napari_medsam_eval.benchmark.store.table_of_rows`,
+as ``medsam-eval report`` reads them), so the widget shows exactly what the
+report writes.
 
 Rows arriving during a run are appended to the table at once; the summary
 and the plot, which are recomputed from all rows, follow at most every
@@ -23,8 +24,8 @@ import pandas as pd
 from qtpy.QtCore import QItemSelectionModel, Qt, QTimer, Signal
 from qtpy.QtWidgets import QVBoxLayout, QWidget
 
-from ..benchmark.schema import to_dataframe
-from ..report import load_run, summarize_tasks
+from ..benchmark.store import table_of_rows
+from ..report import summarize_tasks
 from ._bench_boxes import Boxes, box_data, draw_boxes
 from ._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
 from ._dock_layout import fixed_margins
@@ -44,7 +45,7 @@ def summarize_rows(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, Boxes]:
     """The per-task summary of ``rows`` and the box plot's data; no Qt, any thread."""
     if not rows:
         return pd.DataFrame(), box_data(None)
-    table = load_run(to_dataframe(rows)).table
+    table = table_of_rows(rows)
     return summarize_tasks(table, metrics=("dice", "nsd")), box_data(table)
 
 

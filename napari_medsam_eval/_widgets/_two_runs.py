@@ -27,7 +27,7 @@ from qtpy.QtCore import QTimer
 from .._layer_style import AB_COLORS, style_prediction
 from ..report.stats import row_stops
 from ..comparison import AB_NAMES
-from ..run_pairs import CasePair, RunPair, load_case_pair, open_run_pair
+from ..run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
 from . import _run_case
 from ._dock_layout import wrap_status
 from ._layers import go_to_index, transform_kwargs
@@ -136,7 +136,7 @@ class TwoRunsWidget(Container):
         self.status.value = (f"{int(overall['n_paired'])} pairs, {len(pair.unpaired)} rows that do not pair; "
                              f"median B - A {overall['median_diff']:+.3f}")
 
-    def open_case(self, key: tuple[str, str, str]) -> Any:
+    def open_case(self, key: PairKey) -> Any:
         """Open the case of pair ``key`` with both predictions and the A/B overlay; returns the worker."""
         if self.pair is None or self.opener.busy:
             return None

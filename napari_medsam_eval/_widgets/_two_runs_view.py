@@ -21,7 +21,7 @@ from qtpy.QtWidgets import QLabel, QSizePolicy, QTableWidget, QVBoxLayout, QWidg
 from ..report.compare_report import comparison_rows
 from ..report.markup import cell_text
 from ..report.paired import COLUMNS
-from ..run_pairs import RunPair
+from ..run_pairs import PairKey, RunPair, pair_key
 from ._bench_items import NumericItem, table as _table, text_item
 from ._dock_layout import fixed_margins
 from ._theme import plot_canvas, style_axes
@@ -35,13 +35,14 @@ POINT_COLORS = ("#4fc3f7", "orange", "#ce93d8", "#81c784", "#e57373", "#fff176")
 
 
 def _target(row: Any) -> str:
-    return f"{row.label_name} ({row.target_label})" if row.label_name else str(row.target_label)
+    label = cell_text(row.target_label)  # n/a: a case that failed before its labels were known
+    return f"{row.label_name} ({label})" if row.label_name else label
 
 
 class TwoRunsView(QWidget):
     """What a :class:`RunPair` holds, in tables and a scatter; :meth:`show_pair` fills them."""
 
-    def __init__(self, on_open: Callable[[tuple[str, str, str]], Any] | None = None,
+    def __init__(self, on_open: Callable[[PairKey], Any] | None = None,
                  colors: tuple[str, str] = ("white", "black")) -> None:
         super().__init__()
         self.on_open = on_open
@@ -103,7 +104,7 @@ class TwoRunsView(QWidget):
         table.setRowCount(len(frame))
         for line, row in enumerate(frame.itertuples()):
             first = text_item(str(row.case_id))
-            first.setData(KEY_ROLE, (str(row.case_id), str(row.task), str(row.target_label)))
+            first.setData(KEY_ROLE, pair_key(row.case_id, row.task, row.target_label))
             table.setItem(line, 0, first)
             table.setItem(line, 1, text_item(_target(row)))
             for column, name in enumerate(columns, start=2):
@@ -113,8 +114,8 @@ class TwoRunsView(QWidget):
             table.setSortingEnabled(True)
             table.sortItems(PAIR_HEADERS.index("B-A"), Qt.AscendingOrder)
 
-    def key_at(self, table: QTableWidget, line: int) -> tuple[str, str, str]:
-        return tuple(table.item(line, 0).data(KEY_ROLE))
+    def key_at(self, table: QTableWidget, line: int) -> PairKey:
+        return pair_key(*table.item(line, 0).data(KEY_ROLE))
 
     def column_values(self, table: QTableWidget, column: str | int) -> list[str]:
         index = column if isinstance(column, int) else [table.horizontalHeaderItem(i).text()

@@ -8,7 +8,7 @@
 Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
 (one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`.scoring`
 (metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
-files, atomic rows, resume, and the one reader of ``results.jsonl``), :mod:`.workers` (process
+files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.workers` (process
 pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.run_case` (a row's
 case, saved prediction and prompt, opened again).
 """
@@ -40,6 +40,9 @@ _EXPORTS: dict[str, str] = {
     "ResultStore": "store",
     "load_table": "store",
     "read_rows": "store",
+    "read_table": "store",
+    "results_file": "store",
+    "table_of_rows": "store",
     "write_tables": "store",
 }
 
@@ -70,7 +73,10 @@ __all__ = [
     "load_table",
     "read_manifest",
     "read_rows",
+    "read_table",
+    "results_file",
     "run_benchmark",
+    "table_of_rows",
     "to_dataframe",
     "write_tables",
 ]

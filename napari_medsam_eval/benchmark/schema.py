@@ -74,6 +74,8 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from ..errors import DataError
+
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
@@ -156,6 +158,23 @@ def to_dataframe(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 def is_missing(value: Any) -> bool:
     """None, NaN or pandas' NA (nullable integer columns of a parquet table)."""
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
+def whole_number(value: Any, column: str, source: Any = None) -> int | None:
+    """``1``, ``1.0``, ``"1"`` and ``"1.0"`` as ``1``; missing or blank as None; anything else a DataError."""
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return int(value)  # exact, however large
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if not number.is_integer():
+        raise DataError(f"column {column} holds {value!r}, not a whole number", source)
+    return int(number)
 
 
 def comparable(table: pd.DataFrame) -> pd.DataFrame:

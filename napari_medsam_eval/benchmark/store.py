@@ -18,9 +18,18 @@ killer) and must resume without losing, duplicating or half-keeping a row.
 
 This module owns the run folder's file names (:data:`ROWS_FILE`,
 :data:`CSV_FILE`, :data:`PARQUET_FILE`, :data:`LOCK_FILE`; the manifest's is
-:data:`.manifest.MANIFEST_FILE`), the block key :data:`BLOCK_KEY` and the one
-reader of a ``results.jsonl``, :func:`read_rows`, that the runner's resume,
-the report and the widgets all read through.
+:data:`.manifest.MANIFEST_FILE`), the block key :data:`BLOCK_KEY`, the one
+reader of a ``results.jsonl``, :func:`read_rows`, that the runner's resume
+reads through, and the one reader of a run folder's results table,
+:func:`load_table` (:func:`results_file` and :func:`read_table`), that the
+report, the comparison of two runs and the widgets read through. It gives
+the schema's typed table (:func:`.schema.to_dataframe`: ``target_label``
+and the counts ``Int64``, missing text ``""``), whatever the file: the
+runner's ``results.jsonl`` first (it is current; the parquet/CSV of a run
+killed or still going are stale), else ``results.parquet``, else
+``results.csv`` (tables made elsewhere or by an older version, whose labels
+may read ``1.0`` or ``"1"`` and whose status may read ``" OK"``:
+:func:`table_of_rows` says how they are taken).
 
 JSON numbers follow Python's :mod:`json`: ``NaN`` and ``Infinity`` are written
 as those tokens. ``results.csv``/``results.parquet`` are derived files, written
@@ -32,17 +41,21 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
+import numpy as np
 import pandas as pd
 
 from ..checksum import sha256_file
 from ..errors import DataError, os_problem
 from .files import CSV_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
-from .schema import STATUS_FAILED, to_dataframe
+from .schema import (FLOAT_COLUMNS, INT_COLUMNS, STATUS_FAILED, TEXT_COLUMNS, is_missing, json_dumps,
+                     to_dataframe, whole_number)
 
 #: in every line of ``results.jsonl``: the number of rows of the line's case (written as one block)
 BLOCK_KEY = "_case_rows"
+#: a run folder's results files, in the order :func:`load_table` prefers them (the runner's rows first)
+RESULT_FILES = (ROWS_FILE, PARQUET_FILE, CSV_FILE)
 
 
 def encode_case(rows: list[dict[str, Any]]) -> bytes:
@@ -251,9 +264,96 @@ def cases_to_redo(rows: list[dict[str, Any]], run_dir: str | Path, selected: set
     return redo
 
 
-def load_table(run_dir: str | Path) -> pd.DataFrame:
-    """The typed table of a run folder, rebuilt from ``results.jsonl`` (always current)."""
-    return to_dataframe(ResultStore(run_dir).recover(truncate=False))
+def table_of_rows(rows: Iterable[dict[str, Any]], source: Path | None = None) -> pd.DataFrame:
+    """The typed table (:func:`.schema.to_dataframe`) of result rows from any file or version of the runner.
+
+    The integer columns may hold whole floats or their text (:func:`.schema.whole_number`;
+    other values are a DataError naming ``source``), lists and objects (a parquet's
+    list column) become their JSON text, and ``status`` is taken
+    stripped and lower case, ``"failed"`` when missing or blank; columns the
+    schema does not know are left out, the ones it knows but a row lacks take
+    their unknown value. The runner's own rows pass unchanged.
+    """
+    typed = []
+    for row in rows:
+        row = {k: json_dumps(v) if isinstance(v, (list, dict, np.ndarray)) else v for k, v in row.items()}
+        for column in INT_COLUMNS:
+            if column in row:
+                row[column] = whole_number(row[column], column, source)
+        status = row.get("status")
+        blank = is_missing(status) or not str(status).strip()
+        row["status"] = STATUS_FAILED if blank else str(status).strip().lower()
+        typed.append(row)
+    return to_dataframe(typed)
+
+
+def results_file(run: str | Path) -> Path:
+    """The file :func:`load_table` reads: ``run`` itself when it is a file, else the run folder's first
+    of :data:`RESULT_FILES`; a DataError when the folder is missing or holds none of them."""
+    run = Path(run)
+    if run.is_file():
+        return run
+    if not run.exists():
+        raise DataError("run directory not found", run)
+    for name in RESULT_FILES:
+        if (run / name).is_file():
+            return run / name
+    raise DataError(f"no results table in the run directory (expected one of {', '.join(RESULT_FILES)})", run)
+
+
+def _read_csv(path: Path, columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """A results CSV with its text and integer columns as written (``"007"`` stays text) and only blank
+    float cells missing."""
+    text = {c: str for c in TEXT_COLUMNS + INT_COLUMNS}
+    return pd.read_csv(path, usecols=columns, dtype=text, keep_default_na=False,
+                       na_values={c: ["", "nan", "NaN"] for c in FLOAT_COLUMNS})
+
+
+def read_table(path: str | Path) -> pd.DataFrame:
+    """The typed table of one results file: ``.jsonl`` (its complete cases, :func:`read_rows`),
+    ``.parquet`` or ``.csv``, through :func:`table_of_rows`; an unreadable file is a DataError."""
+    path = Path(path)
+    try:
+        if path.name.endswith(".jsonl"):
+            rows: list[dict[str, Any]] = read_rows(path)
+        elif path.name.endswith(".parquet"):
+            rows = pd.read_parquet(path).to_dict("records")
+        elif path.name.endswith(".csv"):
+            rows = _read_csv(path).to_dict("records")
+        else:
+            raise DataError("not a results table (expected .parquet, .csv or .jsonl)", path)
+    except DataError:
+        raise
+    except pd.errors.EmptyDataError:
+        rows = []
+    except Exception as error:  # noqa: BLE001 - pyarrow/pandas raise many types for a corrupt file
+        raise DataError(f"cannot read the results table ({type(error).__name__}: {error})", path) from None
+    return table_of_rows(rows, path)
+
+
+def load_table(run: str | Path) -> pd.DataFrame:
+    """The typed table of a run folder (:func:`results_file`, :func:`read_table`) or of one results file.
+
+    A folder that holds no results file yet (a run that has not finished a
+    case, or not started) gives an empty table with the schema's columns.
+    """
+    run = Path(run)
+    if not run.is_file() and not any((run / name).is_file() for name in RESULT_FILES):
+        return to_dataframe([])
+    return read_table(results_file(run))
+
+
+def table_case_ids(path: str | Path) -> set[str]:
+    """The case ids of a parquet/CSV results table, reading that column only (empty when unreadable)."""
+    path = Path(path)
+    try:
+        if path.name.endswith(".parquet"):
+            column = pd.read_parquet(path, columns=["case_id"])["case_id"]
+        else:
+            column = _read_csv(path, columns=["case_id"])["case_id"]
+    except Exception:  # noqa: BLE001 - a damaged derived table counts as holding no case
+        return set()
+    return set(column.astype(str))
 
 
 class RunLock:

@@ -1,7 +1,7 @@
 """Statistics, figures and reports from a benchmark run's results table (no Qt, no napari).
 
-- :mod:`.results`: :func:`load_results`/:func:`load_run` read a run directory
-  (``results.parquet``, else ``.csv``, else ``.jsonl``) and ``manifest.json``
+- :mod:`.results`: :func:`load_results`/:func:`load_run`: a run directory's typed table, read by
+  the run folder's one reader (:func:`napari_medsam_eval.benchmark.store.load_table`), and ``manifest.json``
 - :mod:`.stats`: :func:`summarize_tasks` (median [IQR], mean, n, n_failed per
   task or per task and attribute), :func:`overall_summary`, worst and failed cases
 - :mod:`.paired`: :func:`compare_runs`, a paired B - A comparison with a

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
+from ..benchmark.schema import is_missing
 from ..ownership import overlap
 from . import markup as mk
 from .effort_section import effort_blocks
@@ -65,7 +66,7 @@ def manifest_facts(manifest: dict, table: pd.DataFrame) -> list[str]:
         facts.append(f"... and {len(flat) - MAX_FACTS} more entries in {MANIFEST_FILE}")
     for column in ("model", "protocol", "dataset"):
         if not any(key == column or key.startswith(column + ".") for key, _ in flat):
-            values = sorted({str(v) for v in table[column].dropna()})
+            values = sorted({str(v) for v in table[column] if not is_missing(v) and v != ""})
             if values:
                 facts.append(f"{column} (from the results table): {', '.join(values)}")
     return facts

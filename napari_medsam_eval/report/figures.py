@@ -17,6 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ..benchmark.schema import is_missing
 from ..effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
 
@@ -96,7 +97,7 @@ def plot_slice_dice(row: pd.Series, path: str | Path) -> Path:
         index = np.arange(values.size)
         axes.plot(index, values, marker="o", markersize=3, linewidth=1.2, color=BOX_COLOR)
         prompt = row.get("prompt_slice")
-        if prompt is not None and np.isfinite(prompt):
+        if not is_missing(prompt):
             axes.axvline(float(prompt), color="tab:orange", linestyle="--", linewidth=1, label="prompt")
             axes.legend(loc="lower right", fontsize=8)
         if summary["argmin"] is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 72em;
@@ -57,8 +58,8 @@ def link(text: str, href: str) -> tuple:
 
 
 def cell_text(value, digits: int = 3) -> str:
-    """A table cell: floats with ``digits`` decimals, NaN/None as ``n/a``."""
-    if value is None:
+    """A table cell: floats with ``digits`` decimals, NaN/None/NA (a missing ``Int64``) as ``n/a``."""
+    if value is None or value is pd.NA:
         return "n/a"
     if isinstance(value, (float, np.floating)):
         if math.isnan(value):

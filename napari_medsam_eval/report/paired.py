@@ -78,10 +78,9 @@ def wilcoxon_test(diffs: np.ndarray) -> tuple[float, str]:
 
 
 def _keyed(run: RunResults, keys: Sequence[str], metric: str) -> tuple[pd.DataFrame, int]:
-    """Rows with the pair keys and the score (the last of any duplicate kept), and how many were dropped."""
+    """Rows with the pair keys as typed (``target_label`` ``Int64``: a missing label pairs with a missing
+    one) and the score (the last of any duplicate kept), and how many were dropped."""
     table = run.table.copy()
-    for key in keys:
-        table[key] = table[key].astype(str)
     table["_score"] = table[metric].where(table["status"].eq("ok"))
     table["_task"] = table["task"].astype(str)
     deduped = table.drop_duplicates(list(keys), keep="last")
