@@ -47,7 +47,7 @@ def hippocampus_cases(limit: int | None = 10) -> Iterator[tuple[str, np.ndarray,
     ``tests/test_propagation.py`` does (``prepare_intensity(..., "MR")``)."""
     import SimpleITK as sitk
 
-    from napari_medsam_eval.intensity import prepare_intensity
+    from napari_medsam_eval.core.intensity import prepare_intensity
 
     folder = HIPPOCAMPUS
     for name in sorted(p.name for p in (folder / "imagesTr").glob("*.nii.gz"))[:limit]:

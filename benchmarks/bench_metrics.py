@@ -19,7 +19,7 @@ import SimpleITK as sitk
 import surface_distance as sd
 from scipy import ndimage
 
-from napari_medsam_eval.metrics import compute_dice, compute_surface_distances
+from napari_medsam_eval.evaluation.metrics import compute_dice, compute_surface_distances
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import cpu_line  # noqa: E402

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from napari_medsam_eval.benchmark.runner import run_benchmark
-from napari_medsam_eval.effort import NOC_COLUMNS, curves_by_task, format_noc, noc
+from napari_medsam_eval.evaluation.interaction_effort import NOC_COLUMNS, curves_by_task, format_noc, noc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import cpu_line  # noqa: E402

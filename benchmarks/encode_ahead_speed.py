@@ -3,10 +3,10 @@
     python benchmarks/encode_ahead_speed.py [--quick] [--reps N] [--cases K] [--engine auto]
 
 What the Segment widget does, without Qt: per DeepLesion case a
-:class:`~napari_medsam_eval.session.Session` holds the CT volume and LiteMedSAM;
+:class:`~napari_medsam_eval.session.session.Session` holds the CT volume and LiteMedSAM;
 
 * **after encode ahead**: the cache is emptied, every slice is encoded with
-  :func:`napari_medsam_eval.encode_ahead.iter_encode_ahead` (nearest to the
+  :func:`napari_medsam_eval.session.encode_ahead.iter_encode_ahead` (nearest to the
   prompt's slice first; its time is reported, not counted), then
   ``Session.propagate`` from the ``medsam2`` ground-truth prompt (the box on the
   lesion's middle slice) is timed; it must make no encoder call;
@@ -34,9 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _litemedsam_common import DEEPLESION, machine_state  # noqa: E402
 from _machine import cpu_line, encoder_gflop, gflops_text  # noqa: E402
 
-from napari_medsam_eval.encode_ahead import iter_encode_ahead  # noqa: E402
+from napari_medsam_eval.session.encode_ahead import iter_encode_ahead  # noqa: E402
 from napari_medsam_eval.io import read_case  # noqa: E402
-from napari_medsam_eval.session import Session  # noqa: E402
+from napari_medsam_eval.session.session import Session  # noqa: E402
 
 TARGET_S = 1.5
 

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from napari_medsam_eval.models.sam2_backend import build_medsam2
-    from napari_medsam_eval.prompt import Prompt
+    from napari_medsam_eval.core.prompt import Prompt
 
     print(cpu_line(), flush=True)
     files = sorted(args.data.glob("*.npz"))[: args.limit]

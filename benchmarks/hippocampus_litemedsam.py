@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 
-from napari_medsam_eval.intensity import prepare_intensity
+from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.models.litemedsam import build
 from napari_medsam_eval.propagation import middle_slice_prompt, propagate_official_litemedsam, propagate_volume
 

@@ -31,7 +31,7 @@ from _litemedsam_common import DEEPLESION, machine_state, percentile, timed  # n
 from _machine import cpu_line, encoder_gflop, gflops_text  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import build, preprocess_slice  # noqa: E402
-from napari_medsam_eval.prompt import Prompt  # noqa: E402
+from napari_medsam_eval.core.prompt import Prompt  # noqa: E402
 
 PAUSE_S = 0.05
 

@@ -1,6 +1,6 @@
 """napari-medsam-eval: evaluate promptable medical image segmentation.
 
-The core (``case``, ``io``, ``metrics``, ...) imports neither Qt nor napari;
+The core (``core``, ``io``, ``evaluation``, ...) imports neither Qt nor napari;
 the napari layer lives in ``_widgets`` and the ``_reader``/``_writer``/
 ``_sample_data`` modules named in ``napari.yaml``.
 """
@@ -13,7 +13,7 @@ __all__ = ["Case", "Spacing", "__version__"]
 def __getattr__(name: str) -> Any:
     """``Case`` and ``Spacing`` on first use: importing the package (``medsam-eval --help``) loads no numpy."""
     if name in ("Case", "Spacing"):
-        from . import case
+        from .core import case
 
         return getattr(case, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .attempts import ADDED, REMOVED
-from .comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
+from .session.attempts import ADDED, REMOVED
+from .evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 
 #: fill colours of ground-truth labels 1, 2, ... (cycled)
 GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",

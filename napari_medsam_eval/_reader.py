@@ -10,7 +10,7 @@ matching the manifest's patterns (every suffix of
 :mod:`napari_medsam_eval.io.formats`, and folders). A path with one of our
 suffixes, or a folder, is accepted even when its content is wrong (a text file
 named ``.nii.gz``): the returned reader then raises our
-:class:`~napari_medsam_eval.errors.DataError` ("<file>: is a text file, not a
+:class:`~napari_medsam_eval.core.errors.DataError` ("<file>: is a text file, not a
 gzip-compressed NIfTI file"), which napari shows, where returning None would only
 give napari's "... refused the file" with no reason.
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._layer_style import ground_truth_kwargs
-from .case import Case
+from .core.case import Case
 from .datasets.opening import GroundTruthFile, Opened, open_path
-from .errors import DataError
+from .core.errors import DataError
 from .io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, VIDEO_SUFFIXES, content_problem,
                          format_suffix, is_dicom_file_marked)
 

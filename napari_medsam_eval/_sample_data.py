@@ -1,4 +1,4 @@
-"""napari sample data: the synthetic phantoms of :mod:`napari_medsam_eval.phantoms`, built in memory.
+"""napari sample data: the synthetic phantoms of :mod:`napari_medsam_eval.datasets.phantoms`, built in memory.
 
 They are the cases ``scripts/make_sample_data.py`` writes to ``sample_data/``
 (same generator, same seeds), made here without reading files, so File >
@@ -7,7 +7,7 @@ Open Sample works from an installed wheel as well as from a checkout.
 from __future__ import annotations
 
 from ._reader import LayerData, case_to_layer_data
-from .phantoms import phantom_ct_case, phantom_video_case
+from .datasets.phantoms import phantom_ct_case, phantom_video_case
 
 
 def phantom_ct() -> list[LayerData]:

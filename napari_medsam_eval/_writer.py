@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .case import Case, Spacing
-from .errors import MedsamEvalError
+from .core.case import Case, Spacing
+from .core.errors import MedsamEvalError
 from .io.writers import write_mask
 
 #: array axes of a layer by its number of dimensions

@@ -27,7 +27,7 @@ def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name:
     from napari_medsam_eval._widgets._layers import from_image_coords
     from napari_medsam_eval._widgets._prompt_layers import box_vertices
     from napari_medsam_eval.protocols.geometry import tight_box
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     image, gt = viewer.open_sample("napari-medsam-eval", "phantom_ct")[:2]
     widget, _ = dock(viewer, "Segment")

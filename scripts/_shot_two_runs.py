@@ -70,8 +70,8 @@ def _telling_line(two: Any) -> int:
     at its slice; else the first line."""
     import numpy as np
 
-    from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH
-    from napari_medsam_eval.run_pairs import load_case_pair
+    from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH
+    from napari_medsam_eval.report.run_pairs import load_case_pair
 
     view, pair = two.view, two.pair
     for line in range(view.table.rowCount()):

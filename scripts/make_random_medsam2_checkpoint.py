@@ -44,7 +44,7 @@ def tensor_digest(state_dict: dict) -> str:
 def main(argv: list[str] | None = None) -> None:
     import torch
 
-    from napari_medsam_eval.checksum import sha256_file
+    from napari_medsam_eval.core.checksum import sha256_file
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("output", type=Path, help="where to write the checkpoint (.pt)")

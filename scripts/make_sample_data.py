@@ -23,7 +23,7 @@ import numpy as np
 import SimpleITK as sitk
 from PIL import Image
 
-from napari_medsam_eval.phantoms import (CT_ORIGIN_XYZ, CT_SPACING_XYZ, IMAGE2D_SEED, VIDEO_SEED, make_phantom_2d,
+from napari_medsam_eval.datasets.phantoms import (CT_ORIGIN_XYZ, CT_SPACING_XYZ, IMAGE2D_SEED, VIDEO_SEED, make_phantom_2d,
                                        make_phantom_ct, make_phantom_video, second_rater, window_uint8)
 
 def to_sitk(array: np.ndarray) -> sitk.Image:

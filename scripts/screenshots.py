@@ -157,7 +157,7 @@ def dock_titled(viewer: Any, name: str) -> Any:
 
 def segment_and_compare(viewer: Any, target: int) -> None:
     """Screenshots 1 and 2: propagate a ground-truth prompt, then compare with the ground truth."""
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     viewer.open_sample("napari-medsam-eval", "phantom_ct")
     segment, remove_segment = dock(viewer, "Segment")

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from napari_medsam_eval.aggregate import SUMMARY_KEYS, format_median_iqr, summarize, summarize_groups
+from napari_medsam_eval.evaluation.aggregate import SUMMARY_KEYS, format_median_iqr, summarize, summarize_groups
 
 
 def test_summarize_by_hand():

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from napari_medsam_eval.attempts import ADDED, REMOVED, Attempt, AttemptHistory, mask_changes
+from napari_medsam_eval.session.attempts import ADDED, REMOVED, Attempt, AttemptHistory, mask_changes
 from napari_medsam_eval.io import read_label
 
 

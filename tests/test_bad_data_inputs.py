@@ -18,10 +18,10 @@ import SimpleITK as sitk
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.cli.score import score_files
 from napari_medsam_eval.datasets import get_layout
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_case, read_medsam_npz
-from napari_medsam_eval.metrics import compute_label_metrics, compute_surface_dice
-from napari_medsam_eval.prompt import Prompt, PromptError, PromptWarning, check_prompt_in_image
+from napari_medsam_eval.evaluation.metrics import compute_label_metrics, compute_surface_dice
+from napari_medsam_eval.core.prompt import Prompt, PromptError, PromptWarning, check_prompt_in_image
 
 CASE = "hippocampus_001"
 

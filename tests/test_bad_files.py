@@ -26,7 +26,7 @@ import tifffile
 
 from napari_medsam_eval.benchmark import run_benchmark
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_case, read_mask2d, read_medsam_npz
 from napari_medsam_eval.io.sitk_io import short_sitk_message
 from napari_medsam_eval.io.sizes import CEILING_ENV, memory_ceiling

@@ -6,7 +6,7 @@ import pytest
 
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models.baselines import BoxBackend, OracleBackend, box_mask
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import propagate_volume
 
 

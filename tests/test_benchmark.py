@@ -14,7 +14,7 @@ from napari_medsam_eval.propagation.rules import STOP_REASONS
 from napari_medsam_eval.benchmark import COLUMNS, comparable, load_table, run_benchmark
 from napari_medsam_eval.benchmark.timing import SegmentTimer
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.models import build_backend
 
 from test_datasets import write_camus, write_sunseg_tree
@@ -216,7 +216,7 @@ def test_official_protocol_needs_litemedsam(hippo3: Path, tmp_path: Path) -> Non
 
 def test_segment_timer_sums_and_restores() -> None:
     backend = build_backend("box")
-    from napari_medsam_eval.prompt import Prompt
+    from napari_medsam_eval.core.prompt import Prompt
 
     with SegmentTimer(backend) as timer:
         for _ in range(3):

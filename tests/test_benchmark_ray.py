@@ -13,7 +13,7 @@ from napari_medsam_eval.benchmark.ray_executor import CRASH_HOOK_ENV, RayCases, 
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.datasets import CaseRef
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 from test_benchmark_store import all_gone, kill_part_way
 

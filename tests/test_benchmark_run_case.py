@@ -13,10 +13,10 @@ from napari_medsam_eval.benchmark import load_table, run_benchmark
 from napari_medsam_eval.benchmark.manifest import MANIFEST_FILE
 from napari_medsam_eval.benchmark.run_case import RunCase, load_run_case
 from napari_medsam_eval.datasets import get_layout
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
-from napari_medsam_eval.metrics import compute_dice
-from napari_medsam_eval.prompt import prompts_from_json
+from napari_medsam_eval.evaluation.metrics import compute_dice
+from napari_medsam_eval.core.prompt import prompts_from_json
 
 CASES = ("hippocampus_001", "hippocampus_004")
 

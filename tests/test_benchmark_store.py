@@ -14,7 +14,7 @@ import pytest
 
 from napari_medsam_eval.benchmark import ResultStore, comparable, load_table, run_benchmark
 from napari_medsam_eval.benchmark.store import BLOCK_KEY, encode_case
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 SLOW_BACKEND = '''
 """The box baseline, slowed down so a test can kill a run part-way; records its process ids."""

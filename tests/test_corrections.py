@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.effort import effort_table, noc, noc_columns
-from napari_medsam_eval.metrics import compute_dice
+from napari_medsam_eval.evaluation.interaction_effort import effort_table, noc, noc_columns
+from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.models.base import SegmentationBackend
 from napari_medsam_eval.models.baselines import BoxBackend
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import AnchoredSegmentation, absent_prompt, merge_prompt
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.protocols.corrections import correction, worst_slice
@@ -156,7 +156,7 @@ def test_the_simulated_user_reaches_the_truth_with_a_box_model_and_records_every
 
 def test_the_simulated_user_stops_within_a_pass_when_progress_says_so():
     """A benchmark's Cancel reaches the corrections protocol inside a pass, not between targets."""
-    from napari_medsam_eval.errors import Cancelled
+    from napari_medsam_eval.core.errors import Cancelled
 
     truth = _stack()
     protocol = build_protocol("corrections", interactions=3)

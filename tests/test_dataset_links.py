@@ -21,7 +21,7 @@ from test_datasets import write_camus, write_sunseg_tree
 from napari_medsam_eval.benchmark import run_benchmark
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.datasets import DatasetWarning, get_layout
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 HIPPO = ("hippocampus_001", "hippocampus_004", "hippocampus_007")
 

@@ -12,7 +12,7 @@ import SimpleITK as sitk
 
 from napari_medsam_eval.datasets import (LAYOUTS, detect_layout, get_layout, npz_label_names, npz_target_token,
                                          task_name)
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 #: shared dataset -> (layout, number of cases, label names of the first case)
 SHARED = {

@@ -16,7 +16,7 @@ import SimpleITK as sitk
 from dicom_series import write_series
 
 from napari_medsam_eval.datasets import detect_layout, get_layout
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 SPACING = (0.9, 0.8, 1.5)
 ORIGIN = (10.0, -20.0, 30.0)

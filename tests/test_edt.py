@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
-from napari_medsam_eval import _edt
+from napari_medsam_eval.evaluation import distance_transform as _edt
 
 
 def test_numba_engine_is_in_use():

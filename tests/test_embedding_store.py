@@ -32,7 +32,7 @@ from napari_medsam_eval.embeddings import (
     parse_size,
 )
 from napari_medsam_eval.embeddings.store import ENTRIES
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import segment_by_kind
 
 LESION = "CT_Lesion_000009_03_01_036-048.npz"
@@ -44,7 +44,7 @@ REOPEN = """
 import json, sys
 import numpy as np
 from napari_medsam_eval.models import build_backend
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import segment_by_kind
 volume = np.load(sys.argv[1])["imgs"]
 box = tuple(int(v) for v in sys.argv[3].split(","))

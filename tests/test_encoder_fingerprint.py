@@ -26,7 +26,7 @@ from napari_medsam_eval.cli import main
 from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models import litemedsam_fingerprint as fp
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend, build
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 
 import openvino  # noqa: E402,F401 - a dependency: its absence must fail, not skip
 

@@ -15,20 +15,18 @@ NAME = PACKAGE.name
 
 #: the rooms, lowest first: a module may import its own room and the rooms before it, never one after it
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(rooms)) for name, rooms in (
-    ("foundations", {"", "errors", "case", "options", "checksum", "_edt", "progress", "prompt", "ownership",
-                     "aggregate", "postprocess", "effort", "attempts", "phantoms", "intensity", "cache",
-                     "anchor_prompts"}),
+    ("foundations", {"", "core"}),
     ("io", {"io"}),
-    ("metrics", {"metrics", "comparison", "scoring"}),
     ("datasets", {"datasets"}),
     ("embeddings", {"embeddings"}),
     ("models", {"models"}),
-    ("protocols", {"protocols", "prompt_log"}),
+    ("evaluation", {"evaluation"}),
+    ("protocols", {"protocols"}),
     ("propagation", {"propagation"}),
-    ("studies", {"study2d", "sensitivity", "studies"}),
+    ("studies", {"study2d", "studies"}),
     ("benchmark", {"benchmark"}),
-    ("report and analysis", {"report", "run_pairs"}),
-    ("session", {"session", "encode_ahead", "session_segmenter"}),
+    ("report and analysis", {"report"}),
+    ("session", {"session"}),
     ("cli and napari", {"cli", "_widgets", "_reader", "_writer", "_sample_data", "_layer_style", "__main__"}),
 ))
 FLOOR_OF = {room: index for index, (_name, rooms) in enumerate(FLOORS) for room in rooms}

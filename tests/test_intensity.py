@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_medsam_eval.intensity import CT_WINDOWS, prepare_intensity, resolve_window
+from napari_medsam_eval.core.intensity import CT_WINDOWS, prepare_intensity, resolve_window
 
 
 def test_the_rule_depends_on_the_modality_not_the_dtype():
@@ -26,7 +26,7 @@ def test_the_rule_depends_on_the_modality_not_the_dtype():
 
 
 def test_prepare_image_by_kind_and_the_npz_flag(shared_data):
-    from napari_medsam_eval.intensity import case_intensity, prepare_image
+    from napari_medsam_eval.core.intensity import case_intensity, prepare_image
     from napari_medsam_eval.io import read_case
 
     frames = np.random.default_rng(0).integers(0, 200, (4, 8, 9, 3), dtype=np.uint8)

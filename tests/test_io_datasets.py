@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from napari_medsam_eval.case import Case
+from napari_medsam_eval.core.case import Case
 from napari_medsam_eval.datasets.layouts import (
     find_label_file,
     pair_folder,

@@ -8,7 +8,7 @@ import pytest
 import SimpleITK as sitk
 from dicom_series import write_series
 
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import detect_format, read_case, read_dicom_case
 
 SPACING = (0.9, 0.8, 1.5)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from napari_medsam_eval.errors import DataError, GeometryMismatchError, UnknownFormatError
+from napari_medsam_eval.core.errors import DataError, GeometryMismatchError, UnknownFormatError
 from napari_medsam_eval.io import GeometryWarning, read_case, read_label, to_label_array
 
 HIPPO = "hippocampus_mri"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from napari_medsam_eval.errors import DataError, GeometryMismatchError
+from napari_medsam_eval.core.errors import DataError, GeometryMismatchError
 from napari_medsam_eval.io import read_case, read_image_with_masks, read_mask2d
 
 

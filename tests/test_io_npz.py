@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import guess_modality, read_case
 
 

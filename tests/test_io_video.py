@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from napari_medsam_eval.errors import DataError, UnknownFormatError
+from napari_medsam_eval.core.errors import DataError, UnknownFormatError
 from napari_medsam_eval.io import natural_sort_key, read_case, write_mask
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from napari_medsam_eval.errors import GeometryMismatchError, UnknownFormatError
+from napari_medsam_eval.core.errors import GeometryMismatchError, UnknownFormatError
 from napari_medsam_eval.io import read_case, read_label, write_mask
 from napari_medsam_eval.io import writers
 

@@ -6,7 +6,7 @@ from matplotlib.colors import to_rgb
 
 from napari_medsam_eval._layer_style import (AB_COLORS, GROUND_TRUTH_PALETTE, PREDICTION_PALETTE, WORST_RUN_COLOR,
                                              palette_colormap, style_prediction)
-from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH
+from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH
 
 #: the least RGB distance (0..sqrt(3)) between two colours that mean different things
 MIN_DISTANCE = 0.35

@@ -25,7 +25,7 @@ from napari_medsam_eval.models.litemedsam import (
     resize_longest_side,
     shipped_checkpoint_path,
 )
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 
 LESION = "CT_Lesion_000009_03_01_036-048.npz"
 

@@ -52,7 +52,7 @@ def real_slices(shared_data: Path) -> list[tuple[np.ndarray, tuple[int, int, int
     """Two DeepLesion CT slices (512 x 512) and one hippocampus MR slice, each with its GT box."""
     import SimpleITK as sitk
 
-    from napari_medsam_eval.intensity import prepare_intensity
+    from napari_medsam_eval.core.intensity import prepare_intensity
 
     picked = []
     for name in ("CT_Lesion_000001_02_01_008-023.npz", "CT_Lesion_000010_01_01_078-090.npz"):

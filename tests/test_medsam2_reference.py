@@ -38,7 +38,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from napari_medsam_eval.checksum import sha256_file
+from napari_medsam_eval.core.checksum import sha256_file
 from napari_medsam_eval.cli import main
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_medsam_eval.case import Case, Spacing
+from napari_medsam_eval.core.case import Case, Spacing
 from napari_medsam_eval.models.base import SegmentationBackend
 from napari_medsam_eval.models.baselines import BoxBackend, OracleBackend
-from napari_medsam_eval.postprocess import LARGEST_COMPONENT, SEED, largest_component, seed_of
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.postprocess import LARGEST_COMPONENT, SEED, largest_component, seed_of
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import segment_by_kind
 from napari_medsam_eval.protocols import build_protocol
 

@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from napari_medsam_eval.cli import build_parser, main, UsageError
-from napari_medsam_eval.errors import DataError, MedsamEvalError
+from napari_medsam_eval.core.errors import DataError, MedsamEvalError
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models.checkpoint_files import describe_file, plain, shape_text
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 
 #: the checkpoint-loading models, with a file name each recognises (SAM's type, SAM2's config)
 MODELS = {

@@ -12,7 +12,7 @@ import pytest
 import SimpleITK as sitk
 
 from napari_medsam_eval import _reader
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 from dicom_series import write_series
 

@@ -47,7 +47,7 @@ def test_sample_data_is_built_from_the_files_generator():
     """File > Open Sample builds the phantoms in memory (it works from a wheel, with no
     sample_data/ beside it): they are the cases the committed files hold."""
     from napari_medsam_eval.io import read_case
-    from napari_medsam_eval.phantoms import phantom_ct_case, phantom_video_case
+    from napari_medsam_eval.datasets.phantoms import phantom_ct_case, phantom_video_case
 
     sample = Path(__file__).resolve().parents[1] / "sample_data"
     built, stored = phantom_ct_case(), read_case(sample / "CT_phantom_abdomen.npz")
@@ -87,7 +87,7 @@ def test_reader_patterns_cover_every_core_format():
 def test_reader_takes_our_suffixes_and_says_why_it_cannot_read_them(tmp_path, name, content, problem):
     """A file named like ours is accepted (names only), and reading it says which file and why, where
     refusing it would leave napari's "... refused the file" with no reason."""
-    from napari_medsam_eval.errors import DataError
+    from napari_medsam_eval.core.errors import DataError
 
     path = tmp_path / name
     path.write_bytes(content)

@@ -24,9 +24,9 @@ from napari_medsam_eval.benchmark import load_table, run_benchmark
 from napari_medsam_eval.benchmark.manifest import check_resumable
 from napari_medsam_eval.benchmark.schema import comparable
 from napari_medsam_eval.benchmark.store import ROWS_FILE, ResultStore, read_rows
-from napari_medsam_eval.checksum import sha256_file
+from napari_medsam_eval.core.checksum import sha256_file
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
 
 CASES = ("hippocampus_001", "hippocampus_004", "hippocampus_007")

@@ -13,10 +13,10 @@ from napari_medsam_eval.benchmark import store
 from napari_medsam_eval.benchmark.schema import COLUMNS, to_dataframe
 from napari_medsam_eval.benchmark.store import CSV_FILE, PARQUET_FILE, ROWS_FILE, load_table
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.report import failed_cases, load_run, paired_scores, write_comparison, write_report
 from napari_medsam_eval.report import results
-from napari_medsam_eval.run_pairs import open_run_pair
+from napari_medsam_eval.report.run_pairs import open_run_pair
 
 #: the schema's dtypes, as ``to_dataframe`` gives them
 SCHEMA_DTYPES = to_dataframe([make_row("x", "liver", 0.5)]).dtypes

@@ -12,8 +12,8 @@ import pytest
 import SimpleITK as sitk
 
 from napari_medsam_eval.benchmark import run_benchmark
-from napari_medsam_eval.scoring import score_target
-from napari_medsam_eval.case import Case, Spacing
+from napari_medsam_eval.evaluation.scoring import score_target
+from napari_medsam_eval.core.case import Case, Spacing
 from napari_medsam_eval.cli import main
 
 METRICS = ("dice", "iou", "nsd", "hd95")

@@ -28,7 +28,7 @@ import pytest
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.embeddings import ENV_DIR, EmbeddingKey, EmbeddingStore, open_store
 from napari_medsam_eval.embeddings import layout
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_case, write_mask
 
 LESION = "CT_Lesion_000009_03_01_036-048.npz"

@@ -41,7 +41,7 @@ def test_core_modules_import_no_gui_toolkit():
     when that fails is each module imported alone in an interpreter of its own, to name the culprits
     (a module importing Qt would leave it in ``sys.modules`` for all the others)."""
     modules = core_modules()
-    assert len(modules) > 40 and "napari_medsam_eval.session" in modules
+    assert len(modules) > 40 and "napari_medsam_eval.session.session" in modules
     listing = f"print(sorted(m for m in sys.modules if m.split('.')[0] in {GUI_MODULES!r})[:3])"
     together = _gui_modules_after("import importlib, sys\nfor name in sys.argv[1:]: importlib.import_module(name)\n"
                                   + listing, *modules)
@@ -73,7 +73,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_carries_manifest_configs_and_sample_generator(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     for required in ("napari_medsam_eval/napari.yaml", "napari_medsam_eval/models/configs/sam2.1_hiera_t512.yaml",
-                     "napari_medsam_eval/_sample_data.py", "napari_medsam_eval/phantoms.py"):
+                     "napari_medsam_eval/_sample_data.py", "napari_medsam_eval/datasets/phantoms.py"):
         assert required in names
     assert not any(n.startswith(("tests/", "src/", "sample_data/")) for n in names)
 

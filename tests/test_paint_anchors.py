@@ -17,13 +17,13 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.effort import noc
-from napari_medsam_eval.metrics import compute_dice
+from napari_medsam_eval.evaluation.interaction_effort import noc
+from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.models.baselines import BoxBackend
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import AnchoredSegmentation, is_absent, merge_prompt, painted_prompt
 from deeplesion_cases import lesion_case
-from napari_medsam_eval.anchor_prompts import is_painted
+from napari_medsam_eval.core.anchor_prompts import is_painted
 from napari_medsam_eval.propagation.rules import next_box, resolve_rules
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.protocols.corrections import correction, correction_type
@@ -121,7 +121,7 @@ def test_the_simulated_painter_paints_the_truth_or_its_largest_error_region():
 
 @pytest.fixture(scope="module")
 def backend():
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     return Session.build_backend("litemedsam", device="cpu")
 
@@ -149,7 +149,7 @@ def _worst(mask, truth, skip):
 
 @pytest.mark.slow
 def test_litemedsam_keeps_the_painted_slice_and_prompts_its_neighbours_with_its_box(backend, lesion):
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     case, prompt, truth, _file = lesion
     session = Session(backend)

@@ -19,7 +19,7 @@ from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models.litemedsam import preprocess_slice
 from napari_medsam_eval.models.litemedsam_precision import CalibrationOverlapError, calibration_set
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from napari_medsam_eval.progress import iterate_progress
+from napari_medsam_eval.core.progress import iterate_progress
 
 
 def test_yields_every_report_and_returns_the_result():

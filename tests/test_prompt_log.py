@@ -7,10 +7,10 @@ import multiprocessing
 import numpy as np
 import pytest
 
-from napari_medsam_eval.case import Case, Spacing
+from napari_medsam_eval.core.case import Case, Spacing
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.prompt import Prompt
-from napari_medsam_eval.prompt_log import (COLUMNS, PromptLogError, append_row, box_iou, centre_offset,
+from napari_medsam_eval.core.prompt import Prompt
+from napari_medsam_eval.protocols.prompt_log import (COLUMNS, PromptLogError, append_row, box_iou, centre_offset,
                                            default_log_path, logging_off, make_row, read_log)
 from napari_medsam_eval.protocols import build_protocol
 

@@ -5,8 +5,8 @@ import cv2
 import numpy as np
 import pytest
 
-from napari_medsam_eval.case import Case, Spacing
-from napari_medsam_eval.prompt import prompts_from_json, prompts_to_json
+from napari_medsam_eval.core.case import Case, Spacing
+from napari_medsam_eval.core.prompt import prompts_from_json, prompts_to_json
 from napari_medsam_eval.protocols import BoxJitterProtocol, build_protocol, tight_box
 
 

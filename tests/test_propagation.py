@@ -15,8 +15,8 @@ import pytest
 
 from napari_medsam_eval.models.base import SegmentationBackend
 from napari_medsam_eval.models.baselines import OracleBackend
-from napari_medsam_eval.prompt import Prompt
-from napari_medsam_eval.errors import Cancelled
+from napari_medsam_eval.core.prompt import Prompt
+from napari_medsam_eval.core.errors import Cancelled
 from napari_medsam_eval.propagation import (
     middle_slice_prompt,
     propagate_official_litemedsam,

@@ -11,7 +11,7 @@ import pytest
 
 from napari_medsam_eval.models.base import FeatureGrid
 from napari_medsam_eval.models.baselines import OracleBackend
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import PropagationRecord, PropagationRules, propagate_video
 from napari_medsam_eval.propagation.locate import SimilarityLocator, cell_fractions
 

@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.benchmark import run_benchmark
-from napari_medsam_eval.intensity import prepare_image
+from napari_medsam_eval.core.intensity import prepare_image
 from napari_medsam_eval.io import read_case
-from napari_medsam_eval.metrics import compute_dice
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.evaluation.metrics import compute_dice
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import segment_by_kind
 from napari_medsam_eval.propagation.rules import STOP_REASONS
 

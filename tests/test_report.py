@@ -11,7 +11,7 @@ from test_report_data import MANIFEST, jsonl_bytes, rows_a, write_run
 from napari_medsam_eval.benchmark import run_benchmark
 from napari_medsam_eval.benchmark.manifest import MANIFEST_FILE
 from napari_medsam_eval.benchmark.store import BLOCK_KEY, CSV_FILE, PARQUET_FILE, ROWS_FILE, ResultStore
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.report import (failed_cases, load_results, load_run, overall_summary, summarize_tasks,
                                        worst_cases, write_report)
 

@@ -23,7 +23,7 @@ import pytest
 from test_report_data import rows_a, write_run
 
 from napari_medsam_eval.benchmark.schema import to_dataframe
-from napari_medsam_eval.effort import noc_columns
+from napari_medsam_eval.evaluation.interaction_effort import noc_columns
 from napari_medsam_eval.report import write_report
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -13,7 +13,7 @@ from napari_medsam_eval.benchmark.config import RESUME_KEYS, RunConfig
 from napari_medsam_eval.benchmark.manifest import read_manifest
 from napari_medsam_eval.benchmark.schema import to_dataframe
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.core.errors import DataError
 
 
 def test_a_config_survives_pickle_and_the_manifest(tmp_path):

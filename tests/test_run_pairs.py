@@ -14,12 +14,12 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
-from napari_medsam_eval.comparison import binary_target
-from napari_medsam_eval.errors import DataError
+from napari_medsam_eval.evaluation.mask_comparison import binary_target
+from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import compare_runs
-from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, most_different_slice
-from napari_medsam_eval.run_pairs import load_case_pair, open_run_pair
+from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, most_different_slice
+from napari_medsam_eval.report.run_pairs import load_case_pair, open_run_pair
 from margin_runs import margin_runs
 
 

@@ -18,11 +18,11 @@ pytest.importorskip("hydra")
 
 from omegaconf import OmegaConf  # noqa: E402
 
-from napari_medsam_eval.errors import MedsamEvalError  # noqa: E402
+from napari_medsam_eval.core.errors import MedsamEvalError  # noqa: E402
 from napari_medsam_eval.models import build_backend  # noqa: E402
 from napari_medsam_eval.models import sam2_backend as sb  # noqa: E402
-from napari_medsam_eval.prompt import Prompt  # noqa: E402
-from napari_medsam_eval.errors import Cancelled  # noqa: E402
+from napari_medsam_eval.core.prompt import Prompt  # noqa: E402
+from napari_medsam_eval.core.errors import Cancelled  # noqa: E402
 
 DEEPLESION_CASE = "deeplesion_ct_npz/CT_Lesion_000002_03_01_035-047.npz"  # 13 slices of 512x512, uint8
 HIPPOCAMPUS_CASE = "hippocampus_mri/imagesTr/hippocampus_004.nii.gz"  # float32 MRI, 38 slices

@@ -15,7 +15,7 @@ pytest.importorskip("sam2")
 from napari_medsam_eval.models import sam2_backend as sb  # noqa: E402
 from napari_medsam_eval.models.checkpoint_files import ModelOptionError  # noqa: E402
 from napari_medsam_eval.models.sam2_features import SHARED, FrameFeatures, parse_limit  # noqa: E402
-from napari_medsam_eval.prompt import Prompt  # noqa: E402
+from napari_medsam_eval.core.prompt import Prompt  # noqa: E402
 
 CASE = "deeplesion_ct_npz/CT_Lesion_000002_03_01_035-047.npz"
 

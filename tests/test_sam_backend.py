@@ -13,11 +13,11 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("segment_anything")
 
-from napari_medsam_eval.errors import MedsamEvalError  # noqa: E402
+from napari_medsam_eval.core.errors import MedsamEvalError  # noqa: E402
 from napari_medsam_eval.models import build_backend  # noqa: E402
 from napari_medsam_eval.models import sam_backend as sam  # noqa: E402
 from napari_medsam_eval.models.sam2_backend import CheckpointError, MissingCheckpointError  # noqa: E402
-from napari_medsam_eval.prompt import Prompt  # noqa: E402
+from napari_medsam_eval.core.prompt import Prompt  # noqa: E402
 
 KVASIR_CASE = "cju0tl3uz8blh0993wxvn7ly3"  # 529 x 622 RGB, one polyp
 

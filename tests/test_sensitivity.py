@@ -1,4 +1,4 @@
-"""Prompt sensitivity (napari_medsam_eval.sensitivity) with real LiteMedSAM weights on a real DeepLesion case,
+"""Prompt sensitivity (napari_medsam_eval.studies.sensitivity) with real LiteMedSAM weights on a real DeepLesion case,
 and the benchmark's ``sensitivity`` protocol option through the real CLI on real hippocampus data."""
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ import pytest
 from napari_medsam_eval.benchmark.store import load_table
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.models import build_backend
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.report.sensitivity_section import sensitivity_table
-from napari_medsam_eval.sensitivity import (Perturbation, check_runs, perturbed_prompts, sensitivity,
+from napari_medsam_eval.studies.sensitivity import (Perturbation, check_runs, perturbed_prompts, sensitivity,
                                             volume_segmenter)
-from napari_medsam_eval.session import Session
+from napari_medsam_eval.session.session import Session
 
 LESION = "CT_Lesion_000009_03_01_036-048.npz"
 RUNS = 4

@@ -13,11 +13,11 @@ import threading
 import numpy as np
 import pytest
 
-from napari_medsam_eval.metrics import compute_dice
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.evaluation.metrics import compute_dice
+from napari_medsam_eval.core.prompt import Prompt
 from deeplesion_cases import lesion_case
 from napari_medsam_eval.protocols.geometry import tight_box
-from napari_medsam_eval.session import Session
+from napari_medsam_eval.session.session import Session
 
 CASE = "CT_Lesion_000010_01_01_078-090"
 

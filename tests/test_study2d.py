@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.datasets.study2d import StudySample, find_2d_samples, label_map_classes, volume_slice_samples
-from napari_medsam_eval.metrics import NOT_SCORED, compute_iou
+from napari_medsam_eval.evaluation.metrics import NOT_SCORED, compute_iou
 from napari_medsam_eval.models.base import SegmentationBackend, SegmentResult
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.report.study2d import study_markdown, write_study
 from napari_medsam_eval.study2d import mazurowski_image, run_prompt_mode_study, score_result
 
@@ -226,7 +226,7 @@ def test_mazurowski_image_is_their_rule():
 
 
 def test_not_a_study_folder_is_a_data_error(tmp_path):
-    from napari_medsam_eval.errors import DataError
+    from napari_medsam_eval.core.errors import DataError
 
     with pytest.raises(DataError, match="images/"):
         run_prompt_mode_study(tmp_path, FakeBackend())

@@ -23,7 +23,7 @@ from napari_medsam_eval._widgets._results_table import ROW_HEADERS
 from napari_medsam_eval.benchmark import CaseStep, load_table, read_manifest, run_benchmark
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.io import read_label
-from napari_medsam_eval.prompt import prompts_from_json
+from napari_medsam_eval.core.prompt import prompts_from_json
 
 pytestmark = pytest.mark.gui
 

@@ -202,7 +202,7 @@ def test_segment_dock_fits_a_1600_by_1000_window_and_long_errors_wrap(make_napar
 
 def test_absent_label_lists_the_labels_present(shared_data):
     from napari_medsam_eval.io import read_label
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     label = read_label(shared_data / "hippocampus_mri" / "labelsTr" / "hippocampus_015.nii.gz").array
     with pytest.raises(ValueError, match=r"label 7 is absent .*labels present: 1, 2"):

@@ -11,9 +11,9 @@ import pytest
 
 from plugin_dock import dock
 from napari_medsam_eval._widgets import CompareWidget
-from napari_medsam_eval.comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
+from napari_medsam_eval.evaluation.mask_comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 from napari_medsam_eval.io import read_label
-from napari_medsam_eval.metrics import compute_dice, compute_per_slice_dice
+from napari_medsam_eval.evaluation.metrics import compute_dice, compute_per_slice_dice
 
 pytestmark = pytest.mark.gui
 

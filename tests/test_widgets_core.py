@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_medsam_eval.case import infer_kind
-from napari_medsam_eval.comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP, binary_target, compare_masks
-from napari_medsam_eval.session import NoImageError, NoModelError, Session
+from napari_medsam_eval.core.case import infer_kind
+from napari_medsam_eval.evaluation.mask_comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP, binary_target, compare_masks
+from napari_medsam_eval.session.session import NoImageError, NoModelError, Session
 from napari_medsam_eval.io import read_case
-from napari_medsam_eval.metrics import compute_dice, compute_per_slice_dice
-from napari_medsam_eval.prompt import Prompt
+from napari_medsam_eval.evaluation.metrics import compute_dice, compute_per_slice_dice
+from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.protocols import build_protocol
 
 HIPPO = "hippocampus_015"
@@ -39,7 +39,7 @@ def test_session_prepares_intensity_once(hippo):
     prepared = session.set_image(hippo.image, kind="volume", modality="MR", image_id="h")
     assert hippo.image.dtype == np.float32 and prepared.dtype == np.uint8
     assert prepared.shape == hippo.image.shape and session.n_slices == hippo.image.shape[0]
-    from napari_medsam_eval.intensity import prepare_intensity
+    from napari_medsam_eval.core.intensity import prepare_intensity
 
     np.testing.assert_array_equal(prepared, prepare_intensity(hippo.image, "MR"))
     assert session.set_image(hippo.image, kind="volume", modality="MR", image_id="h") is prepared  # cached

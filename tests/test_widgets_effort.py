@@ -1,7 +1,7 @@
 """The Benchmark widget's DSC-vs-interactions plot in a real viewer (Xvfb), on synthetic run folders.
 
 The corrections rows are those of tests/test_report_effort.py (two tasks, K = 5); the
-expected curves are recomputed here from the rows with :mod:`napari_medsam_eval.effort`
+expected curves are recomputed here from the rows with :mod:`napari_medsam_eval.evaluation.interaction_effort`
 and checked against the hand-worked medians of that module's notes.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from plugin_dock import dock
 from napari_medsam_eval._widgets import BenchmarkWidget
 from napari_medsam_eval._widgets.benchmark import Progress
 from napari_medsam_eval.benchmark.schema import to_dataframe
-from napari_medsam_eval.effort import curve_summary, curves_by_task
+from napari_medsam_eval.evaluation.interaction_effort import curve_summary, curves_by_task
 
 pytestmark = pytest.mark.gui
 

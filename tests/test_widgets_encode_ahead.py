@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from napari_medsam_eval.encode_ahead import nearest_first
-from napari_medsam_eval.intensity import prepare_intensity
+from napari_medsam_eval.session.encode_ahead import nearest_first
+from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.propagation import propagate_volume
 from gui_probe import LoopTurns, ThreadLog
 from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - the same fixtures and wait
@@ -49,7 +49,7 @@ def test_encode_ahead_then_propagate_at_decoder_speed(make_napari_viewer, shared
     core = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, case_id="fresh")  # encodes anew
     assert backend.encoder_calls > calls
     if prompt.info.get("largest_component"):
-        from napari_medsam_eval.postprocess import largest_component
+        from napari_medsam_eval.core.postprocess import largest_component
 
         core = largest_component(core)
     np.testing.assert_array_equal(mask, core)

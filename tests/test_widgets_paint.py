@@ -12,7 +12,7 @@ import pytest
 
 from plugin_dock import dock
 from napari_medsam_eval._widgets._layers import current_index, go_to_index
-from napari_medsam_eval.anchor_prompts import is_painted
+from napari_medsam_eval.core.anchor_prompts import is_painted
 from test_widgets_segment import _wait, backend, errors  # noqa: F401 - the same fixtures and wait
 
 pytestmark = pytest.mark.gui

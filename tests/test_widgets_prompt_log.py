@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.prompt_log import append_row, read_log
+from napari_medsam_eval.protocols.prompt_log import append_row, read_log
 from napari_medsam_eval.protocols.geometry import tight_box
 from test_widgets_clinician import _draw_box
 from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - shared fixtures

@@ -15,9 +15,9 @@ from gui_probe import LoopTurns, ThreadLog
 from plugin_dock import dock
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._prompt_layers import prompt_from_layers
-from napari_medsam_eval.intensity import prepare_intensity
+from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.io import read_label
-from napari_medsam_eval.metrics import compute_dice
+from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.propagation import propagate_volume
 
@@ -31,7 +31,7 @@ TIMEOUT_MS = 600_000
 
 @pytest.fixture(scope="module")
 def backend():
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
 
     # through the session: triton is loaded apart from the LLVM of Xvfb's OpenGL (else a segfault)
     return Session.build_backend("litemedsam", device="cpu")
@@ -220,7 +220,7 @@ def test_propagate_matches_core_and_ui_stays_responsive(make_napari_viewer, shar
     core6 = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, margin=6,
                              case_id=widget.session.image_id)
     if prompt.info.get("largest_component"):  # the medsam2 protocol's step (segment_by_kind applies it)
-        from napari_medsam_eval.postprocess import largest_component
+        from napari_medsam_eval.core.postprocess import largest_component
 
         core6 = largest_component(core6)
     np.testing.assert_array_equal(layer.data == 1, core6)
@@ -313,7 +313,7 @@ def test_session_generator_cancels_when_closed(shared_data, backend):
     """The core's generator: closing it early stops the run; a preset cancel event stops it at once."""
     import threading
 
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
     from napari_medsam_eval.io import read_case
 
     root = shared_data / "hippocampus_mri"

@@ -23,10 +23,10 @@ from napari_medsam_eval._widgets import _two_runs as two_runs_module
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._layers import current_index
 from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
-from napari_medsam_eval.comparison import binary_target
+from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
-from napari_medsam_eval.comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
+from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
 from margin_runs import make_run, margin_runs
 
 pytestmark = pytest.mark.gui

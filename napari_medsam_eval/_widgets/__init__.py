@@ -1,4 +1,4 @@
-"""napari dock widgets: thin Qt shells over Qt-free models (:mod:`napari_medsam_eval.session`,
+"""napari dock widgets: thin Qt shells over Qt-free models (:mod:`napari_medsam_eval.session.session`,
 whose psygnal events the Segment widget listens to, and :mod:`napari_medsam_eval.benchmark.request`).
 
 - :class:`SegmentWidget`: model, image, prompts (drawn or from ground truth),

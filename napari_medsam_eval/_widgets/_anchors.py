@@ -2,7 +2,7 @@
 
 A clinician propagates a box, looks at the result, draws a box or points on the slice
 where it went wrong and presses *Correct slice*: the session adds that prompt as an
-anchor (:meth:`napari_medsam_eval.session.Session.correct`), segments that slice again
+anchor (:meth:`napari_medsam_eval.session.session.Session.correct`), segments that slice again
 and propagates from it up to the neighbouring anchors. The anchor list shows one line
 per anchor, in slice order::
 
@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 from magicgui.widgets import PushButton, Select
 
-from ..prompt import Prompt, plain_number
-from ..anchor_prompts import is_absent, is_painted
+from ..core.prompt import Prompt, plain_number
+from ..core.anchor_prompts import is_absent, is_painted
 from ._layers import layer_kind
 from ._propagation_options import propagation_options
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.session import Session
     from .segment import SegmentWidget
 
 

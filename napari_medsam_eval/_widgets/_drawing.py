@@ -14,12 +14,12 @@ from magicgui.widgets import RadioButtons
 from napari.layers import Points, Shapes
 from napari.utils.notifications import show_warning
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 
 from . import _prompt_layers
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.session import Session
     from .segment import SegmentWidget
 
 POLARITIES = {"positive": 1, "negative": 0}

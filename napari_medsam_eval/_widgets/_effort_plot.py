@@ -1,7 +1,7 @@
 """The Benchmark widget's effort plot: DSC vs interactions of one task of a ``corrections`` run.
 
 Plain Qt and matplotlib, no viewer. It reads the rows the results view shows
-(their ``dice_after`` curves, :mod:`napari_medsam_eval.effort`) and draws the
+(their ``dice_after`` curves, :mod:`napari_medsam_eval.evaluation.interaction_effort`) and draws the
 median DSC after 0..K interactions with its IQR band and the mean (dashed), as
 the report's ``dsc_vs_interactions.png`` does for every task. The task is the
 one of the line last selected in the row table or in the per-task summary,
@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 from qtpy.QtWidgets import QTableWidget, QVBoxLayout, QWidget
 
-from ..effort import correction_tools, curve_summary, curves_by_task, has_curves
+from ..evaluation.interaction_effort import correction_tools, curve_summary, curves_by_task, has_curves
 from ..report.stats import natural_key
 from ._dock_layout import fixed_margins
 from ._results_table import ResultsView
@@ -30,7 +30,7 @@ MEAN_COLOR = "orange"
 
 
 def effort_summaries(rows: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
-    """Per task, :func:`~napari_medsam_eval.effort.curve_summary` of its ok rows' DSC curves ({} without curves)."""
+    """Per task, :func:`~napari_medsam_eval.evaluation.interaction_effort.curve_summary` of its ok rows' DSC curves ({} without curves)."""
     frame = _frame(rows)
     if not has_curves(frame):  # a run of another protocol: no curve to parse
         return {}

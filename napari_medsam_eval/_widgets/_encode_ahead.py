@@ -1,7 +1,7 @@
 """Encode ahead in the Segment widget: the image's slices embedded in a background worker.
 
 Ticking *encode ahead* embeds the chosen image's slices nearest to the slice
-on screen first (:func:`napari_medsam_eval.encode_ahead.iter_encode_ahead`)
+on screen first (:func:`napari_medsam_eval.session.encode_ahead.iter_encode_ahead`)
 in a worker of its own, with its own progress bar, while the user draws:
 Segment slice, Propagate and Correct slice keep working meanwhile and find
 the slices already encoded (each waits one slice at most). Unticking,
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from magicgui.widgets import CheckBox, Container, Label, ProgressBar
 
-from ..encode_ahead import iter_encode_ahead
+from ..session.encode_ahead import iter_encode_ahead
 from . import _layers
 from ._worker import WorkerRunner
 

@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 from napari.layers import Image, Labels, Layer
 
-from ..case import infer_kind
+from ..core.case import infer_kind
 
 
 def spatial_shape(layer: Layer) -> tuple[int, ...]:

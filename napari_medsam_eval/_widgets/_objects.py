@@ -6,7 +6,7 @@ prediction layer (:mod:`._prediction_layer`), one value each. *Next* /
 (without one: +1 / -1), named from the ground truth's ``label_names``; the
 prompt layers keep each object's boxes and points apart (switching saves the
 current object's and shows the next one's). Every published result is an
-:class:`~napari_medsam_eval.attempts.Attempt`; *Undo* (Ctrl+Z) puts back the
+:class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Ctrl+Z) puts back the
 object's mask before the last attempt and *Changes* shows what the last
 attempt of the object changed (added green, removed red).
 """
@@ -21,9 +21,9 @@ from magicgui.widgets import Container, Label, PushButton
 from napari.layers import Labels
 
 from .._layer_style import CHANGE_COLORS
-from ..attempts import ADDED, REMOVED, Attempt, AttemptHistory
-from ..case import present_label_values
-from ..prompt import Prompt
+from ..session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
+from ..core.case import present_label_values
+from ..core.prompt import Prompt
 from ._layers import find_layer, transform_kwargs
 from ._prediction_layer import object_mask, write_object
 from ._shortcuts import with_shortcut

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from napari.layers import Image, Labels
 
-from ..prompt import Prompt
-from ..anchor_prompts import painted_prompt
+from ..core.prompt import Prompt
+from ..core.anchor_prompts import painted_prompt
 from ._layers import find_layer, spatial_shape
 from ._prediction_layer import prediction_layer_name
 

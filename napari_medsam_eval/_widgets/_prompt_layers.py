@@ -1,4 +1,4 @@
-"""Prompt layers <-> :class:`~napari_medsam_eval.prompt.Prompt`, without Qt.
+"""Prompt layers <-> :class:`~napari_medsam_eval.core.prompt.Prompt`, without Qt.
 
 A box prompt is a rectangle in a Shapes layer, point prompts are a Points
 layer whose ``features['label']`` is 1 (positive, green) or 0 (negative,
@@ -7,7 +7,7 @@ transform (see :mod:`._layers` for the coordinates).
 
 A drawn shape becomes the inclusive pixel box of the pixels whose *centres*
 lie inside its bounding rectangle (``x0 = ceil(min x)``, ``x1 = floor(max x)``),
-clipped to the image; a :class:`~napari_medsam_eval.prompt.Prompt` box is shown
+clipped to the image; a :class:`~napari_medsam_eval.core.prompt.Prompt` box is shown
 as the rectangle around its pixels (``x0 - 0.5 .. x1 + 0.5``), so the two are
 inverse for integer boxes.
 """
@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import numpy as np
 from napari.layers import Image, Points, Shapes
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from ._layers import current_index, from_image_coords, layer_kind, spatial_shape, to_image_coords, transform_kwargs
 
 #: colours of positive / negative prompt points

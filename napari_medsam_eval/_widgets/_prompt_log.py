@@ -1,4 +1,4 @@
-"""Drawn vs protocol prompts in the Segment widget: every drawn prompt is logged (core: :mod:`..prompt_log`).
+"""Drawn vs protocol prompts in the Segment widget: every drawn prompt is logged (core: :mod:`..protocols.prompt_log`).
 
 When a ground-truth layer is chosen, each result of a drawn prompt (*Segment slice*,
 *Propagate*, *Correct slice*) is logged as one row of the prompt log beside the prompt the
@@ -6,7 +6,7 @@ chosen protocol makes from the ground truth for the same target and slice: box I
 offset (px, mm) and the DSC of each. The protocol's prompt is segmented the user's way (that
 slice, or propagated with the same options) in a worker of its own, from the session's cached
 embeddings; the row is appended there. The controls: *log drawn prompts*, the *prompt log*
-file (empty: :func:`~napari_medsam_eval.prompt_log.default_log_path`) and a line comparing the
+file (empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line comparing the
 last drawn prompt with the protocol's. Prompts made by a protocol (*Prompt from ground truth*,
 unchanged) are not logged.
 """
@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from magicgui.widgets import CheckBox, Container, FileEdit, Label
 
-from ..metrics import compute_dice
-from ..prompt import Prompt
-from ..session_segmenter import SessionSegmenter
-from ..prompt_log import append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
+from ..evaluation.metrics import compute_dice
+from ..core.prompt import Prompt
+from ..session.segmenter import SessionSegmenter
+from ..protocols.prompt_log import append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
 from . import _layers
 from ._dock_layout import wrap_status
 from ._propagation_options import propagation_options

@@ -1,6 +1,6 @@
 """The Segment widget's propagation options: margin, direction, slice range, stop rule.
 
-They become the keyword arguments of :meth:`napari_medsam_eval.session.Session.propagate`
+They become the keyword arguments of :meth:`napari_medsam_eval.session.session.Session.propagate`
 (:func:`propagation_options`): the direction and the range are ``z_limits`` (a
 direction is the range cut at the prompted slice), the stop rule a
 ``rules`` dict on top of the kind's measured default. Only volumes have

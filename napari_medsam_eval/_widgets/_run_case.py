@@ -34,7 +34,7 @@ from napari.layers import Image, Labels, Layer, Points, Shapes
 from .._layer_style import style_prediction
 from .._reader import case_to_layer_data
 from ..benchmark.run_case import RunCase, load_run_case
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from ..report.stats import row_stops
 from ._layers import add_inactive, go_to_index, transform_kwargs
 from ._prompt_layers import make_box_layer, make_point_layer, show_prompt

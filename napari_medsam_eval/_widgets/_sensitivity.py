@@ -2,7 +2,7 @@
 
 The prediction compared names the prompt that made it (its layer's
 ``objects`` metadata, written by the Segment widget). This section gives that
-prompt N more times, perturbed (:meth:`napari_medsam_eval.session.Session.iter_sensitivity`,
+prompt N more times, perturbed (:meth:`napari_medsam_eval.session.session.Session.iter_sensitivity`,
 in a worker; Cancel stops within a run), with the model and image of the
 viewer's Segment widget (:mod:`._sessions`), so the slices' embeddings are
 computed once. It shows the agreement map (the fraction of runs that
@@ -19,9 +19,9 @@ from magicgui.widgets import Container, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels
 
 from .._layer_style import WORST_RUN_COLOR, style_prediction
-from ..comparison import binary_target
-from ..prompt import Prompt
-from ..sensitivity import DEFAULT_RUNS, SensitivityResult
+from ..evaluation.mask_comparison import binary_target
+from ..core.prompt import Prompt
+from ..studies.sensitivity import DEFAULT_RUNS, SensitivityResult
 from ._dock_layout import wrap_status
 from ._layers import add_inactive, find_layer, transform_kwargs
 from ._sessions import session_of

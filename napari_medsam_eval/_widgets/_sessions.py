@@ -1,4 +1,4 @@
-"""The Segment widget's :class:`~napari_medsam_eval.session.Session` of a viewer, for the other docks.
+"""The Segment widget's :class:`~napari_medsam_eval.session.session.Session` of a viewer, for the other docks.
 
 The Compare widget's prompt sensitivity runs the model the Segment widget
 loaded, on the image it prepared (its embedding cache included), so it asks
@@ -10,7 +10,7 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.session import Session
 
 _SESSIONS: dict[int, tuple[weakref.ref, "Session"]] = {}
 

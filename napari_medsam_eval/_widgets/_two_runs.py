@@ -1,11 +1,11 @@
 """The Benchmark widget's "Two runs" section: run A and run B over one dataset, side by side.
 
 Choose two run folders and press *Compare runs*: both are read and paired in
-a worker (:func:`napari_medsam_eval.run_pairs.open_run_pair`: the statistics
+a worker (:func:`napari_medsam_eval.report.run_pairs.open_run_pair`: the statistics
 are those of ``medsam-eval compare A B``), then :class:`._two_runs_view.TwoRunsView`
 shows the per-task statistics, the per-case DSC A / B / B-A, the rows that do
 not pair and a scatter of A against B. Double-clicking a case reads it with
-both saved predictions in a worker (:func:`~napari_medsam_eval.run_pairs.load_case_pair`)
+both saved predictions in a worker (:func:`~napari_medsam_eval.report.run_pairs.load_case_pair`)
 and opens image, ground truth, prediction A, prediction B and the A-only /
 B-only / both overlay (:data:`~napari_medsam_eval._layer_style.AB_COLORS`) as
 the Benchmark widget opens a row (:mod:`._run_case`: one layer per turn of the
@@ -26,8 +26,8 @@ from qtpy.QtCore import QTimer
 
 from .._layer_style import AB_COLORS, style_prediction
 from ..report.stats import row_stops
-from ..comparison import AB_NAMES
-from ..run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
+from ..evaluation.mask_comparison import AB_NAMES
+from ..report.run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
 from . import _run_case
 from ._dock_layout import wrap_status
 from ._layers import go_to_index, transform_kwargs

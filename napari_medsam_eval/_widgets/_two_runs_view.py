@@ -1,7 +1,7 @@
 """The "Two runs" view: per-task paired statistics, per-case DSC A / B / B-A, unpaired rows, scatter.
 
 Plain Qt and matplotlib, no viewer: it shows a
-:class:`~napari_medsam_eval.run_pairs.RunPair`. The statistics table holds the
+:class:`~napari_medsam_eval.report.run_pairs.RunPair`. The statistics table holds the
 cells ``medsam-eval compare A B`` prints (the same
 :func:`~napari_medsam_eval.report.compare_report.comparison_rows`, each cell
 as :func:`~napari_medsam_eval.report.markup.cell_text` writes it); the pairs
@@ -21,7 +21,7 @@ from qtpy.QtWidgets import QLabel, QSizePolicy, QTableWidget, QVBoxLayout, QWidg
 from ..report.compare_report import comparison_rows
 from ..report.markup import cell_text
 from ..report.paired import COLUMNS
-from ..run_pairs import PairKey, RunPair, pair_key
+from ..report.run_pairs import PairKey, RunPair, pair_key
 from ._bench_items import NumericItem, table as _table, text_item
 from ._dock_layout import fixed_margins
 from ._theme import plot_canvas, style_axes

@@ -40,7 +40,7 @@ from ..benchmark import ROWS_FILE, ResultStore
 from ..benchmark.config import RunConfig
 from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, benchmark_job, checked_request
 from . import _run_case
-from ..options import json_object
+from ..core.options import json_object
 from ._bench_controls import AUTO_LAYOUT, add_run_controls, propagation_choice
 from ._dock_layout import fit_in_dock
 from ._effort_plot import EffortPlot

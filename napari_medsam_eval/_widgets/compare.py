@@ -1,6 +1,6 @@
 """The Compare dock widget: where a prediction fails against the ground truth.
 
-A thin shell around :func:`napari_medsam_eval.comparison.compare_masks`: a
+A thin shell around :func:`napari_medsam_eval.evaluation.mask_comparison.compare_masks`: a
 TP/FP/FN Labels layer with fixed colours, the DSC of the whole mask and of
 the slice on screen (updated as the dims move), a per-slice DSC plot whose
 points take the viewer to their slice, and "Next worst slice".
@@ -24,7 +24,7 @@ from napari.layers import Labels
 from napari.utils.notifications import show_error, show_warning
 from qtpy.QtCore import QTimer
 
-from ..comparison import Comparison, binary_target, compare_masks
+from ..evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from ._compare_plot import SliceDicePlot, stop_markers
 from ._dock_layout import button_row, fit_in_dock, wrap_status
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role

@@ -1,4 +1,4 @@
-"""The Segment dock widget: a thin shell around :class:`napari_medsam_eval.session.Session`.
+"""The Segment dock widget: a thin shell around :class:`napari_medsam_eval.session.session.Session`.
 
 Prompts live in ordinary layers: boxes in a Shapes layer, positive/negative
 points in a Points layer (the polarity of the *next* point is chosen first,
@@ -22,9 +22,9 @@ from magicgui.widgets import Container
 from napari.layers import Image, Points, Shapes
 from napari.utils.notifications import show_info
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from ..propagation import PropagationResult
-from ..session import Session
+from ..session.session import Session
 from ._sessions import register_session
 from . import _layers, _objects, _prompt_layers
 from ._anchors import start_propagation

@@ -6,7 +6,7 @@
 >>> load_table("runs/hippo")          # the same table, rebuilt from results.jsonl
 
 Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
-(one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`.scoring`
+(one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`..evaluation.scoring`
 (metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
 files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.workers` (process
 pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.run_case` (a row's

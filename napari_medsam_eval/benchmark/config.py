@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from ..scoring import NSD_TOLERANCE_MM
+from ..evaluation.scoring import NSD_TOLERANCE_MM
 
 #: the run's options a resumed run must agree on (besides the model checkpoint's SHA-256)
 RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed",
@@ -41,7 +41,7 @@ class RunConfig:
     layout. ``limit`` takes the first K cases in the layout's order;
     ``resume`` continues a run folder (same dataset, model, options, protocol
     and seed). ``seed`` seeds the protocol. ``intensity``
-    (:data:`~napari_medsam_eval.intensity.INTENSITY_MODES`) overrides what the
+    (:data:`~napari_medsam_eval.core.intensity.INTENSITY_MODES`) overrides what the
     readers record of the cases' intensities. ``propagation``: the rules of
     per-slice models (a preset name, a dict of options, or None for each
     kind's measured default). ``executor``: ``"local"`` (this process, or
@@ -84,7 +84,7 @@ class RunConfig:
 
     def checked(self) -> "RunConfig":
         """This config, or a ValueError/OptionError naming the option that cannot run (before any work)."""
-        from ..intensity import INTENSITY_MODES
+        from ..core.intensity import INTENSITY_MODES
         from ..propagation.rules import resolve_rules
         from .ray_executor import check_executor
 

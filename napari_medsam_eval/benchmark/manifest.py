@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..datasets import CaseRef
-from ..errors import DataError
-from ..ownership import folder_contents
+from ..core.errors import DataError
+from ..core.ownership import folder_contents
 from .config import config_differences
 from .files import MANIFEST_FILE
 

@@ -22,7 +22,7 @@ the driver or a worker is killed) and the table equals a local run's.
   (:func:`~.segment_case.failed_case_rows`, as the local pool does).
 * Data: workers read case files by path (a shared filesystem). Before the first case,
   the first actor checks that the first case's files exist where it runs; a file it cannot
-  see stops the run with a :class:`~napari_medsam_eval.errors.DataError` naming it.
+  see stops the run with a :class:`~napari_medsam_eval.core.errors.DataError` naming it.
 * Non-detached actors die with their driver: a killed run leaves no busy workers.
 
 ``ray`` is an optional dependency (``pip install 'napari-medsam-eval[ray]'``), imported
@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..datasets import CaseRef, get_layout
-from ..errors import DataError, MedsamEvalError
+from ..core.errors import DataError, MedsamEvalError
 from .segment_case import CaseEvaluator, error_text, failed_case_rows
 from .config import RunConfig
 from .workers import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, limit_threads, threads_per_worker
-from ..errors import OptionError
+from ..core.errors import OptionError
 
 Rows = list[dict[str, Any]]
 EXECUTORS = ("local", "ray")

@@ -8,7 +8,7 @@ work is :func:`napari_medsam_eval.benchmark.run_benchmark`, the function
 (``progress(done, total, rows)`` after each case, ``steps(CaseStep)`` after
 each slice of the running case), which the job turns into yielded
 :class:`Progress` and :class:`~.steps.CaseStep` values
-(:func:`~napari_medsam_eval.progress.iterate_progress`); its cancel event
+(:func:`~napari_medsam_eval.core.progress.iterate_progress`); its cancel event
 stops the run within a slice, the case running then left for a resume.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any, Generator
 
 import pandas as pd
 
-from ..progress import iterate_progress
+from ..core.progress import iterate_progress
 from ..protocols import build_protocol
 from .config import RunConfig
 from .manifest import read_manifest

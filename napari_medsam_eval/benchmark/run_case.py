@@ -7,7 +7,7 @@ run's ``config``), the prediction is the file the runner saved
 ``save_predictions``), the prompt is the row's recorded ``prompt`` JSON.
 
 A run folder without a usable manifest, a dataset folder that is gone and a
-case no longer in the dataset are :class:`~napari_medsam_eval.errors.DataError`
+case no longer in the dataset are :class:`~napari_medsam_eval.core.errors.DataError`
 naming the file or folder. A prediction that was not saved or cannot be read
 is not an error: the case still opens, and :attr:`RunCase.note` says why
 there is no prediction (naming the file).
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..case import Case
+from ..core.case import Case
 from ..datasets import CaseRef, DatasetLayout, get_layout
-from ..errors import DataError
+from ..core.errors import DataError
 from ..io import read_label
-from ..prompt import Prompt, prompts_from_json
+from ..core.prompt import Prompt, prompts_from_json
 from .manifest import MANIFEST_FILE, read_manifest
 
 

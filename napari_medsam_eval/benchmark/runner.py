@@ -36,10 +36,10 @@ from typing import Any
 import pandas as pd
 
 from ..datasets import resolve_layout
-from ..errors import Cancelled, DataError, os_problem
+from ..core.errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
-from ..ownership import check_not_inputs
-from ..progress import CaseProgress, until_cancelled
+from ..core.ownership import check_not_inputs
+from ..core.progress import CaseProgress, until_cancelled
 from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_same_dataset, dataset_fingerprint,
                        environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
@@ -77,7 +77,7 @@ def _check_out_dir(out_dir: Path, resume: bool) -> None:
 def _check_apart_from_inputs(out_dir: Path, dataset: Path, model_options: dict[str, Any],
                              protocol_options: dict[str, Any]) -> None:
     """The run folder is not, is not inside and does not hold an input: the dataset, the checkpoint,
-    the prompt log or the embedding store (:func:`~napari_medsam_eval.ownership.check_not_inputs`)."""
+    the prompt log or the embedding store (:func:`~napari_medsam_eval.core.ownership.check_not_inputs`)."""
     from ..embeddings.config import resolve_root
 
     def path(value: Any) -> Any:

@@ -48,12 +48,12 @@ and read on its own. Column meanings:
                        no longer matches
 ``dice_after``         ``corrections`` protocol only (``""`` otherwise): JSON list of
 ``nsd_after``          the DSC / NSD after 0, 1, ..., K interactions (``dice``,
-                       ``nsd`` are the last); :mod:`napari_medsam_eval.effort`
+                       ``nsd`` are the last); :mod:`napari_medsam_eval.evaluation.interaction_effort`
 ``noc80`` ``noc85``    interactions until DSC >= 0.80 / 0.85 / 0.90; K + 1 when
 ``noc90``              never reached (NaN for other protocols)
 ``sens_runs``          protocol option ``sensitivity`` = N only (NaN / ``""``
 ``sens_dice``          otherwise): N perturbed copies of the prompt were segmented
-``sens_dice_min``      as the prompt was (:mod:`napari_medsam_eval.sensitivity`);
+``sens_dice_min``      as the prompt was (:mod:`napari_medsam_eval.studies.sensitivity`);
 ``sens_dice_median``   JSON list of their DSC, min / median / max, and the spread
 ``sens_dice_max``      (max - min). ``dice`` stays the unperturbed prompt's.
 ``sens_spread``
@@ -74,7 +74,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..core.errors import DataError
 
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",

@@ -3,7 +3,7 @@
 Every failure becomes a ``failed`` row with its reason, never an exception
 out of :meth:`CaseEvaluator.evaluate` (KeyboardInterrupt aside, and a cancel:
 a ``progress`` callback answering False stops the case after its current
-slice with :class:`~napari_medsam_eval.errors.Cancelled`, and the case gives
+slice with :class:`~napari_medsam_eval.core.errors.Cancelled`, and the case gives
 no row at all, so a resumed run does it again):
 
 * the case cannot be read -> one failed row per target the dataset names
@@ -16,7 +16,7 @@ no row at all, so a resumed run does it again):
   fails, the other targets go on.
 
 Segmentation per kind (the MedSAM2 evaluation, ``docs/protocols.md``):
-every kind is prepared by :func:`napari_medsam_eval.intensity.prepare_image`
+every kind is prepared by :func:`napari_medsam_eval.core.intensity.prepare_image`
 (volumes by modality) and segmented by :func:`~napari_medsam_eval.propagation.segment_by_kind`
 (volumes propagated both ways from the prompt slice with the run's propagation rules), or with the
 official LiteMedSAM 3D-box loop for protocol ``litemedsam-3dbox`` (all targets of
@@ -33,24 +33,24 @@ from typing import Any
 
 import numpy as np
 
-from ..case import Case
-from ..checksum import sha256_file
+from ..core.case import Case
+from ..core.checksum import sha256_file
 from ..datasets import CaseRef, DatasetLayout, label_name, task_name
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from ..io import write_mask
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
-from ..prompt import Prompt, prompts_to_json
-from ..intensity import case_intensity, prepare_image
+from ..core.progress import SliceProgress
+from ..core.prompt import Prompt, prompts_to_json
+from ..core.intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
-from ..effort import noc_columns
+from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol
 from ..studies.corrections import run_corrections
-from ..sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
+from ..studies.sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
 from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
-from ..scoring import result_notes, score_target
+from ..evaluation.scoring import result_notes, score_target
 from .steps import StepProgress, target_progress
 from .timing import SegmentTimer
 

@@ -1,20 +1,20 @@
 """Progress inside the running case of a benchmark run, and the cancel check that rides on it.
 
 A case is one or more targets, each segmented by a propagation that reports
-its slices (frames) through a :data:`~napari_medsam_eval.progress.SliceProgress`.
+its slices (frames) through a :data:`~napari_medsam_eval.core.progress.SliceProgress`.
 :func:`target_progress` turns those reports into :class:`CaseStep` values for a
 run's ``steps`` callback (:data:`StepProgress`);
-:func:`~napari_medsam_eval.progress.until_cancelled` adds the run's ``cancel`` event: the callback answers False once it is set, so the
+:func:`~napari_medsam_eval.core.progress.until_cancelled` adds the run's ``cancel`` event: the callback answers False once it is set, so the
 propagation stops after its current slice (it raises or returns
 ``cancelled``, and :class:`~.segment_case.CaseEvaluator` raises
-:class:`~napari_medsam_eval.errors.Cancelled`: the case gives no rows).
+:class:`~napari_medsam_eval.core.errors.Cancelled`: the case gives no rows).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable
 
-from ..progress import SliceProgress
+from ..core.progress import SliceProgress
 
 
 @dataclass(frozen=True)

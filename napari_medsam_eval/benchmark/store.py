@@ -46,8 +46,8 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
-from ..checksum import sha256_file
-from ..errors import DataError, os_problem
+from ..core.checksum import sha256_file
+from ..core.errors import DataError, os_problem
 from .files import CSV_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
 from .schema import (FLOAT_COLUMNS, INT_COLUMNS, STATUS_FAILED, TEXT_COLUMNS, is_missing, json_dumps,
                      to_dataframe, whole_number)

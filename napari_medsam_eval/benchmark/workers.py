@@ -5,7 +5,7 @@ Both executors yield ``(ref, rows)`` as cases finish and accept
 and are still yielded (so a cancelled run keeps every row it computed).
 A ``cancel`` does not wait for the running cases: :class:`SerialCases` passes
 it (with the run's ``steps``) into the case's propagation, which stops after
-its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`;
+its slice and raises :class:`~napari_medsam_eval.core.errors.Cancelled`;
 :class:`ParallelCases` yields the cases already finished and ends, the
 workers terminated. Either way a case that did not finish gives no rows.
 

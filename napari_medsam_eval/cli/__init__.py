@@ -14,7 +14,7 @@ import sys
 import warnings
 from importlib import import_module
 
-from ..errors import MedsamEvalError, os_problem
+from ..core.errors import MedsamEvalError, os_problem
 from .commands import COMMANDS
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from ..embeddings import ENV_DIR, ENV_LIMIT, EmbeddingStore, default_root, format_size
 from ..embeddings.config import resolve_limit, resolve_root
 from ..embeddings.layout import check_store_folder, foreign_items, is_temporary, listing
-from ..ownership import SHOWN_ENTRIES
+from ..core.ownership import SHOWN_ENTRIES
 from ..embeddings.store import STORE_FILE, read_limit
 from .commands import command_help
 

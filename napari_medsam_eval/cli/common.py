@@ -5,7 +5,7 @@ import argparse
 import math
 from typing import Any
 
-from ..options import json_object, propagation_value
+from ..core.options import json_object, propagation_value
 
 #: ``--embeddings``' help, one text for every subcommand that builds a model
 EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, docs/embeddings.md)"
@@ -107,7 +107,7 @@ def add_precision_argument(parser: argparse.ArgumentParser) -> None:
 def precision_option(args: argparse.Namespace, model: str | None, options: dict[str, Any]) -> dict[str, Any]:
     """The model option of ``--precision`` (empty for fp32, the default, and when not given): LiteMedSAM
     only; it must agree with a ``precision`` in ``--model-options``."""
-    from ..errors import OptionError
+    from ..core.errors import OptionError
 
     precision = getattr(args, "precision", None)
     if precision is None:

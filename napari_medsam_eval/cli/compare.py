@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..errors import MedsamEvalError
+from ..core.errors import MedsamEvalError
 from .common import non_negative_int, positive_int
 from .commands import command_help
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_case
 from .commands import command_help
 

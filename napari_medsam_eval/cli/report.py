@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..benchmark.files import CSV_FILE, MANIFEST_FILE, PARQUET_FILE, ROWS_FILE
-from ..errors import MedsamEvalError
+from ..core.errors import MedsamEvalError
 from .common import non_negative_int
 from .commands import command_help
 

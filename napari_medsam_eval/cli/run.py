@@ -8,7 +8,7 @@ installed, the report. A non-empty RUN_DIR is refused unless ``--resume``.
 a local Ray, or the cluster of ``--ray-address``, ``--gpus-per-worker`` GPUs each.
 
 ``--prompts LOG.csv`` replays the prompts a person drew (a prompt log of the Segment
-widget, :mod:`napari_medsam_eval.prompt_log`): it selects the ``replay`` protocol
+widget, :mod:`napari_medsam_eval.protocols.prompt_log`): it selects the ``replay`` protocol
 (:mod:`napari_medsam_eval.protocols.replay`) and cannot be combined with another
 ``--protocol``; a malformed log is refused before any work, naming the file and the line.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..benchmark.files import CSV_FILE
 from ..datasets import available_layouts
-from ..intensity import INTENSITY_MODES
+from ..core.intensity import INTENSITY_MODES
 from .common import (add_embeddings_argument, add_precision_argument, embeddings_option, json_options,
                      non_negative_float, non_negative_int, positive_int, precision_option, propagation_option)
 from .commands import command_help
@@ -126,7 +126,7 @@ def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
                          f"with --protocol {args.protocol}")
     if "log" in options and Path(options["log"]) != prompts:
         raise ValueError(f"--prompts {prompts} and --protocol-options log={options['log']} name two logs; give one")
-    from ..prompt_log import read_log
+    from ..protocols.prompt_log import read_log
 
     rows = read_log(prompts)
     replayable = [r for r in rows if r.replayable]

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..case import Spacing
+from ..core.case import Spacing
 from ..datasets.base import root_dataset_json
-from ..errors import DataError, MedsamEvalError
+from ..core.errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
-from ..metrics import compute_label_metrics
+from ..evaluation.metrics import compute_label_metrics
 from .commands import command_help
 
 COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels"]

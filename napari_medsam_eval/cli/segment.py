@@ -3,7 +3,7 @@
 ``--box`` and ``--point`` take an optional last number, the slice they are on; prompts on
 other slices than the first are corrections (anchors), each propagated again up to its
 neighbouring prompts. ``--anchor-mask FILE SLICE`` is a painted slice (a mask drawn or
-edited elsewhere), kept exactly as painted (:mod:`napari_medsam_eval.anchor_prompts`).
+edited elsewhere), kept exactly as painted (:mod:`napari_medsam_eval.core.anchor_prompts`).
 
 The prompted slice/frame is segmented and, for volumes and videos, propagated
 (volumes both ways, videos forward) unless ``--no-propagate``. The mask is
@@ -19,17 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ..case import Case
-from ..errors import DataError, MedsamEvalError, OptionError
-from ..intensity import INTENSITY_MODES, case_intensity, prepare_image, resolve_window
+from ..core.case import Case
+from ..core.errors import DataError, MedsamEvalError, OptionError
+from ..core.intensity import INTENSITY_MODES, case_intensity, prepare_image, resolve_window
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
-from ..ownership import check_not_inputs
-from ..prompt import Prompt, check_prompt_in_image
+from ..core.ownership import check_not_inputs
+from ..core.prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
-from ..anchor_prompts import is_painted
+from ..core.anchor_prompts import is_painted
 from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
                      finite_float, json_options, label_value, non_negative_int, precision_option, propagation_option)
 from .commands import command_help
@@ -101,7 +101,7 @@ def _prompts(args: argparse.Namespace, case: Case) -> list[Prompt]:
 def _anchor_masks(args: argparse.Namespace, case: Case, prompted: set[int | None]) -> list[Prompt]:
     """``--anchor-mask FILE SLICE``: painted anchors, each mask read and checked against the image."""
     from ..io import read_label
-    from ..anchor_prompts import check_painted_mask, painted_prompt
+    from ..core.anchor_prompts import check_painted_mask, painted_prompt
 
     usage, painted = "--anchor-mask FILE SLICE", []
     for file, text in args.anchor_mask or []:
@@ -228,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         result = segment_case(case, prompts, backend, propagate=not args.no_propagate, window=args.window,
                               progress=progress, intensity=args.intensity, rules=rules)
     mask = result.mask
-    from ..scoring import result_notes
+    from ..evaluation.scoring import result_notes
 
     for note in result_notes(case.image, mask):  # valid, but meaning little: say so
         print(f"warning: {note}", file=sys.stderr)

@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..errors import MedsamEvalError
+from ..core.errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
 from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ..io.formats import missing_message
 from .base import CaseRef, DatasetLayout, clean_label_name, label_name, task_name
 from .camus import CAMUS_LABELS, CAMUSLayout

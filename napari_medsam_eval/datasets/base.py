@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
-from ..case import Case
-from ..errors import DataError
+from ..core.case import Case
+from ..core.errors import DataError
 from ..io.formats import KNOWN_SUFFIXES, format_suffix, is_broken_link, is_link_loop, listed_file
 from .layouts import msd_dataset_info
 from .links import count_once, loops_back, warn_loop

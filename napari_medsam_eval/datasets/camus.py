@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_case
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs
 

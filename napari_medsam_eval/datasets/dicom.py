@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..case import Case
-from ..errors import DataError
+from ..core.case import Case
+from ..core.errors import DataError
 from ..io import read_case
 from ..io.formats import SITK_SUFFIXES, format_suffix, is_dicom_file, listed_file, missing_message, strip_suffix
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs, visible_files

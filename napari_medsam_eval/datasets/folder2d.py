@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_case
 from .layouts import find_label_file
 from ..io.formats import IMAGE2D_SUFFIXES, format_suffix, strip_suffix

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from ..case import Case
+from ..core.case import Case
 from ..io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, format_suffix, image_files_in,
                           is_broken_link, listed_file, natural_sort_key, strip_suffix)
 from ..io.image2d import read_image_with_masks

@@ -24,11 +24,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_case
 from ..io.formats import SITK_SUFFIXES, format_suffix, missing_message, strip_suffix
 from .layouts import find_label_file, label_stem
-from ..errors import DataError
+from ..core.errors import DataError
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_files
 
 _OTHER_CHANNEL = re.compile(r"_(\d{4})$")

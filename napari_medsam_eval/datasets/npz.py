@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_medsam_npz
 from ..io.formats import strip_suffix
 from ..io.npz_io import MODALITY_PREFIXES

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ..case import Case, Spacing, infer_kind
-from ..errors import DataError, UnknownFormatError
+from ..core.case import Case, Spacing, infer_kind
+from ..core.errors import DataError, UnknownFormatError
 from ..io import detect_format, pair_image_label, read_case, read_label
 from ..io._build import spacing_for_kind
 from ..io.formats import missing_message

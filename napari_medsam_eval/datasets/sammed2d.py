@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..case import Case
+from ..core.case import Case
 from .layouts import read_sammed2d, sammed2d_mask_files
 from ..io.formats import strip_suffix
 from .base import CaseRef, DatasetLayout, unique_case_ids

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 from ..io.formats import strip_suffix
 from ..io.image2d import FOREGROUND, read_image_rgb, read_mask_gray
 from ..io.sitk_io import array_of, read_sitk_image

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..case import Case
+from ..core.case import Case
 from ..io import read_case
 from .layouts import sunseg_mask_folder
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs

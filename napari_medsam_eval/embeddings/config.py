@@ -30,8 +30,8 @@ import os
 import re
 from pathlib import Path
 
-from ..cache import cache_dir
-from ..errors import ModelOptionError
+from ..core.cache import cache_dir
+from ..core.errors import ModelOptionError
 from .layout import check_store_folder
 from .store import STORAGE_DTYPES, EmbeddingStore
 

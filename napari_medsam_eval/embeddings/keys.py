@@ -61,7 +61,7 @@ def sha256_once(path: str | Path) -> str:
     Backends key their stored embeddings by it; hashing a 40 MB (LiteMedSAM)
     to 2.5 GB (SAM ViT-H) file at every build would cost more than a hit saves.
     """
-    from ..checksum import sha256_file
+    from ..core.checksum import sha256_file
 
     path = Path(path)
     stat = path.stat()

@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..ownership import folder_contents
+from ..core.errors import DataError
+from ..core.ownership import folder_contents
 
 #: the store's marker and settings file
 STORE_FILE = "store.json"

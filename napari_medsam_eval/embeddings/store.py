@@ -58,7 +58,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .keys import EmbeddingKey
 from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, foreign_items,
                      is_temporary, listing, marker_text, read_limit)

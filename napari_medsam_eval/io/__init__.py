@@ -1,4 +1,4 @@
-"""Reading medical images, videos and their labels into :class:`~napari_medsam_eval.case.Case`, and writing masks.
+"""Reading medical images, videos and their labels into :class:`~napari_medsam_eval.core.case.Case`, and writing masks.
 
 Modules (no Qt, no napari):
 

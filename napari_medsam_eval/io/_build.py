@@ -6,8 +6,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..case import KINDS, Case, CaseKind, Spacing
-from ..errors import DataError
+from ..core.case import KINDS, Case, CaseKind, Spacing
+from ..core.errors import DataError
 from .formats import strip_suffix
 from .validation import check_finite_image
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 
 #: largest channel spread (max - min) of a colour still taken as grey
 GREY_SPREAD = 24

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
-from ..case import Case, CaseKind
-from ..errors import DataError
+from ..core.case import Case, CaseKind
+from ..core.errors import DataError
 from .sitk_io import array_of, case_from_sitk, geometry_of, short_sitk_message
 
 _TAG_POSITION = "0020|0032"

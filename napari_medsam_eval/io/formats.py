@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from ..errors import DataError, UnknownFormatError
+from ..core.errors import DataError, UnknownFormatError
 
 Format = Literal["sitk", "npz", "image2d", "video_file", "dicom_folder", "frame_folder"]
 

@@ -41,8 +41,8 @@ import imageio.v3 as iio
 import numpy as np
 from PIL import Image
 
-from ..case import Case
-from ..errors import DataError
+from ..core.case import Case
+from ..core.errors import DataError
 from ._build import check_kind, make_case
 from .colour_masks import colour_mask
 from .pixel_size import image_spacing

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..case import Case, CaseKind
-from ..errors import DataError, GeometryMismatchError
+from ..core.case import Case, CaseKind
+from ..core.errors import DataError, GeometryMismatchError
 from ._build import check_kind, make_case, spacing_for_kind
 from .formats import require_file, strip_suffix
 from .sizes import check_npz_sizes

@@ -21,8 +21,8 @@ from typing import Any
 
 from PIL import Image
 
-from ..case import Spacing
-from ..errors import DataError
+from ..core.case import Spacing
+from ..core.errors import DataError
 from .formats import format_suffix
 
 #: metadata of a case whose spacing is in pixels (no physical size in the file)

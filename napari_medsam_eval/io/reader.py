@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from ..case import Case, CaseKind
-from ..errors import DataError, UnknownFormatError
+from ..core.case import Case, CaseKind
+from ..core.errors import DataError, UnknownFormatError
 from .dicom import read_dicom_case, read_dicom_label
 from .formats import detect_format
 from .image2d import read_image2d, read_mask2d

@@ -15,7 +15,7 @@ readers call these checks after reading the header and before reading data:
   needs the decoder's buffer and the numpy array) is refused, naming the
   ceiling. ``MEDSAM_EVAL_MAX_IMAGE_GB`` sets another ceiling, in GB.
 
-Every refusal is a :class:`~napari_medsam_eval.errors.DataError` naming the
+Every refusal is a :class:`~napari_medsam_eval.core.errors.DataError` naming the
 file, what the header declares and what the file holds.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import IO, Sequence
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 
 #: the largest expansion deflate can give (RFC 1951: about 1032:1), with a margin
 DEFLATE_MAX_RATIO = 1100

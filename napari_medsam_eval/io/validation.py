@@ -1,6 +1,6 @@
 """Checks shared by every reader: image values, label values, shapes, geometry.
 
-Every check raises a :class:`~napari_medsam_eval.errors.DataError` subclass
+Every check raises a :class:`~napari_medsam_eval.core.errors.DataError` subclass
 whose message starts with the offending file, so a batch run can record why a
 case was skipped.
 
@@ -40,7 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import DataError, GeometryMismatchError
+from ..core.errors import DataError, GeometryMismatchError
 
 SPACING_RTOL = 1e-3
 ORIGIN_VOXEL_FRACTION = 0.5

@@ -29,8 +29,8 @@ from typing import Any, Sequence
 import av
 import numpy as np
 
-from ..case import Case, CaseKind, Spacing
-from ..errors import DataError
+from ..core.case import Case, CaseKind, Spacing
+from ..core.errors import DataError
 from ._build import FRAME_SPACING, check_kind, make_case
 from .formats import image_files_in, missing_message, require_file, strip_suffix
 from .image2d import read_image_array, read_mask2d

@@ -33,9 +33,9 @@ import imageio.v3 as iio
 import numpy as np
 import SimpleITK as sitk
 
-from ..case import Case
-from ..errors import DataError, UnknownFormatError, os_problem
-from ..ownership import check_not_inputs
+from ..core.case import Case
+from ..core.errors import DataError, UnknownFormatError, os_problem
+from ..core.ownership import check_not_inputs
 from .formats import format_suffix
 from .sitk_io import image_from_array
 from .validation import check_same_shape, to_label_array

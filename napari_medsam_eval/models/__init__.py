@@ -8,7 +8,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from ..options import check_call_options
+from ..core.options import check_call_options
 from ._native_libs import load_triton_isolated
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 
@@ -32,7 +32,7 @@ def available_backends() -> list[str]:
 def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBackend:
     """Build the backend registered as ``name`` with builder ``options``
     (``checkpoint``, ``device``, ``dtype``, ...): an option the builder does not take, or of another
-    type than its parameter's, is refused first (:class:`~napari_medsam_eval.errors.OptionError`)."""
+    type than its parameter's, is refused first (:class:`~napari_medsam_eval.core.errors.OptionError`)."""
     try:
         target = BACKENDS[name]
     except KeyError:

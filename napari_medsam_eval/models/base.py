@@ -14,9 +14,9 @@ from typing import Hashable
 
 import numpy as np
 
-from ..checksum import sha256_file  # noqa: F401 - re-exported: checkpoints are verified with it
-from ..progress import SliceProgress
-from ..prompt import Prompt
+from ..core.checksum import sha256_file  # noqa: F401 - re-exported: checkpoints are verified with it
+from ..core.progress import SliceProgress
+from ..core.prompt import Prompt
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Hashable
 
 import numpy as np
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
 from .checkpoint_files import ModelOptionError, shape_text, warn_unused_model_options
 

@@ -20,8 +20,8 @@ import zipfile
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..errors import DataError, MedsamEvalError, ModelOptionError  # noqa: F401 - models import it from here
-from ..options import plain
+from ..core.errors import DataError, MedsamEvalError, ModelOptionError  # noqa: F401 - models import it from here
+from ..core.options import plain
 
 
 class CheckpointError(DataError):
@@ -34,7 +34,7 @@ class MissingCheckpointError(CheckpointError):
 
 # --------------------------------------------------------------------------- message formatting
 
-# plain (a number as people write it) lives in ..options, where the option checks use it too
+# plain (a number as people write it) lives in ..core.options, where the option checks use it too
 
 
 def shape_text(shape: Iterable[Any]) -> str:

@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-from ..errors import MedsamEvalError
+from ..core.errors import MedsamEvalError
 
 #: the values the ``--device`` option / ``device=`` builder argument accepts
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")

@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 
 from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
 from .checkpoint_files import CheckpointError, ModelOptionError, plain, read_torch_checkpoint

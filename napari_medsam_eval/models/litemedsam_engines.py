@@ -42,9 +42,9 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from ..errors import MedsamEvalError
+from ..core.errors import MedsamEvalError
 from .base import sha256_file
-from ..cache import cache_dir
+from ..core.cache import cache_dir
 from .checkpoint_files import ModelOptionError
 from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint, reference_fingerprint
 

@@ -36,7 +36,7 @@ from typing import Any, Iterable
 import numpy as np
 import torch
 
-from ..errors import MedsamEvalError, OptionError
+from ..core.errors import MedsamEvalError, OptionError
 from .checkpoint_files import ModelOptionError
 from .litemedsam_engines import ExportVariant, OpenVINOEncoder, _export_openvino, _verified_entry, to_batch
 from .litemedsam_fingerprint import fingerprint_input, summarize
@@ -79,7 +79,7 @@ def resolve_precision(precision: str | None, dtype: str | None = None) -> str:
 
 
 def _sha256(path: Path) -> str:
-    from ..checksum import sha256_file
+    from ..core.checksum import sha256_file
 
     return sha256_file(path)
 
@@ -118,7 +118,7 @@ class CalibrationSet:
     def batches(self) -> list[np.ndarray]:
         """The calibration inputs: every selected slice, prepared and preprocessed as LiteMedSAM's encoder sees it."""
         from ..datasets import resolve_layout
-        from ..intensity import case_intensity, prepare_image
+        from ..core.intensity import case_intensity, prepare_image
         from ..io import read_case
         from .litemedsam_preprocess import preprocess_slice
 

@@ -48,8 +48,8 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
 
 import numpy as np
 
-from ..prompt import Prompt
-from ..postprocess import SEEDS
+from ..core.prompt import Prompt
+from ..core.postprocess import SEEDS
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 from .checkpoint_files import shape_text
 from .sam2_features import DEFAULT_LIMIT, FrameFeatures, features_kept, parse_limit, shared_cache
@@ -302,7 +302,7 @@ class SAM2Backend(SegmentationBackend):
         visited: dict[str, list[int]] = {"forward": [], "reverse": []}
         done = 0
         started = time.perf_counter()
-        from ..errors import Cancelled
+        from ..core.errors import Cancelled
 
         images, height, width = prepare_frames(array, self.image_size, float64=reverse)
         plain = self.postprocessing == "off" or (self.postprocessing == "auto" and not reverse)

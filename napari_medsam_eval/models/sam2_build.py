@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .base import sha256_file  # noqa: F401 - re-exported for sam_backend and sam2_backend
 from .checkpoint_files import CheckpointError, MissingCheckpointError  # noqa: F401 - the backends import them here
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Mapping
 import numpy as np
 
 from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
 from .sam2_build import (
     CheckpointError,

@@ -15,7 +15,7 @@ None of it imports Qt or napari.
 """
 from __future__ import annotations
 
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from .by_kind import HOW, PropagationResult, official_result, segment_by_kind, segment_official
 from .official import propagate_official_litemedsam
 from .rules import LEGACY_RULES, RULE_PRESETS, VIDEO_RULES, VOLUME_RULES, PropagationRules, resolve_rules

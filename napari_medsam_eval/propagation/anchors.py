@@ -16,7 +16,7 @@ to its slice (an *anchor*), and the current mask:
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
 
-* A *painted* prompt (:func:`painted_prompt`, :mod:`napari_medsam_eval.anchor_prompts`) holds the mask the user painted
+* A *painted* prompt (:func:`painted_prompt`, :mod:`napari_medsam_eval.core.anchor_prompts`) holds the mask the user painted
   on slice ``k``: that slice is kept exactly as painted and the propagation from it starts
   from the painted mask (its box for a walk; the mask itself for a model with memory).
 * An *absent* prompt (:func:`absent_prompt`, "the target is not on this slice") empties
@@ -38,13 +38,13 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..postprocess import LARGEST_COMPONENT
-from ..progress import SliceProgress
-from ..anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
+from ..core.postprocess import LARGEST_COMPONENT
+from ..core.progress import SliceProgress
+from ..core.anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
                               painted_prompt, painted_slices)
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .by_kind import PropagationResult, segment_by_kind
 from .walk import PropagationRecord
 

@@ -1,7 +1,7 @@
 """The one way to segment an image by its kind: what the CLI, the benchmark and the session call.
 
 :func:`segment_by_kind` takes an intensity-prepared image (see
-:func:`napari_medsam_eval.intensity.prepare_image`), its kind and a prompt,
+:func:`napari_medsam_eval.core.intensity.prepare_image`), its kind and a prompt,
 and returns a :class:`PropagationResult`: the bool mask of the image's
 spatial shape and what happened (cancelled or not, slices done, seconds).
 
@@ -15,7 +15,7 @@ spatial shape and what happened (cancelled or not, slices done, seconds).
   (``how="slice"``: that frame only).
 
 A propagated volume keeps only its largest 3D connected component when the prompt's
-``info`` asks for it (:mod:`napari_medsam_eval.postprocess`; the ``medsam2`` protocol does, as MedSAM2's
+``info`` asks for it (:mod:`napari_medsam_eval.core.postprocess`; the ``medsam2`` protocol does, as MedSAM2's
 ``medsam2_infer_3D_CT.py``); the record's ``rules["largest_component"]`` says how many
 voxels that removed.
 """
@@ -27,14 +27,14 @@ from typing import Any, Hashable, Literal
 
 import numpy as np
 
-from ..case import KINDS
-from ..errors import Cancelled
+from ..core.case import KINDS
+from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
-from ..prompt import Prompt, check_prompt_in_image
+from ..core.progress import SliceProgress
+from ..core.prompt import Prompt, check_prompt_in_image
 from .official import propagate_official_litemedsam
-from ..anchor_prompts import painted_answer
-from ..postprocess import largest_component, wants_largest_component
+from ..core.anchor_prompts import painted_answer
+from ..core.postprocess import largest_component, wants_largest_component
 from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
 #: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,

@@ -5,9 +5,9 @@ from typing import Hashable, Sequence
 
 import numpy as np
 
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
+from ..core.progress import SliceProgress
 from .walk import _check_stack, _Progress
 
 Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import OptionError
-from ..options import check_dataclass_options
+from ..core.errors import OptionError
+from ..core.options import check_dataclass_options
 from ..protocols.geometry import tight_box
 
 #: why a direction ended: a stop rule, the model's own absence (native), the
@@ -90,7 +90,7 @@ class PropagationRules:
 
     def replace(self, **changes: Any) -> "PropagationRules":
         """A copy with ``changes`` (unknown names, values of the wrong type or out of range are refused
-        with an :class:`~napari_medsam_eval.errors.OptionError` naming the option)."""
+        with an :class:`~napari_medsam_eval.core.errors.OptionError` naming the option)."""
         check_dataclass_options(PropagationRules, changes, "propagation")
         try:
             return dataclasses.replace(self, **changes)

@@ -17,9 +17,9 @@ is handed the whole stack through :meth:`SegmentationBackend.propagate`
 instead, unless ``use_native=False``; it predicts absence itself (the record
 says ``model``).
 
-Progress goes through a :data:`~napari_medsam_eval.progress.SliceProgress`
+Progress goes through a :data:`~napari_medsam_eval.core.progress.SliceProgress`
 callback ``progress(done, total)``, called after every slice. Returning
-``False`` cancels: the function raises :class:`~napari_medsam_eval.errors.Cancelled`,
+``False`` cancels: the function raises :class:`~napari_medsam_eval.core.errors.Cancelled`,
 whose ``partial`` attribute holds what was segmented so far (same shape and
 dtype as a complete result). ``total`` is the number of slices the run could
 visit at most; a run that stops early reports ``(total, total)`` at the end,
@@ -34,15 +34,15 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
-from ..prompt import Prompt
-from ..anchor_prompts import painted_answer
+from ..core.progress import SliceProgress
+from ..core.prompt import Prompt
+from ..core.anchor_prompts import painted_answer
 from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
 from .locate import SimilarityLocator
-from ..postprocess import seed_of
+from ..core.postprocess import seed_of
 from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)

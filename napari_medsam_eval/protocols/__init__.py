@@ -34,8 +34,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import OptionError
-from ..options import check_dataclass_options
+from ..core.errors import OptionError
+from ..core.options import check_dataclass_options
 from .base import PromptProtocol, Target, resolve_source
 from .geometry import (
     clip_box,
@@ -87,7 +87,7 @@ def protocol_options(name: str) -> dict[str, Any]:
 def build_protocol(name: str, **options: Any) -> PromptProtocol:
     """The protocol registered as ``name``, with ``options`` overriding its defaults.
 
-    Raises ValueError for an unknown name, and :class:`~napari_medsam_eval.errors.OptionError`
+    Raises ValueError for an unknown name, and :class:`~napari_medsam_eval.core.errors.OptionError`
     (a ValueError and a TypeError) naming the option: misspelt (with the valid ones), of the wrong
     type (a boolean is not a number) or out of its range.
     """

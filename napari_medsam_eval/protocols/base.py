@@ -6,14 +6,14 @@ attribute ``name`` is the registry key. Every protocol answers::
 
     protocol.prompts(source, kind=None, target_labels=None) -> list[Prompt]
 
-``source`` is a :class:`~napari_medsam_eval.case.Case` (its ``label`` and
+``source`` is a :class:`~napari_medsam_eval.core.case.Case` (its ``label`` and
 ``kind`` are used) or a bare integer label map in array order (``Z, Y, X``,
 ``T, Y, X`` or ``Y, X``) together with ``kind``. ``target_labels`` defaults
 to every nonzero value present, ascending. Prompts come back in a documented,
 deterministic order (see each protocol).
 
 A target with no foreground where the protocol needs it gives an *empty*
-:class:`~napari_medsam_eval.prompt.Prompt` (no boxes, no points) with
+:class:`~napari_medsam_eval.core.prompt.Prompt` (no boxes, no points) with
 ``info["empty"] = True``: the marker for "not scored" (NaN), never a silent
 omission. Everything in ``info`` is plain JSON (ints, floats, strings, lists).
 """
@@ -26,8 +26,8 @@ from typing import Any, ClassVar, Iterable, Sequence
 
 import numpy as np
 
-from ..case import KINDS, SPATIAL_AXES, Case, present_label_values
-from ..prompt import Prompt
+from ..core.case import KINDS, SPATIAL_AXES, Case, present_label_values
+from ..core.prompt import Prompt
 
 
 def check_runs(runs: int) -> int:
@@ -113,7 +113,7 @@ class PromptProtocol:
     """Base of every protocol: options are the dataclass fields, ``seed`` among them.
 
     ``sensitivity``: N >= 2 asks a benchmark to give each target's prompt N
-    more times, perturbed (:mod:`napari_medsam_eval.sensitivity`), and to
+    more times, perturbed (:mod:`napari_medsam_eval.studies.sensitivity`), and to
     record the DSC spread; 0 (default) does not.
     """
 

@@ -26,7 +26,7 @@ the first frame holding it), propagated. Then, up to ``interactions`` times (K, 
      leaves it right; it is also what the targets were measured with); ``paint-region``:
      only the largest error region of that slice is painted right (the prediction keeps its
      other errors), a cheaper stroke. Either is a painted anchor
-     (:mod:`napari_medsam_eval.anchor_prompts`): its slice is kept exactly as painted and
+     (:mod:`napari_medsam_eval.core.anchor_prompts`): its slice is kept exactly as painted and
      the propagation from it starts from the painted mask (its box for LiteMedSAM, the mask
      for MedSAM2 / SAM2). Effort counts painted slices, one per interaction; a slice painted
      whole has no error left and is not chosen again.
@@ -35,7 +35,7 @@ the first frame holding it), propagated. Then, up to ``interactions`` times (K, 
    :func:`napari_medsam_eval.studies.corrections.run_corrections`).
 
 After each interaction the DSC and NSD of the whole case are recorded (``dice_after``,
-``nsd_after``); NoC@80/85/90 follow (:mod:`napari_medsam_eval.effort`). The click's ties are
+``nsd_after``); NoC@80/85/90 follow (:mod:`napari_medsam_eval.evaluation.interaction_effort`). The click's ties are
 broken by a draw from one RNG seeded with ``seed`` per target.
 """
 from __future__ import annotations
@@ -46,8 +46,8 @@ from typing import Callable, ClassVar, Iterable
 import numpy as np
 
 from ..models.base import SegmentationBackend
-from ..anchor_prompts import absent_prompt, painted_prompt
-from ..prompt import Prompt
+from ..core.anchor_prompts import absent_prompt, painted_prompt
+from ..core.prompt import Prompt
 from .geometry import DT_BACKENDS, interior_point, tight_box
 from .medsam2 import MedSAM2Protocol
 
@@ -131,7 +131,7 @@ def correction(prediction: np.ndarray, truth: np.ndarray, k: int, with_boxes: bo
                dt_backend: str = "opencv-c") -> Prompt:
     """The simulated user's correction on slice ``k`` (module doc, step 2). ``with_boxes``: the
     tool (a :data:`CORRECTION_TYPES` name other than auto), or True for box, False for point."""
-    from ..postprocess import largest_component
+    from ..core.postprocess import largest_component
 
     how = with_boxes if isinstance(with_boxes, str) else ("box" if with_boxes else "point")
     pred_k, gt_k = np.asarray(prediction[k], bool), np.asarray(truth[k], bool)

@@ -1,7 +1,7 @@
 """Mask geometry shared by the prompt protocols: boxes, parts, interior points.
 
 All functions take 2D binary masks in array order ``(rows, cols)`` = ``(y, x)``
-and return prompt coordinates in the :mod:`napari_medsam_eval.prompt`
+and return prompt coordinates in the :mod:`napari_medsam_eval.core.prompt`
 convention: points ``(x, y)``, boxes ``(x0, y0, x1, y1)`` *inclusive*.
 Coordinates are returned as Python ``int`` so they serialise to JSON as is.
 

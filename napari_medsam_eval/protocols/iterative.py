@@ -28,7 +28,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import PromptProtocol, Target, check_choice, empty_prompt
 from .geometry import DT_BACKENDS, interior_point
 from .mazurowski import SLICE_RULES, slice_plan

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import PromptProtocol, Target, check_choice, stable_key
 from .geometry import BoxInt, clip_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, MedSAM2Protocol

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import PromptProtocol, Target, empty_prompt
 from .geometry import expand_box, tight_box, tight_box_3d
 

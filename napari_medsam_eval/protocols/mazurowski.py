@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..io.mazurowski_masks import mazurowski_label_map  # noqa: F401 - their reading rule, named with the protocol
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
 from .geometry import DT_BACKENDS, connected_parts, interior_point, tight_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, key_frame_index, key_slice_index

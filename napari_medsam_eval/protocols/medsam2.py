@@ -10,7 +10,7 @@ Sources (see ``docs/protocols.md`` of the shared reference):
   propagation runs forward.
 
 What MedSAM2's scripts do around the model travels in each prompt's ``info``
-(:mod:`napari_medsam_eval.postprocess`): ``medsam2`` keeps the
+(:mod:`napari_medsam_eval.core.postprocess`): ``medsam2`` keeps the
 largest 3D connected component of a volume (``medsam2_infer_3D_CT.py``);
 ``medsam2-recist`` seeds both passes of a model with memory with the mask the
 box gives on the key slice and keeps every component
@@ -25,8 +25,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..prompt import Prompt
-from ..postprocess import LARGEST_COMPONENT, SEED, SEEDS
+from ..core.prompt import Prompt
+from ..core.postprocess import LARGEST_COMPONENT, SEED, SEEDS
 from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
 from .geometry import expand_box, tight_box
 

@@ -2,7 +2,7 @@
 
 ``medsam-eval run DATASET --prompts LOG.csv --model M --out RUN`` (or ``--protocol replay
 --protocol-options '{"log": "LOG.csv"}'``) runs the prompts of a prompt log
-(:mod:`napari_medsam_eval.prompt_log`, written by the Segment widget) through any model, so
+(:mod:`napari_medsam_eval.protocols.prompt_log`, written by the Segment widget) through any model, so
 one clinician's prompts can be compared across models.
 
 * A case's prompts are the log rows whose ``case_id`` is the case's id (else whose
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from ..prompt import Prompt
-from ..prompt_log import LoggedPrompt, read_log
+from ..core.prompt import Prompt
+from .prompt_log import LoggedPrompt, read_log
 from .base import PromptProtocol, Target, resolve_source
 
 

@@ -3,7 +3,7 @@
 When both runs hold DSC-vs-interactions curves (the ``corrections`` protocol, e.g. box
 corrections as A and painted ones as B), the comparison adds per task and run: what
 the corrections were, the median DSC after 0, 1, ..., K interactions and the median
-NoC@80/85/90 (K + 1 = not reached, :mod:`napari_medsam_eval.effort`). The paired table of
+NoC@80/85/90 (K + 1 = not reached, :mod:`napari_medsam_eval.evaluation.interaction_effort`). The paired table of
 the final DSC stays as it is: it compares the DSC after the last interaction.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..effort import NOC_THRESHOLDS, correction_tools, curves_by_task, format_noc, noc
+from ..evaluation.interaction_effort import NOC_THRESHOLDS, correction_tools, curves_by_task, format_noc, noc
 from . import markup as mk
 
 

@@ -17,10 +17,10 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..aggregate import format_median_iqr
+from ..evaluation.aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
 from ..benchmark.schema import is_missing
-from ..ownership import overlap
+from ..core.ownership import overlap
 from . import markup as mk
 from .effort_section import effort_blocks
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written

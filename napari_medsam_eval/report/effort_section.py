@@ -3,7 +3,7 @@
 Only a run whose table holds DSC curves (the ``corrections`` protocol's
 ``dice_after``) gets it; :func:`effort_blocks` returns nothing otherwise, so
 the report of any other run is unchanged. The numbers come from
-:mod:`napari_medsam_eval.effort`, which the Benchmark widget reads too.
+:mod:`napari_medsam_eval.evaluation.interaction_effort`, which the Benchmark widget reads too.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..effort import NOC_COLUMNS, NOC_THRESHOLDS, curves_by_task, effort_table, format_noc
+from ..evaluation.interaction_effort import NOC_COLUMNS, NOC_THRESHOLDS, curves_by_task, effort_table, format_noc
 from . import markup as mk
 from .figures import plot_dsc_vs_interactions
 
@@ -28,7 +28,7 @@ def effort_header() -> list[str]:
 
 
 def effort_rows(effort: pd.DataFrame) -> list[list]:
-    """One line per task of :func:`~napari_medsam_eval.effort.effort_table`, NoC as people read it."""
+    """One line per task of :func:`~napari_medsam_eval.evaluation.interaction_effort.effort_table`, NoC as people read it."""
     rows = []
     for _, row in effort.iterrows():
         k = int(row["interactions"])

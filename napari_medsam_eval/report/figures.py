@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..benchmark.schema import is_missing
-from ..effort import curve_summary
+from ..evaluation.interaction_effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
 
 DPI = 120
@@ -151,7 +151,7 @@ def plot_paired_differences(pairs: pd.DataFrame, comparison: pd.DataFrame, path:
 def plot_dsc_vs_interactions(curves: dict[str, np.ndarray], path: str | Path) -> Path:
     """DSC after 0..K interactions per task, as the DSC-vs-clicks curves of RITM / SimpleClick.
 
-    ``curves``: task -> (cases, K + 1) DSC array (:func:`napari_medsam_eval.effort.curves_by_task`).
+    ``curves``: task -> (cases, K + 1) DSC array (:func:`napari_medsam_eval.evaluation.interaction_effort.curves_by_task`).
     Per task: the median (solid, with markers), the IQR as a band and the mean (dashed), one colour.
     """
     figure = _new_figure(6.0, 4.0)

@@ -11,7 +11,7 @@ the files; new files are only added. After writing, the record lists what was
 written, so the next report into the same folder may replace it.
 
 Outputs are also never one of the inputs (the results table, the manifest),
-through links too (:func:`napari_medsam_eval.ownership.check_not_inputs`).
+through links too (:func:`napari_medsam_eval.core.ownership.check_not_inputs`).
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..benchmark.manifest import MANIFEST_FILE, is_run_manifest
-from ..errors import DataError
-from ..ownership import SHOWN_ENTRIES, check_not_inputs
+from ..core.errors import DataError
+from ..core.ownership import SHOWN_ENTRIES, check_not_inputs
 from . import markup as mk
 from .effort_section import EFFORT_FIGURE
 

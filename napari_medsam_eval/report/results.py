@@ -25,7 +25,7 @@ from ..benchmark.manifest import read_manifest
 from ..benchmark.schema import is_missing
 from ..benchmark.store import (CSV_FILE, PARQUET_FILE, ROWS_FILE, read_table, results_file, table_case_ids,
                                table_of_rows)
-from ..errors import DataError
+from ..core.errors import DataError
 
 
 @dataclass

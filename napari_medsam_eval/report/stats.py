@@ -7,7 +7,7 @@ Rules, applied everywhere in this package:
   case holds no voxel of the target) counts in ``n_empty_gt`` only.
 * A NaN score of an ok row (e.g. DSC of an empty target that the model also
   left empty) counts in ``<metric>_n_nan`` and is left out, as
-  :func:`~napari_medsam_eval.aggregate.summarize` does.
+  :func:`~napari_medsam_eval.evaluation.aggregate.summarize` does.
 * The overall median is given two ways, clearly labelled:
   ``median_of_task_medians`` (each task weighs the same, as in MedSAM2's
   "median DSC across tasks") and ``pooled_median`` (every case weighs the
@@ -21,7 +21,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..aggregate import summarize
+from ..evaluation.aggregate import summarize
 from ..benchmark.schema import STATUS_EMPTY_GT, STATUS_FAILED
 from .results import attribute_column, parse_json_cell, slice_dice_values
 

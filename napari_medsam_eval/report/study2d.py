@@ -8,7 +8,7 @@ on a bare :class:`matplotlib.figure.Figure` with the Agg canvas: no pyplot, no
 display, no global backend change.
 
 The means are pandas' (``pivot_table(aggfunc="mean")``, NaN skipped), not
-:func:`napari_medsam_eval.aggregate.summarize`'s: that one averages the sorted
+:func:`napari_medsam_eval.evaluation.aggregate.summarize`'s: that one averages the sorted
 values, which moves some means by one unit in the last place, and this table
 keeps the numbers the study has always written.
 """

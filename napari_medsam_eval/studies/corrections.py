@@ -7,10 +7,10 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..errors import Cancelled
+from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
-from ..progress import SliceProgress
-from ..prompt import Prompt
+from ..core.progress import SliceProgress
+from ..core.prompt import Prompt
 from ..propagation.anchors import AnchoredSegmentation
 from ..protocols.corrections import CorrectionsProtocol, Scorer, correction, correction_type, worst_slice
 
@@ -21,7 +21,7 @@ def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, 
                     ) -> tuple[np.ndarray, list[dict[str, float]], list[Prompt]]:
     """The simulated user on one target: the final mask, the scores after 0..K interactions
     and the anchors in slice order. ``progress`` sees the slices of every pass; its False
-    stops the current pass after its slice and raises :class:`~napari_medsam_eval.errors.Cancelled`."""
+    stops the current pass after its slice and raises :class:`~napari_medsam_eval.core.errors.Cancelled`."""
     def passed(result: Any) -> None:
         if result.cancelled:
             raise Cancelled(result.mask, result.done, result.total)

@@ -20,10 +20,10 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
-from ..aggregate import summarize
-from ..scoring import NSD_TOLERANCE_MM, score_target
+from ..evaluation.aggregate import summarize
+from ..evaluation.scoring import NSD_TOLERANCE_MM, score_target
 from ..datasets import resolve_layout, task_name
-from ..intensity import case_intensity, prepare_image
+from ..core.intensity import case_intensity, prepare_image
 from ..models.base import SegmentationBackend
 from ..protocols import build_protocol
 from ..propagation.by_kind import segment_by_kind

@@ -19,7 +19,7 @@ github.com/mazurowski-lab/segment-anything-medical-evaluation (commit 2775b73),
   (:func:`.table.study_table`).
 
 Where things live: samples in :mod:`napari_medsam_eval.datasets.study2d`, IoU
-in :func:`napari_medsam_eval.metrics.compute_iou` (``empty=NOT_SCORED``),
+in :func:`napari_medsam_eval.evaluation.metrics.compute_iou` (``empty=NOT_SCORED``),
 the table in :mod:`.table`, its Markdown, figures and files in
 :mod:`napari_medsam_eval.report.study2d`; this package is the runner
 (:mod:`.runner`). The names below are re-exported for the CLI and the widgets.

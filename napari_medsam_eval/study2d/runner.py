@@ -1,8 +1,8 @@
 """The runner: every image encoded once, then modes 1-5 (and iterative points) scored by IoU.
 
 Samples come from :mod:`napari_medsam_eval.datasets.study2d`, IoU from
-:func:`napari_medsam_eval.metrics.compute_iou` (an empty pair is
-:data:`~napari_medsam_eval.metrics.NOT_SCORED`, NaN), the Fig. 2 table from
+:func:`napari_medsam_eval.evaluation.metrics.compute_iou` (an empty pair is
+:data:`~napari_medsam_eval.evaluation.metrics.NOT_SCORED`, NaN), the Fig. 2 table from
 :func:`napari_medsam_eval.study2d.table.study_table`.
 """
 from __future__ import annotations
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from ..datasets.study2d import StudyClass, StudySample, study_samples, study_task_name
-from ..errors import DataError
-from ..metrics import NOT_SCORED, compute_iou
+from ..core.errors import DataError
+from ..evaluation.metrics import NOT_SCORED, compute_iou
 from ..models.base import SliceProgress, SegmentationBackend, SegmentResult
-from ..prompt import Prompt
+from ..core.prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
 from .table import study_table
@@ -72,7 +72,7 @@ def score_result(result: SegmentResult, gt: np.ndarray, select: str = "first") -
     words), ``"mask"`` the backend's own ``mask``; the oracle is the best
     candidate by IoU (never below the chosen one). A single-mask model
     (LiteMedSAM) has no candidates: both scores are those of its mask. IoU is
-    :func:`~napari_medsam_eval.metrics.compute_iou` with ``empty=NOT_SCORED``:
+    :func:`~napari_medsam_eval.evaluation.metrics.compute_iou` with ``empty=NOT_SCORED``:
     NaN when prediction and ground truth are both empty.
     """
     cands = result.candidates

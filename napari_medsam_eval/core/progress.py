@@ -13,7 +13,7 @@ long function calls ``progress(...)`` as it goes, and a callback that returns
 
 A GUI worker (napari's ``thread_worker``) wants a generator instead: it
 yields progress to the GUI thread and can be aborted. :func:`iterate_progress`
-is that bridge, used by :meth:`napari_medsam_eval.session.Session.iter_propagate`
+is that bridge, used by :meth:`napari_medsam_eval.session.session.Session.iter_propagate`
 and the Benchmark widget alike: the job runs in a helper thread, each callback
 call becomes one yielded value, and the job's return value (or exception)
 comes out of the generator.
@@ -39,7 +39,7 @@ STOP_WAIT_S = 120.0
 
 def until_cancelled(progress: Callable[..., "bool | None"] | None,
                     cancel: threading.Event | None) -> Callable[..., bool] | None:
-    """``progress`` (any report: ``(done, total)``, a :class:`~.benchmark.steps.CaseStep`, ...) that also
+    """``progress`` (any report: ``(done, total)``, a :class:`~..benchmark.steps.CaseStep`, ...) that also
     answers False (stop) once ``cancel`` is set; None when both are None."""
     if progress is None and cancel is None:
         return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
-from .case import Case, Spacing
+from ..core.case import Case, Spacing
 
 #: voxel spacing of the CT phantom, in (x, y, z) order as NIfTI and the MedSAM npz store it
 CT_SPACING_XYZ = (0.8, 0.8, 2.5)

@@ -16,7 +16,7 @@ column                  meaning
 ``slice_index``         the prompted slice / frame ('' for a 2D image)
 ``operation``           ``slice`` (Segment slice), ``propagate`` or ``correct``
 ``model``               the model that segmented (``litemedsam``, ...)
-``drawn_boxes``         JSON ``[[x0, y0, x1, y1], ...]``, pixels, inclusive (:mod:`.prompt`)
+``drawn_boxes``         JSON ``[[x0, y0, x1, y1], ...]``, pixels, inclusive (:mod:`..core.prompt`)
 ``drawn_points``        JSON ``[[x, y], ...]``
 ``drawn_point_labels``  JSON ``[1, 0, ...]`` (1 positive, 0 negative)
 ``protocol``            the protocol compared with (its name)
@@ -60,9 +60,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from .errors import DataError
-from .metrics import compute_dice
-from .prompt import Prompt, PromptError, check_box
+from ..core.errors import DataError
+from ..evaluation.metrics import compute_dice
+from ..core.prompt import Prompt, PromptError, check_box
 
 try:  # POSIX: a lock around the append; elsewhere O_APPEND alone
     import fcntl

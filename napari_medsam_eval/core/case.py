@@ -130,7 +130,7 @@ class Case:
     ``mask_paths`` and ``overlap_pixels`` (one mask file per object),
     ``alpha_dropped``, ``replaced_embedded_label``, ``intensity`` ("prepared" when
     the format defines its values as prepared 0..255, e.g. the MedSAM npz; see
-    :mod:`napari_medsam_eval.intensity`).
+    :mod:`napari_medsam_eval.core.intensity`).
     """
 
     image: np.ndarray

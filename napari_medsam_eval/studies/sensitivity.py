@@ -32,14 +32,14 @@ from typing import Any, Callable, ContextManager, Generator, Hashable, Sequence
 
 import numpy as np
 
-from .metrics import compute_dice
-from .protocols.base import check_runs
-from .models.base import SegmentationBackend
-from .progress import SliceProgress, until_cancelled
-from .prompt import Prompt
-from .propagation import PropagationResult, segment_by_kind
-from .protocols.base import stable_key
-from .protocols.jitter import jitter_box
+from ..evaluation.metrics import compute_dice
+from ..protocols.base import check_runs
+from ..models.base import SegmentationBackend
+from ..core.progress import SliceProgress, until_cancelled
+from ..core.prompt import Prompt
+from ..propagation import PropagationResult, segment_by_kind
+from ..protocols.base import stable_key
+from ..protocols.jitter import jitter_box
 
 #: perturbed runs when nobody says how many
 DEFAULT_RUNS = 10

@@ -24,8 +24,8 @@ class Comparison:
 
     ``overlay`` holds :data:`OVERLAY_TP` / :data:`OVERLAY_FP` /
     :data:`OVERLAY_FN` (0 elsewhere); ``dice`` is
-    :func:`~napari_medsam_eval.metrics.compute_dice` of the whole mask;
-    ``per_slice`` is :func:`~napari_medsam_eval.metrics.compute_per_slice_dice`
+    :func:`~napari_medsam_eval.evaluation.metrics.compute_dice` of the whole mask;
+    ``per_slice`` is :func:`~napari_medsam_eval.evaluation.metrics.compute_per_slice_dice`
     along the first axis (NaN where both are empty; one value for a 2D mask).
     """
 

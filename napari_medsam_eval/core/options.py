@@ -9,7 +9,7 @@ read it from there, so the CLI and the widgets refuse the same values with the s
   hints (:func:`check_dataclass_options`); their ranges and meanings are checked by the
   class itself when it is built (``__post_init__``), with the option named.
 
-Every refusal is an :class:`~napari_medsam_eval.errors.OptionError` naming the option,
+Every refusal is an :class:`~napari_medsam_eval.core.errors.OptionError` naming the option,
 what it must be and what it got: unknown keys are listed with the valid ones, booleans
 are not numbers, numbers must be finite, a whole number is not 2.5.
 """

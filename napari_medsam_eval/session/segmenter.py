@@ -8,8 +8,8 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from .prompt import Prompt
-from .propagation import segment_by_kind
+from ..core.prompt import Prompt
+from ..propagation import segment_by_kind
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ class MedsamEvalError(Exception):
 
 class OptionError(MedsamEvalError, ValueError, TypeError):
     """An option a user gave (a flag, a JSON option, a widget field) that cannot be used; the message
-    names the option, what it must be and what it got (:mod:`napari_medsam_eval.options`). Also a
+    names the option, what it must be and what it got (:mod:`napari_medsam_eval.core.options`). Also a
     ValueError (a bad value) and a TypeError (an unknown keyword), for callers that catch those."""
 
 

@@ -5,7 +5,7 @@ A :class:`Session` holds one model backend and one prepared image (a volume
 questions of an interactive run, each with the same core functions a
 benchmark uses::
 
-    from napari_medsam_eval.session import Session
+    from napari_medsam_eval.session.session import Session
     session = Session(build_backend("litemedsam", device="cpu"))
     session.set_image(case.image, kind=case.kind, modality=case.modality, image_id=case.case_id)
     prompt = session.prompt_from_ground_truth(case.label, target_label=1, protocol="medsam2")
@@ -15,7 +15,7 @@ benchmark uses::
     result = session.correct(fix)                             # a prompt on a wrong slice, propagated again
 
 Intensities are prepared once per image with
-:func:`napari_medsam_eval.intensity.prepare_image` (uint8 passes through
+:func:`napari_medsam_eval.core.intensity.prepare_image` (uint8 passes through
 unchanged). Slices are cached by the backend under ``(image_id, index)``, the
 key :func:`napari_medsam_eval.propagation.propagate_volume` uses for
 ``case_id=image_id``, so after the first encode a slice is answered by the
@@ -56,15 +56,15 @@ from typing import Any, Generator, Hashable
 import numpy as np
 from psygnal import Signal
 
-from .case import infer_kind, present_label_values
-from .errors import Cancelled
-from .intensity import prepare_image
-from .models.base import SegmentationBackend, SegmentResult
-from .progress import SliceProgress, iterate_progress, until_cancelled
-from .prompt import Prompt, check_prompt_in_image
-from .propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
-from .propagation.anchors import AnchoredSegmentation, AnchorSnapshot
-from .sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
+from ..core.case import infer_kind, present_label_values
+from ..core.errors import Cancelled
+from ..core.intensity import prepare_image
+from ..models.base import SegmentationBackend, SegmentResult
+from ..core.progress import SliceProgress, iterate_progress, until_cancelled
+from ..core.prompt import Prompt, check_prompt_in_image
+from ..propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
+from ..propagation.anchors import AnchoredSegmentation, AnchorSnapshot
+from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                           volume_segmenter)
 
 
@@ -127,7 +127,7 @@ class Session:
                       precision: str | None = None, **options: Any) -> SegmentationBackend:
         """:func:`napari_medsam_eval.models.build_backend` with the options a user gives in a GUI
         (an empty checkpoint means the model's default; ``precision`` other than fp32: LiteMedSAM's)."""
-        from .models import build_backend
+        from ..models import build_backend
 
         if precision not in (None, "fp32"):
             if name != "litemedsam":
@@ -251,7 +251,7 @@ class Session:
         on a volume or video default to ``slices="key"`` (one slice, not every one). ``kind`` defaults to the
         session image's kind (the label map is then checked against it).
         """
-        from .protocols import build_protocol
+        from ..protocols import build_protocol
 
         label_map = np.asarray(label_map)
         if kind is None and (self.volume is not None or self._pending is not None):
@@ -473,7 +473,7 @@ class Session:
         self, prompt: Prompt, runs: int = DEFAULT_RUNS, *, ground_truth: np.ndarray | None = None,
         perturbation: Perturbation = Perturbation(), cancel: threading.Event | None = None, **options: Any,
     ) -> Generator[tuple[int, int], None, SensitivityResult]:
-        """Prompt sensitivity (:mod:`napari_medsam_eval.sensitivity`): ``prompt`` perturbed ``runs``
+        """Prompt sensitivity (:mod:`napari_medsam_eval.studies.sensitivity`): ``prompt`` perturbed ``runs``
         times, each copy propagated as :meth:`propagate` would (same cache: decoder passes only once
         the slices are encoded); keeps no anchor. Yields ``(runs done, runs)``; ``ground_truth`` (the
         target's bool mask) gives each run's DSC; ``cancel`` stops after the current slice."""

@@ -5,7 +5,7 @@ Qt or napari:
 
 * :func:`open_run_pair` reads run A and run B, checks that they were made on
   the same dataset (their manifests' ``config.dataset_path``; different
-  datasets are a :class:`~napari_medsam_eval.errors.DataError` naming both),
+  datasets are a :class:`~napari_medsam_eval.core.errors.DataError` naming both),
   and takes the paired scores and the per-task comparison from
   :mod:`napari_medsam_eval.report.paired` (:func:`~napari_medsam_eval.report.paired.paired_scores`,
   :func:`~napari_medsam_eval.report.paired.compare_runs`: the numbers
@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .benchmark.run_case import RunCase, load_run_case, read_prediction, row_prompt
-from .case import Case
-from .comparison import ab_overlay, binary_target, most_different_slice
-from .errors import DataError
-from .benchmark.schema import is_missing
-from .report.paired import PAIR_KEYS, compare_runs, paired_scores
-from .report.results import RunResults, load_run
+from ..benchmark.run_case import RunCase, load_run_case, read_prediction, row_prompt
+from ..core.case import Case
+from ..evaluation.mask_comparison import ab_overlay, binary_target, most_different_slice
+from ..core.errors import DataError
+from ..benchmark.schema import is_missing
+from .paired import PAIR_KEYS, compare_runs, paired_scores
+from .results import RunResults, load_run
 
 #: columns of :attr:`RunPair.pairs` and :attr:`RunPair.unpaired`
 PAIR_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "diff"]

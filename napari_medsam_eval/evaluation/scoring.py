@@ -1,7 +1,7 @@
 """Scores of one target's prediction: the metric columns of a result row.
 
 * Dice and IoU over the whole case (all slices/frames together).
-* NSD and HD95 by the kind of case, as :func:`napari_medsam_eval.metrics.score_pair`
+* NSD and HD95 by the kind of case, as :func:`napari_medsam_eval.evaluation.metrics.score_pair`
   defines them (``medsam-eval score`` scores with it too): volumes and 2D images on
   their own spacing; videos per frame in 2D (the frame's ``y, x`` spacing), averaged
   over the frames where the prediction or the ground truth is present (a frame with
@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .case import Case
+from ..core.case import Case
 from .metrics import LITEMEDSAM_NSD_TOLERANCE_MM, compute_dice, compute_per_slice_dice, score_pair
 
 #: NSD tolerance of every row (LiteMedSAM's compute_metrics.py: 2 mm for all modalities)
@@ -36,7 +36,7 @@ def slice_dice_json(values: Sequence[float] | np.ndarray) -> str:
 def score_target(pred: np.ndarray, gt: np.ndarray, case: Case,
                  tolerance_mm: float = NSD_TOLERANCE_MM) -> dict[str, object]:
     """The metric columns of a row for one binary prediction against one binary ground truth
-    (:func:`~napari_medsam_eval.metrics.score_pair`, the scorer ``medsam-eval score`` uses too)."""
+    (:func:`~napari_medsam_eval.evaluation.metrics.score_pair`, the scorer ``medsam-eval score`` uses too)."""
     pred = np.asarray(pred, dtype=bool)
     gt = np.asarray(gt, dtype=bool)
     spacing = tuple(case.spacing.values)

@@ -5,7 +5,7 @@ An absent prompt (:func:`absent_prompt`) empties its slice and stops a walk ther
 
 A clinician corrects with the brush far more often than by drawing a new box. A *painted*
 prompt (:func:`painted_prompt`) carries the painted mask of one slice (full size, bool) and
-``info["painted"]``; it is an anchor like a box (:mod:`.propagation.anchors`), with two differences:
+``info["painted"]``; it is an anchor like a box (:mod:`..propagation.anchors`), with two differences:
 
 * **its slice is kept exactly as painted**: the model is not asked on that slice (the walk
   takes the painted mask as the prompted slice's answer, :func:`painted_answer`), and a model
@@ -19,7 +19,7 @@ A painted slice with nothing on it says the target is absent there (the user era
 :func:`painted_prompt` then makes an *absent* anchor that remembers it was painted.
 
 A foundation of the package (it needs only :mod:`.prompt`): the protocols make these prompts,
-the propagation (:mod:`.propagation.anchors`, the walk) reads them. No Qt, no napari.
+the propagation (:mod:`..propagation.anchors`, the walk) reads them. No Qt, no napari.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 On a CPU the image encoder is most of a slice's cost. While a user looks at a
 volume and draws a prompt, a background job can embed its slices so that
 segmenting and propagating later are the decoder alone.
-:func:`iter_encode_ahead` does that for a :class:`~napari_medsam_eval.session.Session`
+:func:`iter_encode_ahead` does that for a :class:`~napari_medsam_eval.session.session.Session`
 (a napari ``thread_worker`` generator: it yields ``(done, total)`` after every
 slice and stops at the next slice once ``cancel`` is set). Each slice is
 encoded under the session's model lock and its propagation cache key, so a

@@ -1,9 +1,9 @@
 """Segmentation metrics: Dice, IoU, normalised surface Dice (NSD), HD95.
 
 Pure numpy/scipy; every function takes masks in array order and a spacing in
-the same order (a :class:`~napari_medsam_eval.case.Spacing` or a plain
+the same order (a :class:`~napari_medsam_eval.core.case.Spacing` or a plain
 sequence, e.g. ``(z, y, x)`` in mm). Non-zero voxels are foreground. Aggregation
-over cases lives in :mod:`napari_medsam_eval.aggregate`.
+over cases lives in :mod:`napari_medsam_eval.evaluation.aggregate`.
 
 Surface metrics reproduce DeepMind's ``surface_distance`` package (Nikolov et
 al. 2021) to floating-point identity: surfaces are the marching-cubes surfels
@@ -47,8 +47,8 @@ from typing import Sequence, Union
 import numpy as np
 
 
-from ._edt import distances_both_ways
-from .case import Spacing
+from .distance_transform import distances_both_ways
+from ..core.case import Spacing
 
 SpacingLike = Union[Spacing, Sequence[float]]
 
