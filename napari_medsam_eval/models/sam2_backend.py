@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
@@ -52,7 +51,7 @@ from ..core.prompt import Prompt
 from ..core.postprocess import SEEDS
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 from .checkpoint_files import shape_text
-from .sam2_features import DEFAULT_LIMIT, FrameFeatures, features_kept, parse_limit, shared_cache
+from .sam2_features import DEFAULT_LIMIT, FrameFeatures, features_kept, parameters_digest, parse_limit, shared_cache
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -146,7 +145,7 @@ class SAM2Backend(SegmentationBackend):
         self._cache: OrderedDict[Hashable, tuple[Any, Any]] = OrderedDict()
         #: frames' image features kept across calls (:mod:`.sam2_features`); None: each call encodes
         self.features = features
-        self._weights_id = checkpoint_sha256 or uuid.uuid4().hex  # random weights: this backend's own
+        self._weights_id = checkpoint_sha256 or parameters_digest(model)  # random weights: their own bytes
         #: facts about the last propagate() call: frames visited per pass, seconds
         self.last_run: dict[str, Any] = {}
 
