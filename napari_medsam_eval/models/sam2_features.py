@@ -162,8 +162,12 @@ def features_kept(model: Any, identity: Hashable, cache: FrameFeatures | None) -
         cache.put(key, out)
         return out
 
+    own = vars(model).get("forward_image")  # a wrapper someone set on this instance is kept, and put back
     model.forward_image = forward_image  # an instance attribute in front of the class's method
     try:
         yield
     finally:
-        del model.forward_image
+        if own is None:
+            del model.forward_image
+        else:
+            model.forward_image = own
