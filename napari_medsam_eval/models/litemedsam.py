@@ -41,6 +41,7 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Hashable, Literal
 
@@ -54,6 +55,7 @@ from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
 from .checkpoint_files import CheckpointError, ModelOptionError, plain, read_torch_checkpoint
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
+from .litemedsam_decoder import LazyDecoder, TorchDecoder, load_openvino_decoder
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, cache_dir, export_key, resolve_engine
 from .litemedsam_precision import CalibrationSet, calibration_set, int8_variant, resolve_precision
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
@@ -212,6 +214,8 @@ class LiteMedSAMBackend(SegmentationBackend):
         self._lock = threading.Lock()  # the GUI segments while a worker thread propagates
         with torch.inference_mode():  # the positional encoding of the 64x64 grid never changes
             self._image_pe = self.model.prompt_encoder.get_dense_pe()
+        #: where the mask decoder runs (:mod:`.litemedsam_decoder`); :func:`build` puts OpenVINO's beside its encoder
+        self.decoder_engine: TorchDecoder | LazyDecoder = TorchDecoder(self.model, self._image_pe)
         self.encoder_calls = 0
         self.cache_hits = 0
 
@@ -321,13 +325,7 @@ class LiteMedSAMBackend(SegmentationBackend):
             points = (coords, labels)
         with torch.inference_mode(), self._autocast():
             sparse, dense = model.prompt_encoder(points=points, boxes=boxes, masks=None)
-            low_res_logits, iou = model.mask_decoder(
-                image_embeddings=emb.embedding,
-                image_pe=self._image_pe,
-                sparse_prompt_embeddings=sparse,
-                dense_prompt_embeddings=dense,
-                multimask_output=False,
-            )
+            low_res_logits, iou = self.decoder_engine(emb.embedding, sparse, dense)
             low_res_logits = low_res_logits.float()
             new_h, new_w = emb.new_size
             cropped = low_res_logits[..., :new_h, :new_w]
@@ -408,6 +406,7 @@ class LiteMedSAMBackend(SegmentationBackend):
             **({} if self.calibration is None else {"calibration": self.calibration.describe()}),
             "num_threads": torch.get_num_threads(),
             **self.encoder_engine.describe(),
+            **self.decoder_engine.describe(),
             "cache_size": self.cache_size,
             **({} if self.embedding_store is None else
                {"embeddings": str(self.embedding_store.root), "embeddings_dtype": self.embedding_store.dtype}),
@@ -492,7 +491,7 @@ def build(
                                        precision="bf16" if precision == "bf16" else "f32", lazy=store is not None,
                                        variant=int8_variant(calibration_data, cache_dir() / export_key(engine_name, sha))
                                        if calibration_data else None)
-    return LiteMedSAMBackend(
+    backend = LiteMedSAMBackend(
         model,
         device=torch_device,
         checkpoint_path=path,
@@ -505,6 +504,10 @@ def build(
         precision=precision,
         calibration=calibration_data,
     )
+    if engine_name == "openvino":  # loaded at the first decode: a process that never decodes never pays for it
+        backend.decoder_engine = LazyDecoder(partial(load_openvino_decoder, backend.model, backend._image_pe, sha,
+                                                     threads))
+    return backend
 
 
 __all__ = [
