@@ -7,8 +7,8 @@ by OpenVINO in fp32 takes about 0.25 s, with embeddings within ~4e-6 relative
 error of torch's and identical masks (``benchmarks/encoder_variants.py``).
 OpenVINO's bf16 (and torch bf16 autocast) are faster but move masks (per-case
 DSC down to 0.65 on hippocampus), so fp32 is the default. ONNX Runtime fp32 is
-slower than OpenVINO here. The prompt encoder and mask decoder stay in
-PyTorch (~36 ms per prompt on a 512x512 slice).
+slower than OpenVINO here. With the OpenVINO encoder the mask decoder runs on
+OpenVINO too (:mod:`.litemedsam_decoder`); the prompt encoder stays in PyTorch.
 
 An exported graph is made *locally, at first use*, from the loaded torch module
 (nothing is downloaded) and cached under :func:`cache_dir`, keyed by the
