@@ -98,10 +98,12 @@ LONGEST_FILES = ("test_propagation_targets.py", "test_medsam2_reference.py", "te
 
 def pytest_configure(config):
     """Each pytest-xdist worker computes on one thread (``OMP_NUM_THREADS=1``, read by torch at its import and
-    inherited by the processes a test starts): two workers on two cores, never four threads fighting for them."""
+    inherited by the processes a test starts): two workers on two cores, never four threads fighting for them.
+    ``MEDSAM_EVAL_WORKER_THREADS`` sets another count (2 with ``OMP_WAIT_POLICY=PASSIVE``: docs/architecture.md)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
+        threads = os.environ.get("MEDSAM_EVAL_WORKER_THREADS", "1")
         for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[variable] = "1"
+            os.environ[variable] = threads
 
 
 def pytest_collection_modifyitems(config, items):
