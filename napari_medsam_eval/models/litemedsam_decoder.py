@@ -17,8 +17,6 @@ pays for it. ``engine="torch"`` keeps the torch decoder: that path is the offici
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
 import tempfile
@@ -31,8 +29,7 @@ import numpy as np
 import torch
 
 from ..core.cache import cache_dir
-from .base import sha256_file
-from .litemedsam_engines import _verified_entry
+from .litemedsam_engines import _verified_entry, publish_export
 
 #: bump when the export recipe changes, so old cached exports are not reused
 DECODER_FORMAT = 1
@@ -160,14 +157,8 @@ def _export(graph: DecoderGraph, folder: Path) -> Path:
             model = ov.convert_model(graph, example_input=(embedding, sparse),
                                      input=[ov.PartialShape([1, 256, 64, 64]), ov.PartialShape([1, -1, 256])])
         ov.save_model(model, str(tmp / "decoder.xml"), compress_to_fp16=False)
-        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        (tmp / "manifest.json").write_text(json.dumps({"entry": "decoder.xml", "files": files}, indent=1))
         export_count += 1
-        try:
-            os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
-        except OSError:
-            if _verified_entry(folder) is None:
-                raise
+        publish_export(tmp, folder, {"entry": "decoder.xml"})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder / "decoder.xml"

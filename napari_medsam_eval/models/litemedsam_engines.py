@@ -300,19 +300,24 @@ def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path, varian
             entry = _EXPORTERS[engine](encoder, tmp)
         else:
             entry, extra = variant.export(encoder, tmp)
-        files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-        manifest = {"entry": entry, "files": files, "fingerprint": reference_fingerprint(encoder), **extra}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
         counted = engine if variant is None else f"{engine}-{variant.name}"
         export_counts[counted] = export_counts.get(counted, 0) + 1
-        try:
-            os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
-        except OSError:
-            if _verified_entry(folder) is None:
-                raise
+        publish_export(tmp, folder, {"entry": entry, "fingerprint": reference_fingerprint(encoder), **extra})
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return folder / entry
+
+
+def publish_export(tmp: Path, folder: Path, manifest: dict[str, Any]) -> None:
+    """Write ``manifest`` (with the SHA-256 of every file in ``tmp``) into ``tmp`` and rename ``tmp`` to
+    ``folder``, atomically; another process's complete export already there is kept."""
+    files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+    (tmp / "manifest.json").write_text(json.dumps({**manifest, "files": files}, indent=1))
+    try:
+        os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
+    except OSError:
+        if _verified_entry(folder) is None:
+            raise
 
 
 def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
