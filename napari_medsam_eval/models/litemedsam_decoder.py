@@ -17,7 +17,6 @@ pays for it. ``engine="torch"`` keeps the torch decoder: that path is the offici
 """
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 import threading
@@ -29,7 +28,8 @@ import numpy as np
 import torch
 
 from ..core.cache import cache_dir
-from .litemedsam_engines import _verified_entry, publish_export
+from .litemedsam_engines import (_UseTorch, cpu_config, export_key, first_line, publish_export,
+                                 unwritable_cache, verified_or_made)
 
 #: bump when the export recipe changes, so old cached exports are not reused
 DECODER_FORMAT = 1
@@ -96,9 +96,7 @@ class OpenVINODecoder:
 
         self.model_path = model_path
         self.num_threads = int(num_threads)
-        config = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": "1",
-                  "INFERENCE_NUM_THREADS": str(self.num_threads), "ENABLE_CPU_PINNING": False}
-        self._request = ov.Core().compile_model(str(model_path), "CPU", config).create_infer_request()
+        self._request = ov.Core().compile_model(str(model_path), "CPU", cpu_config(num_threads)).create_infer_request()
         self._lock = threading.Lock()  # one infer request: the GUI and a worker may both decode
 
     def __call__(self, embedding: torch.Tensor, sparse: torch.Tensor,
@@ -137,10 +135,7 @@ class LazyDecoder:
 
 def decoder_key(checkpoint_sha256: str) -> str:
     """Folder name of the cached export: checkpoint, OpenVINO, torch, recipe version."""
-    import openvino as ov
-
-    key = f"litemedsam-decoder-{checkpoint_sha256[:16]}-openvino{ov.__version__}-torch{torch.__version__}"
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{key}-v{DECODER_FORMAT}")
+    return export_key("openvino", checkpoint_sha256, part="decoder", recipe=DECODER_FORMAT)
 
 
 def _export(graph: DecoderGraph, folder: Path) -> Path:
@@ -181,18 +176,6 @@ def check_difference(decoder: "OpenVINODecoder", graph: DecoderGraph) -> float:
     return float(torch.linalg.vector_norm(got - expected) / max(float(torch.linalg.vector_norm(expected)), 1e-12))
 
 
-def _cached(graph: DecoderGraph, folder: Path) -> tuple[Path, bool]:
-    """The cached export's model file (made now when missing or damaged) and whether it was made now."""
-    entry = _verified_entry(folder)
-    if entry is not None:
-        return entry, False
-    if folder.exists():
-        warnings.warn(f"cached OpenVINO decoder at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
-                      stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
-    return _export(graph, folder), True
-
-
 def load_openvino_decoder(model: torch.nn.Module, image_pe: torch.Tensor, checkpoint_sha256: str,
                           num_threads: int, root: Path | None = None) -> "OpenVINODecoder | TorchDecoder":
     """The OpenVINO decoder from the cache (exported now when missing), checked against torch on the
@@ -201,13 +184,13 @@ def load_openvino_decoder(model: torch.nn.Module, image_pe: torch.Tensor, checkp
     graph = DecoderGraph(model).eval()
     folder = (root or cache_dir()) / decoder_key(checkpoint_sha256)
     try:
-        path, fresh = _cached(graph, folder)
+        path, fresh = verified_or_made(folder, lambda: _export(graph, folder), "OpenVINO decoder")
         while True:
             try:
                 decoder = OpenVINODecoder(path, num_threads)
                 difference = check_difference(decoder, graph)
             except Exception as exc:  # noqa: BLE001 - the runtime raises its own types for unreadable models
-                problem = f"failed to load ({type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]})"
+                problem = f"failed to load ({first_line(exc)})"
             else:
                 if difference <= CHECK_TOLERANCE:
                     return decoder
@@ -219,17 +202,11 @@ def load_openvino_decoder(model: torch.nn.Module, image_pe: torch.Tensor, checkp
             warnings.warn(f"cached OpenVINO decoder {path} {problem}; rebuilding it", RuntimeWarning, stacklevel=2)
             path, fresh = _export(graph, folder), True
     except OSError as exc:  # a read-only or unwritable cache folder
-        where = Path(exc.filename) if getattr(exc, "filename", None) else folder.parent
-        reason = (f"the decoder export cannot be written to {where} ({exc.strerror or type(exc).__name__}; "
-                  "set NAPARI_MEDSAM_EVAL_CACHE to a writable folder)")
+        reason = unwritable_cache(exc, folder.parent, "the decoder export")
     except _UseTorch as exc:
         reason = str(exc)
     warnings.warn(f"LiteMedSAM's mask decoder runs in torch: {reason}", RuntimeWarning, stacklevel=2)
     return TorchDecoder(model, image_pe, fallback_reason=reason)
-
-
-class _UseTorch(Exception):
-    """Internal: no sound OpenVINO decoder; the message says why."""
 
 
 __all__ = ["DecoderGraph", "LazyDecoder", "OpenVINODecoder", "TorchDecoder", "decoder_key", "load_openvino_decoder"]

@@ -167,6 +167,22 @@ class TorchEncoder(EncoderEngine):
         return {"engine": self.name, "engine_requested": self.fallback_from, "engine_fallback": self.fallback_reason}
 
 
+def cpu_config(num_threads: int, precision: str = "f32") -> dict[str, object]:
+    """How an exported graph is compiled for the CPU: ``precision`` as the inference precision, one
+    stream, latency hint, ``num_threads`` threads, unpinned."""
+    return {
+        "INFERENCE_PRECISION_HINT": precision,
+        "PERFORMANCE_HINT": "LATENCY",
+        "NUM_STREAMS": "1",
+        "INFERENCE_NUM_THREADS": str(int(num_threads)),
+        # pinning puts every process's threads on the first cores: two
+        # benchmark workers with one thread each then share one core
+        # (measured: 1.04 s/pass each instead of 0.49); unpinned costs
+        # nothing for a single process (0.272 vs 0.277 s with 2 threads)
+        "ENABLE_CPU_PINNING": False,
+    }
+
+
 class OpenVINOEncoder(EncoderEngine):
     """The encoder compiled by OpenVINO for the CPU, one stream, latency hint.
 
@@ -186,18 +202,7 @@ class OpenVINOEncoder(EncoderEngine):
         self.precision = precision
         self.facts = dict(facts or {})  # a variant's facts (quantization, calibration): part of describe()
         self.num_threads = int(num_threads)
-        config = {
-            "INFERENCE_PRECISION_HINT": precision,
-            "PERFORMANCE_HINT": "LATENCY",
-            "NUM_STREAMS": "1",
-            "INFERENCE_NUM_THREADS": str(self.num_threads),
-            # pinning puts every process's threads on the first cores: two
-            # benchmark workers with one thread each then share one core
-            # (measured: 1.04 s/pass each instead of 0.49); unpinned costs
-            # nothing for a single process (0.272 vs 0.277 s with 2 threads)
-            "ENABLE_CPU_PINNING": False,
-        }
-        self.compiled = ov.Core().compile_model(str(model_path), "CPU", config)
+        self.compiled = ov.Core().compile_model(str(model_path), "CPU", cpu_config(self.num_threads, precision))
         self._request = self.compiled.create_infer_request()
         self._lock = threading.Lock()  # one infer request: the GUI and a worker may both encode
         self.version = ov.__version__
@@ -267,10 +272,11 @@ _EXPORTERS: dict[str, Callable[[torch.nn.Module, Path], str]] = {
 }
 
 
-def export_key(engine: str, checkpoint_sha256: str, variant: str = "") -> str:
-    """Folder name of a cached export: checkpoint, torch, runtime, recipe version (and the variant's name)."""
+def export_key(engine: str, checkpoint_sha256: str, variant: str = "", part: str = "encoder",
+               recipe: int = EXPORT_FORMAT) -> str:
+    """Folder name of a cached export of ``part``: checkpoint, torch, runtime, recipe version (and the variant's name)."""
     runtime = __import__("openvino" if engine == "openvino" else "onnxruntime").__version__
-    key = f"litemedsam-encoder-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{EXPORT_FORMAT}"
+    key = f"litemedsam-{part}-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{recipe}"
     key += f"-{variant}" if variant else ""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", key)  # OpenVINO's version holds '/' ("...-releases/2026/4")
 
@@ -328,14 +334,20 @@ def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
     rebuilt with a warning.
     """
     folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256, variant.name if variant else "")
+    return verified_or_made(folder, lambda: _export_to_cache(engine, encoder, folder, variant), f"{engine} export")
+
+
+def verified_or_made(folder: Path, make: Callable[[], Path], what: str) -> tuple[Path, bool]:
+    """The model file of the complete export in ``folder``, or the one ``make()`` makes now (a damaged
+    one removed first, with a warning); and whether it was made now."""
     entry = _verified_entry(folder)
     if entry is not None:
         return entry, False
     if folder.exists():
-        warnings.warn(f"cached {engine} export at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
-                      stacklevel=2)
+        warnings.warn(f"cached {what} at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
+                      stacklevel=3)
         shutil.rmtree(folder, ignore_errors=True)
-    return _export_to_cache(engine, encoder, folder, variant), True
+    return make(), True
 
 
 def _load(engine: str, path: Path, num_threads: int, precision: str,
@@ -356,10 +368,19 @@ def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root:
     try:
         return cached_export(engine, encoder, checkpoint_sha256, root, variant)
     except OSError as exc:  # a read-only or unwritable cache folder
-        where = Path(exc.filename) if getattr(exc, "filename", None) else (root or cache_dir())
-        raise _UseTorch(f"the export cannot be written to the cache folder {where} "
-                        f"({exc.strerror or type(exc).__name__}; set NAPARI_MEDSAM_EVAL_CACHE to a writable folder)"
-                        ) from exc
+        raise _UseTorch(unwritable_cache(exc, root or cache_dir(), "the export")) from exc
+
+
+def unwritable_cache(exc: OSError, folder: Path, what: str) -> str:
+    """Why ``what`` cannot be cached: the path ``exc`` names (else ``folder``), its error, and the remedy."""
+    where = Path(exc.filename) if getattr(exc, "filename", None) else folder
+    return (f"{what} cannot be written to the cache folder {where} ({exc.strerror or type(exc).__name__}; "
+            "set NAPARI_MEDSAM_EVAL_CACHE to a writable folder)")
+
+
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (160 characters at most), for a one-line reason."""
+    return f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
 
 
 def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, num_threads: int,
@@ -374,7 +395,7 @@ def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: s
             loaded = (_load(engine, path, num_threads, precision) if variant is None
                       else _load(engine, path, num_threads, precision, variant))
         except Exception as exc:  # the runtimes raise their own error types for unreadable models
-            what, problem = "failed to load", f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
+            what, problem = "failed to load", first_line(exc)
         else:
             if not getattr(loaded, "verifiable", False):
                 return loaded
