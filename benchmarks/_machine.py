@@ -1,4 +1,4 @@
-"""Where a speed figure comes from: the CPU, its estimated fp32 peak, and the encoder's FLOP (issue 18).
+"""Where a speed figure comes from: the CPU, its estimated fp32 peak, and the encoder's FLOP.
 
 Every script in ``benchmarks/`` prints :func:`cpu_line`; the scripts that time the
 LiteMedSAM image encoder also print :func:`encoder_gflop` (counted once with

@@ -1,4 +1,4 @@
-"""Box vs point vs paint corrections: what each simulated user reaches in 0..K steps (issue 31).
+"""Box vs point vs paint corrections: what each simulated user reaches in 0..K steps.
 
     python benchmarks/correction_types.py [--quick] [--model litemedsam] [--types box point paint paint-region]
                                           [--out DIR] [--embeddings DIR]

@@ -1,4 +1,4 @@
-"""Propagation after encoding ahead (issue 18) against propagation from an empty cache, on DeepLesion.
+"""Propagation after encoding ahead against propagation from an empty cache, on DeepLesion.
 
     python benchmarks/encode_ahead_speed.py [--quick] [--reps N] [--cases K] [--engine auto]
 

@@ -1,4 +1,4 @@
-"""What a cheaper precision costs, per dataset: LiteMedSAM's encoder at fp32, bf16 and int8 (issue 30).
+"""What a cheaper precision costs, per dataset: LiteMedSAM's encoder at fp32, bf16 and int8.
 
     python benchmarks/precision_cost.py [--quick] [--out DIR] [--precisions fp32 bf16 int8]
 

@@ -1,6 +1,6 @@
 """napari reader: any file or folder the core reads, as image (+ ground-truth labels) layers.
 
-Thin: :func:`napari_medsam_eval.datasets.opening.open_path` decides what a path
+Thin: :func:`napari_medsam_eval.datasets.ground_truth_pairing.open_path` decides what a path
 is (an image with the ground truth its dataset layout pairs with it, a ground
 truth alone, a dataset folder's first case); this module turns the result into
 napari layer data with ``scale`` from the spacing.
@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 from ._layer_style import ground_truth_kwargs
 from .core.case import Case
-from .datasets.opening import GroundTruthFile, Opened, open_path
+from .datasets.ground_truth_pairing import GroundTruthFile, Opened, open_path
 from .core.errors import DataError
 from .io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, VIDEO_SUFFIXES, content_problem,
                          format_suffix, is_dicom_file_marked)
@@ -113,7 +113,7 @@ def napari_get_reader(path: str | list[str]) -> Callable[[str], list[LayerData]]
 
 
 def read_layers(path: str | list[str]) -> list[LayerData]:
-    """The layers at ``path`` (see :mod:`napari_medsam_eval.datasets.opening`); a :class:`DataError`
+    """The layers at ``path`` (see :mod:`napari_medsam_eval.datasets.ground_truth_pairing`); a :class:`DataError`
     naming the file and the problem when it cannot be read."""
     if isinstance(path, list):
         path = path[0]

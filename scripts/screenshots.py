@@ -46,7 +46,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
 OUT = REPO / "docs" / "screenshots"
-WINDOW = (1600, 1000)  # the screen the widgets must fit (issue 14)
+WINDOW = (1600, 1000)  # the screen the widgets must fit
 MAX_WIDTH = 1300
 MAX_BYTES = 400_000
 

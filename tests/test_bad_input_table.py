@@ -234,7 +234,7 @@ def test_bad_dataset_folders_to_run(tmp_path, capsys):
         assert not (tmp_path / "run").exists(), "a refused run leaves no folder"
 
 
-# -- every option checked before work: the value a user types, refused naming the option (issue 29) --------
+# -- every option checked before work: the value a user types, refused naming the option --------
 
 LESION = "CT_Lesion_000002_03_01_035-047.npz"
 BOX = ["--box", "246", "273", "276", "322"]

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from napari_medsam_eval.benchmark import ResultStore, comparable, load_table, run_benchmark
-from napari_medsam_eval.benchmark.ray_executor import CRASH_HOOK_ENV, RayCases, RayUnavailable
+from napari_medsam_eval.benchmark.ray_executor import CRASH_HOOK_ENV, RayExecutor, RayUnavailable
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.datasets import CaseRef
@@ -125,7 +125,7 @@ def test_a_file_the_workers_cannot_see_is_named(local_ray: str, tmp_path: Path) 
                   paths={"image": str(missing), "label": str(missing)})
     config = RunConfig(tmp_path, tmp_path / "run", "box", "medsam2", layout="msd")
     with pytest.raises(DataError, match="cannot see this file of case case_1") as error:
-        list(RayCases(config, [ref]))
+        list(RayExecutor(config, [ref]))
     assert error.value.path == missing and "shared by the driver and every worker" in str(error.value)
 
 

@@ -1,4 +1,4 @@
-"""Corrections: anchors on several slices, the simulated user, effort metrics (issue 13).
+"""Corrections: anchors on several slices, the simulated user, effort metrics.
 
 Fast parts run on synthetic stacks with the oracle / box baselines (each answers a box from
 the ground truth inside it, or with the box itself), where the right answer is known; the

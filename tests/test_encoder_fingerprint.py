@@ -1,5 +1,4 @@
-"""LiteMedSAM's exported encoder is checked by its output, not only by file hashes (issue 17,
-items 6 and 8).
+"""LiteMedSAM's exported encoder is checked by its output, not only by file hashes.
 
 A cached export whose weights were damaged and whose manifest hash was rewritten to
 match loads fine and gives wrong (here: empty) masks; the fingerprint check (the engine's

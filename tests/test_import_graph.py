@@ -23,7 +23,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(rooms)) 
     ("evaluation", {"evaluation"}),
     ("protocols", {"protocols"}),
     ("propagation", {"propagation"}),
-    ("studies", {"study2d", "studies"}),
+    ("studies", {"studies"}),
     ("benchmark", {"benchmark"}),
     ("report and analysis", {"report"}),
     ("session", {"session"}),

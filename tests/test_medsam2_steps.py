@@ -1,4 +1,4 @@
-"""The steps MedSAM2's scripts take around the model, one by one (issue 19).
+"""The steps MedSAM2's scripts take around the model, one by one.
 
 The end-to-end equality with MedSAM2's own masks is ``test_medsam2_reference.py``; here each
 step is checked where it can fail on its own: the largest component (connectivity, ties),

@@ -1,4 +1,4 @@
-"""Messages of the model backends (issue 17, item 7): bad checkpoint files say what they are
+"""Messages of the model backends: bad checkpoint files say what they are
 and never pass on torch's advice to unpickle them; options that do not exist are not
 suggested; numbers and shapes are written plainly; device options that cannot apply warn
 or fail with a one-line error, never a traceback.

@@ -153,7 +153,7 @@ def test_msd_image_brings_its_label_file(viewer, shared_data):
 
 def test_nnunet_channel_image_brings_its_label_and_a_mismatched_one_is_left_out(viewer, shared_data, tmp_path):
     """nnU-Net names images ``<case>_0000``; a label of another shape opens nothing but a warning."""
-    from napari_medsam_eval.datasets.opening import GroundTruthWarning
+    from napari_medsam_eval.datasets.ground_truth_pairing import GroundTruthWarning
 
     source = shared_data / "hippocampus_mri"
     (tmp_path / "imagesTr").mkdir()

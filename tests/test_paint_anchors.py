@@ -1,4 +1,4 @@
-"""Paint to correct (issue 31): a painted slice is an anchor kept exactly as painted.
+"""Paint to correct: a painted slice is an anchor kept exactly as painted.
 
 Synthetic stacks (a backend that answers a box with the ground truth inside it) show the
 rules; real DeepLesion CT with the real LiteMedSAM shows that the painted slice survives the

@@ -1,4 +1,4 @@
-"""Precision as a LiteMedSAM option (issue 30): fp32 / bf16 / int8, with real weights and real data.
+"""Precision as a LiteMedSAM option: fp32 / bf16 / int8, with real weights and real data.
 
 The INT8 encoder is quantized once per test session (NNCF on a small calibration subset: the 5
 SAM-Med2D CT slices, a set no test evaluates) into a private export cache, and reused by every
@@ -172,7 +172,7 @@ def test_an_int8_run_records_its_precision_and_never_resumes_an_fp32_run(shared_
 
 
 def test_the_benchmark_request_carries_the_precision(shared_data, tmp_path):
-    from napari_medsam_eval.benchmark.request import checked_request
+    from napari_medsam_eval.benchmark.gui_job import checked_request
 
     dataset = shared_data / "deeplesion_ct_npz"
     with pytest.raises(ValueError, match="litemedsam only"):

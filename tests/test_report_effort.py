@@ -110,7 +110,7 @@ def test_report_without_curves_has_no_effort_section(tmp_path):
 
 
 def test_compare_of_two_corrections_runs_shows_both_curves_and_nocs(tmp_path, capsys):
-    """``medsam-eval compare`` of box-like A and paint-like B (issue 31): each run's tools, median curve and NoC."""
+    """``medsam-eval compare`` of box-like A and paint-like B: each run's tools, median curve and NoC."""
     from napari_medsam_eval.cli import main
 
     a_rows = corrections_rows()

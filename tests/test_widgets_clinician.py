@@ -1,4 +1,4 @@
-"""The Segment widget as a clinician uses it: real viewer (Xvfb), real LiteMedSAM, real MR (issue 14).
+"""The Segment widget as a clinician uses it: real viewer (Xvfb), real LiteMedSAM, real MR.
 
 The user's own layers (napari's new-layer buttons), point polarity chosen before a
 point is placed, prediction and ground truth told apart, several objects in one

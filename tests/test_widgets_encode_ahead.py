@@ -1,4 +1,4 @@
-"""Encode ahead in the Segment widget (issue 18): real viewer (Xvfb), real LiteMedSAM, real CT.
+"""Encode ahead in the Segment widget: real viewer (Xvfb), real LiteMedSAM, real CT.
 
 The 13-slice DeepLesion npz: ticking *encode ahead* embeds every slice in a worker, nearest
 to the slice on screen first, while the GUI event loop keeps turning; a propagation afterwards makes no

@@ -1,4 +1,4 @@
-"""Paint to correct in the Segment widget (issue 31): a real viewer (Xvfb), the real LiteMedSAM, real CT.
+"""Paint to correct in the Segment widget: a real viewer (Xvfb), the real LiteMedSAM, real CT.
 
 The user propagates the lesion's key-slice box, goes to the worst slice, paints the lesion
 there on the prediction layer (napari's own Labels editing, as the brush does) and presses

@@ -1,4 +1,4 @@
-"""Drawn vs protocol prompts (issue 15, part 3): a box drawn on a real DeepLesion CT case with its
+"""Drawn vs protocol prompts: a box drawn on a real DeepLesion CT case with its
 ground truth is logged beside the medsam2 box, and `medsam-eval run --prompts LOG.csv` replays it
 to the same DSC (real LiteMedSAM, real napari viewer under Xvfb)."""
 from __future__ import annotations

@@ -26,10 +26,10 @@ from qtpy.QtWidgets import QApplication
 
 from gui_probe import LoopTurns, ThreadLog, on_gui_thread
 from plugin_dock import dock
-from napari_medsam_eval._widgets import _run_case
+from napari_medsam_eval._widgets import _open_row
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval.benchmark import load_table, read_manifest, run_benchmark
-from napari_medsam_eval.benchmark.request import CaseStep
+from napari_medsam_eval.benchmark.gui_job import CaseStep
 from napari_medsam_eval.datasets import get_layout
 
 # torch's one-time import, before any viewer is shown: under Xvfb torch's import of triton crashes a
@@ -96,17 +96,17 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
     layout = get_layout("msd")
     cases = {ref.case_id: layout.load(ref).label for ref in layout.list_cases(box_run_dataset(box_run))
              if ref.case_id in {row["case_id"] for row in rows}}
-    threads = ThreadLog(monkeypatch).watch(_run_case, "load_run_case").watch(_run_case, "open_steps")
+    threads = ThreadLog(monkeypatch).watch(_open_row, "load_run_case").watch(_open_row, "open_steps")
     turns = LoopTurns()
     applied: list[tuple[int, bool]] = []  # per layer put in the viewer: the loop's ticks so far, on the GUI?
     shown: list[str] = []  # the status line while layers are put in the viewer
-    original_apply = _run_case.apply_step
+    original_apply = _open_row.apply_step
 
     def apply_step(*args, **kwargs):
         applied.append((turns.mark(), on_gui_thread()))
         shown.append(widget.status.value)
         return original_apply(*args, **kwargs)
-    monkeypatch.setattr(_run_case, "apply_step", apply_step)
+    monkeypatch.setattr(_open_row, "apply_step", apply_step)
     changes = _layer_changes(viewer)
     # three cases, both targets: the first open adds the layers, the others reuse them
     order = sorted(rows, key=lambda r: (r["case_id"], -int(r["target_label"])))

@@ -125,7 +125,7 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     _wait(qtbot, worker)
     assert not widget.busy and widget.segment_button.enabled
     layer = viewer.layers[f"{image.name} prediction"]
-    # the precision that made the mask on display is said on screen and kept with the layer (issue 30)
+    # the precision that made the mask on display is said on screen and kept with the layer
     assert widget.status.value.endswith("(by litemedsam fp32)") and layer.metadata["made_by"] == "by litemedsam fp32"
     widget.precision.value = "int8"  # another precision is another model: it would be built anew
     assert not widget.session.has_backend(widget._model_spec())

@@ -1,5 +1,5 @@
 """napari dock widgets: thin Qt shells over Qt-free models (:mod:`napari_medsam_eval.session.session`,
-whose psygnal events the Segment widget listens to, and :mod:`napari_medsam_eval.benchmark.request`).
+whose psygnal events the Segment widget listens to, and :mod:`napari_medsam_eval.benchmark.gui_job`).
 
 - :class:`SegmentWidget`: model, image, prompts (drawn or from ground truth),
   segment a slice, propagate with progress and Cancel.

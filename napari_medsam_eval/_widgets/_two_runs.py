@@ -8,7 +8,7 @@ not pair and a scatter of A against B. Double-clicking a case reads it with
 both saved predictions in a worker (:func:`~napari_medsam_eval.report.run_pairs.load_case_pair`)
 and opens image, ground truth, prediction A, prediction B and the A-only /
 B-only / both overlay (:data:`~napari_medsam_eval._layer_style.AB_COLORS`) as
-the Benchmark widget opens a row (:mod:`._run_case`: one layer per turn of the
+the Benchmark widget opens a row (:mod:`._open_row`: one layer per turn of the
 event loop, the last row's layers reused), then goes to the slice where A and
 B differ most. A prediction that is missing is said (a warning naming the
 file); the case still opens with what there is.
@@ -28,7 +28,7 @@ from .._layer_style import AB_COLORS, style_prediction
 from ..report.stats import row_stops
 from ..evaluation.mask_comparison import AB_NAMES
 from ..report.run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
-from . import _run_case
+from . import _open_row
 from ._dock_layout import wrap_status
 from ._layers import go_to_index, transform_kwargs
 from ._theme import theme_colors
@@ -43,10 +43,10 @@ if TYPE_CHECKING:
 AB_OPACITY = 0.6
 
 
-def pair_steps(pair: CasePair) -> list[_run_case.OpenStep]:
+def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
     """The layers of a case pair, off the GUI thread: the case as run A's row opens (image, ground
     truth, prediction A, A's prompt), prediction B and the A/B overlay."""
-    steps = _run_case.open_steps(pair.run_case())
+    steps = _open_row.open_steps(pair.run_case())
     image = steps[0].layer
     case_id = pair.case.case_id
     for step in steps:
@@ -55,26 +55,26 @@ def pair_steps(pair: CasePair) -> list[_run_case.OpenStep]:
     if pair.prediction_b is not None:
         row = pair.row_b or {}
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
-                    "protocol": row.get("protocol"), "stops": row_stops(row), _run_case.OPENED_KEY: "prediction_b"}
+                    "protocol": row.get("protocol"), "stops": row_stops(row), _open_row.OPENED_KEY: "prediction_b"}
         if pair.target_label is not None:
             metadata["target_label"] = pair.target_label
-        steps.append(_run_case.OpenStep("prediction_b", style_prediction(Labels(
+        steps.append(_open_row.OpenStep("prediction_b", style_prediction(Labels(
             pair.prediction_b, name=f"{case_id} prediction B ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
     if pair.overlay is not None:
         legend = ", ".join(f"{name} {AB_COLORS[value]}" for value, name in AB_NAMES.items())
         metadata = {"role": "ab_overlay", "legend": legend, "slice": pair.slice_index,
-                    "target_label": pair.target_label, _run_case.OPENED_KEY: "ab_overlay"}
-        steps.append(_run_case.OpenStep("ab_overlay", Labels(
+                    "target_label": pair.target_label, _open_row.OPENED_KEY: "ab_overlay"}
+        steps.append(_open_row.OpenStep("ab_overlay", Labels(
             pair.overlay, name=f"{case_id} A vs B ({legend})", colormap=AB_COLORS, opacity=AB_OPACITY,
             metadata=metadata, **transform_kwargs(image))))
     return steps
 
 
 def open_pair_job(run_a: Path, run_b: Path, row_a: dict | None, row_b: dict | None, ack: threading.Event,
-                  timeout: float = _run_case.ACK_TIMEOUT_S) -> Generator[_run_case.OpenStep, None, CasePair]:
+                  timeout: float = _open_row.ACK_TIMEOUT_S) -> Generator[_open_row.OpenStep, None, CasePair]:
     """Generator for a napari worker: read the case pair and build its layers here, then yield them
-    one at a time, each once the GUI has set ``ack`` (as :func:`._run_case.open_job`)."""
+    one at a time, each once the GUI has set ``ack`` (as :func:`._open_row.open_job`)."""
     pair = load_case_pair(run_a, run_b, row_a, row_b)
     for step in pair_steps(pair):
         ack.clear()
@@ -143,11 +143,11 @@ class TwoRunsWidget(Container):
         row_a, row_b = self.pair.rows(key)
         ack, shown = threading.Event(), {}
 
-        def step(item: _run_case.OpenStep) -> None:
+        def step(item: _open_row.OpenStep) -> None:
             try:
-                _run_case.apply_step(self.viewer, item, shown)
+                _open_row.apply_step(self.viewer, item, shown)
             finally:
-                QTimer.singleShot(_run_case.STEP_PAUSE_MS, ack.set)
+                QTimer.singleShot(_open_row.STEP_PAUSE_MS, ack.set)
         return self.opener.start(open_pair_job, self.pair.run_a.path, self.pair.run_b.path, row_a, row_b, ack,
                                  text=f"opening {key[0]} from A and B ...", yielded=step,
                                  returned=lambda pair: self._show_case(pair, shown),
@@ -155,7 +155,7 @@ class TwoRunsWidget(Container):
 
     def _show_case(self, pair: CasePair, shown: dict[str, Any]) -> None:
         self.case_pair = pair
-        self.opened = _run_case.finish_open(self.viewer, pair.run_case(), shown)
+        self.opened = _open_row.finish_open(self.viewer, pair.run_case(), shown)
         if pair.slice_index is not None and "image" in self.opened:
             go_to_index(self.viewer, self.opened["image"], pair.slice_index)
         where = "" if pair.slice_index is None else f", slice {pair.slice_index} (where A and B differ most)"

@@ -3,10 +3,10 @@
 A thin shell around :func:`napari_medsam_eval.benchmark.run_benchmark`, the
 function ``medsam-eval run`` calls: the widget only gathers its arguments
 (a :class:`~napari_medsam_eval.benchmark.config.RunConfig`), runs
-:func:`~napari_medsam_eval.benchmark.request.benchmark_job` in a napari generator
+:func:`~napari_medsam_eval.benchmark.gui_job.benchmark_job` in a napari generator
 worker (:class:`._worker.WorkerRunner`) and shows what it yields: a
 :class:`Progress` with the rows of each case done, and a
-:class:`~napari_medsam_eval.benchmark.steps.CaseStep` after each slice of the
+:class:`~napari_medsam_eval.benchmark.case_progress.CaseStep` after each slice of the
 running case (the progress bar moves per slice). Cancel sets the job's cancel
 event, which the runner passes into the case's propagation: the run stops
 within a slice, the case running is not recorded, and Resume redoes it.
@@ -16,7 +16,7 @@ errors become napari notifications and the status line.
 The results view (table, per-task summary, box plot) is
 :class:`._results_table.ResultsView`; below it, for a ``corrections`` run, the
 DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot`,
-hidden for other runs); opening a row in the viewer is :mod:`._run_case`
+hidden for other runs); opening a row in the viewer is :mod:`._open_row`
 (read in the worker, layers added one per turn of the event loop), and
 :data:`NEXT_ROW_KEY` opens the next line of the table. The whole dock
 scrolls (:mod:`._dock_layout`), so it fits a 1000 px screen beside the Compare widget.
@@ -38,8 +38,8 @@ from qtpy.QtWidgets import QShortcut
 
 from ..benchmark import ROWS_FILE, ResultStore
 from ..benchmark.config import RunConfig
-from ..benchmark.request import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, benchmark_job, checked_request
-from . import _run_case
+from ..benchmark.gui_job import NEEDS_CHECKPOINT, CaseStep, Progress, RunOutcome, benchmark_job, checked_request
+from . import _open_row
 from ..core.options import json_object
 from ._bench_controls import AUTO_LAYOUT, add_run_controls, propagation_choice
 from ._dock_layout import fit_in_dock
@@ -232,12 +232,12 @@ class BenchmarkWidget(Container):
             return None
         ack, shown = threading.Event(), {}
 
-        def step(item: _run_case.OpenStep) -> None:
+        def step(item: _open_row.OpenStep) -> None:
             try:
-                _run_case.apply_step(self.viewer, item, shown)
+                _open_row.apply_step(self.viewer, item, shown)
             finally:  # the job yields the next layer once the event loop has run a little (a repaint)
-                QTimer.singleShot(_run_case.STEP_PAUSE_MS, ack.set)
-        return self.opener.start(_run_case.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
+                QTimer.singleShot(_open_row.STEP_PAUSE_MS, ack.set)
+        return self.opener.start(_open_row.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
                                  yielded=step, returned=lambda loaded: self._show_case(loaded, shown),
                                  error_prefix="cannot open the case: ")
 
@@ -245,8 +245,8 @@ class BenchmarkWidget(Container):
         """Open the table line below the selected one (:data:`NEXT_ROW_KEY`); returns its row."""
         return None if self.opener.busy else self.results.next_line()  # (not while a row opens)
 
-    def _show_case(self, loaded: _run_case.RunCase, shown: dict[str, Any]) -> None:
-        self.opened = _run_case.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
+    def _show_case(self, loaded: _open_row.RunCase, shown: dict[str, Any]) -> None:
+        self.opened = _open_row.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
         where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
         self.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:

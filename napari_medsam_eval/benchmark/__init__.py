@@ -5,11 +5,11 @@
 ...                       protocol="medsam2", workers=2)
 >>> load_table("runs/hippo")          # the same table, rebuilt from results.jsonl
 
-Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.segment_case`
-(one case -> rows), :mod:`.steps` (progress and cancel inside a case), :mod:`..evaluation.scoring`
+Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.evaluator`
+(one case -> rows), :mod:`.case_progress` (progress and cancel inside a case), :mod:`..evaluation.scoring`
 (metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
-files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.workers` (process
-pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.run_case` (a row's
+files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.local_executor` (process
+pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.open_row` (a row's
 case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
@@ -22,18 +22,18 @@ from typing import Any
 _EXPORTS: dict[str, str] = {
     "MANIFEST_FILE": "manifest",
     "read_manifest": "manifest",
-    "RunCase": "run_case",
-    "load_run_case": "run_case",
+    "RunCase": "open_row",
+    "load_run_case": "open_row",
     "LOG_FILE": "runner",
     "CaseProgress": "runner",
     "run_benchmark": "runner",
     "COLUMNS": "schema",
     "comparable": "schema",
     "to_dataframe": "schema",
-    "CaseEvaluator": "segment_case",
+    "CaseEvaluator": "evaluator",
     "RunConfig": "config",
-    "CaseStep": "steps",
-    "StepProgress": "steps",
+    "CaseStep": "case_progress",
+    "StepProgress": "case_progress",
     "CSV_FILE": "store",
     "PARQUET_FILE": "store",
     "ROWS_FILE": "store",

@@ -1,8 +1,8 @@
 """Cases on Ray actors (``medsam-eval run --executor ray``); the caller writes the rows.
 
-:class:`RayCases` is the third executor beside :class:`~.workers.SerialCases` and
-:class:`~.workers.ParallelCases`: it yields ``(ref, rows)`` as cases finish and
-accepts :meth:`RayCases.request_stop` and a ``cancel`` event the same way, so the
+:class:`RayExecutor` is the third executor beside :class:`~.local_executor.SerialExecutor` and
+:class:`~.local_executor.ParallelExecutor`: it yields ``(ref, rows)`` as cases finish and
+accepts :meth:`RayExecutor.request_stop` and a ``cancel`` event the same way, so the
 runner writes every row through the same atomic store (``--resume`` works after
 the driver or a worker is killed) and the table equals a local run's.
 
@@ -12,14 +12,14 @@ the driver or a worker is killed) and the table equals a local run's.
   joins that cluster and leaves it running. When this process already called
   ``ray.init`` (tests, a notebook), that Ray is used as it is.
 * Workers are actors (:class:`CaseActor`) that build the model and protocol *once*
-  from the run's picklable :class:`~.config.RunConfig` (:func:`~.workers.build_evaluator`,
+  from the run's picklable :class:`~.config.RunConfig` (:func:`~.local_executor.build_evaluator`,
   as the local workers do) and segment many cases. Each actor has one case at a time and
   a free actor takes the next case (dynamic scheduling: a large case holds up no queue).
   Each reserves ``num_cpus`` = its torch threads and ``gpus_per_worker`` GPUs.
 * A worker that dies (:class:`ray.exceptions.RayActorError`: a native crash, out of
   memory, its node lost) is replaced by a new actor, which retries the case; a case on
-  which workers died :data:`~.workers.MAX_CRASHES` times gets ``failed`` rows saying so
-  (:func:`~.segment_case.failed_case_rows`, as the local pool does).
+  which workers died :data:`~.local_executor.MAX_CRASHES` times gets ``failed`` rows saying so
+  (:func:`~.evaluator.failed_case_rows`, as the local pool does).
 * Data: workers read case files by path (a shared filesystem). Before the first case,
   the first actor checks that the first case's files exist where it runs; a file it cannot
   see stops the run with a :class:`~napari_medsam_eval.core.errors.DataError` naming it.
@@ -40,9 +40,9 @@ from typing import Any, Iterable, Iterator
 
 from ..datasets import CaseRef, get_layout
 from ..core.errors import DataError, MedsamEvalError
-from .segment_case import CaseEvaluator, error_text, failed_case_rows
+from .evaluator import CaseEvaluator, error_text, failed_case_rows
 from .config import RunConfig
-from .workers import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, limit_threads, threads_per_worker
+from .local_executor import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, limit_threads, threads_per_worker
 from ..core.errors import OptionError
 
 Rows = list[dict[str, Any]]
@@ -160,7 +160,7 @@ def _declared_files(ref: CaseRef) -> list[str]:
 
 # -- driver side ---------------------------------------------------------------
 
-class RayCases:
+class RayExecutor:
     """Cases spread over ``workers`` Ray actors; yields in completion order.
 
     ``address``: a Ray cluster to join (None: a local Ray in this process);

@@ -19,7 +19,7 @@ every case with the rows just written. Returning False stops the run after
 the cases already running (none, when the first call says so; their rows
 are kept, the manifest says ``cancelled``), and ``resume=True`` later
 finishes it. ``steps(CaseStep)`` reports the slices of the running case (a
-serial run; :mod:`.steps`), and setting the ``cancel`` event stops the run
+serial run; :mod:`.case_progress`), and setting the ``cancel`` event stops the run
 within a slice: the case running then gives no row (neither done nor failed,
 so ``resume`` does it again), the rows already written stay.
 """
@@ -44,11 +44,11 @@ from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_s
                        environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
-from .segment_case import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, error_text
-from .steps import StepProgress
+from .evaluator import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, error_text
+from .case_progress import StepProgress
 from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
-from .workers import ParallelCases, SerialCases, build_evaluator, build_model
-from .ray_executor import RayCases
+from .local_executor import ParallelExecutor, SerialExecutor, build_evaluator, build_model
+from .ray_executor import RayExecutor
 from .config import RunConfig
 from .files import LOG_FILE
 
@@ -164,9 +164,9 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     model, protocol, **options)``). Returns the run's table (:mod:`.schema`), also written to
     ``config.out_dir``. ``progress(done, total, rows)`` is called once before the first case
     (``rows`` empty, ``done`` the cases a resumed folder holds) and after every case; False stops the
-    run after the case running. ``steps`` gets a :class:`~.steps.CaseStep` after every slice of the
+    run after the case running. ``steps`` gets a :class:`~.case_progress.CaseStep` after every slice of the
     running case (one worker; False cancels that case); setting ``cancel`` stops the run within a
-    slice (with several workers: within :data:`~.workers.CANCEL_POLL_S`, the running cases
+    slice (with several workers: within :data:`~.local_executor.CANCEL_POLL_S`, the running cases
     terminated): the cases not finished give no rows, the manifest says ``cancelled``.
     ``progress_bar`` shows a tqdm bar on stderr.
     """
@@ -262,13 +262,13 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
                 config.layout, config.model, protocol.name, config.workers)
 
     if config.executor == "ray":
-        executor: SerialCases | ParallelCases | RayCases = RayCases(config, todo, cancel=cancel)
+        executor: SerialExecutor | ParallelExecutor | RayExecutor = RayExecutor(config, todo, cancel=cancel)
         del backend  # the actors build their own
     elif config.workers > 1:
-        executor = ParallelCases(config, todo, cancel=cancel)
+        executor = ParallelExecutor(config, todo, cancel=cancel)
         del backend  # the workers build their own; free this one's memory
     else:
-        executor = SerialCases(build_evaluator(config, backend), todo, progress=until_cancelled(steps, cancel))
+        executor = SerialExecutor(build_evaluator(config, backend), todo, progress=until_cancelled(steps, cancel))
     done, total, status = len(refs) - len(todo), len(refs), "completed"
     clock = time.perf_counter()
     bar = tqdm(total=total, initial=done, disable=not progress_bar, unit="case", dynamic_ncols=True)

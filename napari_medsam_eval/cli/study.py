@@ -72,16 +72,16 @@ def build_study_backend(model: str | None, checkpoint: Path | None, device: str 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..datasets.study2d import study_samples
-    from ..report.study2d import study_markdown, write_study
-    from ..study2d import run_prompt_mode_study
+    from ..datasets.prompt_mode_samples import study_samples
+    from ..report.prompt_mode_study import study_markdown, write_study
+    from ..studies.prompt_mode_study import run_prompt_mode_study
 
     if args.limit is not None and args.limit < 1:
         raise MedsamEvalError("--limit must be >= 1")
     if args.iterative < 0:
         raise MedsamEvalError("--iterative must be >= 0")
     from ..report.folder import check_output_folder, record_written
-    from ..report.study2d import FILES
+    from ..report.prompt_mode_study import FILES
 
     check_output_folder(args.out, tuple(FILES.values()), "prompt study")  # before any work; never a user's file
     skipped: list[dict] = []

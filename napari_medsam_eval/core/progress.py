@@ -39,7 +39,7 @@ STOP_WAIT_S = 120.0
 
 def until_cancelled(progress: Callable[..., "bool | None"] | None,
                     cancel: threading.Event | None) -> Callable[..., bool] | None:
-    """``progress`` (any report: ``(done, total)``, a :class:`~..benchmark.steps.CaseStep`, ...) that also
+    """``progress`` (any report: ``(done, total)``, a :class:`~..benchmark.case_progress.CaseStep`, ...) that also
     answers False (stop) once ``cancel`` is set; None when both are None."""
     if progress is None and cancel is None:
         return None

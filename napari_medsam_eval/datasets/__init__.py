@@ -19,7 +19,7 @@ name           folder                                                       kind
 
 A task is ``"<dataset folder name>/<label name>"``; see :mod:`.base`.
 
-:mod:`.study2d` gives the 2D prompt-mode study its samples (one 2D image with
+:mod:`.prompt_mode_samples` gives the 2D prompt-mode study its samples (one 2D image with
 its class masks, from 2D folders or volume slices), found with these layouts.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .links import DatasetWarning
 from .msd import MSDLayout
 from .npz import MedSAMNpzLayout, npz_label_names, npz_target_token
 from .sammed2d import SAMMed2DLayout
-from .study2d import (StudyClass, StudySample, find_2d_samples, label_map_classes, study_samples,
+from .prompt_mode_samples import (StudyClass, StudySample, find_2d_samples, label_map_classes, study_samples,
                       study_task_name, volume_slice_samples)
 from .sunseg import SunSegLayout
 

@@ -43,7 +43,7 @@ from PIL import Image
 
 from ..core.case import Case
 from ..core.errors import DataError
-from ._build import check_kind, make_case
+from .case_builder import check_kind, make_case
 from .colour_masks import colour_mask
 from .pixel_size import image_spacing
 from .formats import JPEG_SUFFIXES, format_suffix, require_file, strip_suffix

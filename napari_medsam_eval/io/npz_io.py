@@ -21,7 +21,7 @@ import numpy as np
 
 from ..core.case import Case, CaseKind
 from ..core.errors import DataError, GeometryMismatchError
-from ._build import check_kind, make_case, spacing_for_kind
+from .case_builder import check_kind, make_case, spacing_for_kind
 from .formats import require_file, strip_suffix
 from .sizes import check_npz_sizes
 from .validation import plain_numbers, plain_shape, to_label_array

@@ -29,7 +29,7 @@ import SimpleITK as sitk
 
 from ..core.case import Case, CaseKind
 from ..core.errors import DataError
-from ._build import check_kind, make_case, spacing_for_kind
+from .case_builder import check_kind, make_case, spacing_for_kind
 from .formats import format_suffix, looks_like_text, require_file
 from .sizes import check_ceiling, check_on_disk, describe, metaimage_data, nrrd_data
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.case import Case, CaseKind, Spacing
 from ..core.errors import DataError
-from ._build import FRAME_SPACING, check_kind, make_case
+from .case_builder import FRAME_SPACING, check_kind, make_case
 from .formats import image_files_in, missing_message, require_file, strip_suffix
 from .image2d import read_image_array, read_mask2d
 from .sitk_io import read_sitk_case

@@ -3,7 +3,7 @@
 Split from :mod:`napari_medsam_eval.models.litemedsam` (whose docstring lists
 the steps): the slice and box transforms of ``CVPR24_LiteMedSAM_infer.py``
 (github.com/bowang-lab/MedSAM, branch LiteMedSAM), used by the backend and by
-the reproduction of the official 3D loop (:mod:`napari_medsam_eval.propagation.official`).
+the reproduction of the official 3D loop (:mod:`napari_medsam_eval.propagation.litemedsam_3dbox`).
 No torch here: numpy and OpenCV only.
 """
 from __future__ import annotations

@@ -5,7 +5,7 @@ propagates again. :class:`AnchoredSegmentation` holds every prompt given so far,
 to its slice (an *anchor*), and the current mask:
 
 * :meth:`~AnchoredSegmentation.propagate` starts over from one prompt (it becomes the only
-  anchor) and propagates as :func:`~.by_kind.segment_by_kind` does;
+  anchor) and propagates as :func:`~.segment.segment_by_kind` does;
 * :meth:`~AnchoredSegmentation.correct` adds a prompt on slice ``k``: on top of that slice's
   anchor if it has one (:func:`merge_prompt`: a new box replaces the box, new points join
   the points), else as a new anchor. Slice ``k`` is segmented again and the propagation runs
@@ -45,8 +45,8 @@ from ..core.progress import SliceProgress
 from ..core.anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
                               painted_prompt, painted_slices)
 from ..core.prompt import Prompt
-from .by_kind import PropagationResult, segment_by_kind
-from .walk import PropagationRecord
+from .segment import PropagationResult, segment_by_kind
+from .slice_by_slice import PropagationRecord
 
 
 def merge_prompt(old: Prompt | None, new: Prompt) -> Prompt:

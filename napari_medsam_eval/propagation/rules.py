@@ -30,7 +30,7 @@ With ``interior_point`` the last mask's interior point (farthest from its
 border) is added as a positive point, and with ``mask_prompt`` the last mask
 itself goes along as a mask prompt (models that take one: SAM, the oracle).
 With ``locate="similarity"`` the box comes instead from where the image
-features look like the prompted frame's object (:mod:`.locate`), widened the
+features look like the prompted frame's object (:mod:`.similarity`), widened the
 same way: for videos, whose objects move further between frames than their size.
 
 The defaults (:data:`VOLUME_RULES`, :data:`VIDEO_RULES`) were chosen by

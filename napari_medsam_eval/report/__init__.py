@@ -10,7 +10,7 @@
   interactions (Agg); :mod:`.effort_section`: the NoC section of a corrections run
 - :mod:`.document`: :func:`write_report` (``report.md``/``report.html``);
   :mod:`.compare_report`: :func:`write_comparison` (``compare.md``)
-- :mod:`.study2d`: the 2D prompt-mode study's table (:func:`study_table`, its
+- :mod:`.prompt_mode_study`: the 2D prompt-mode study's table (:func:`study_table`, its
   Fig. 2), Markdown, figures and :func:`write_study`
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .compare_report import format_comparison, write_comparison
 from .document import format_task_summary, write_report
 from .results import RunResults, load_results, load_run
 from .stats import failed_cases, overall_summary, summarize_tasks, worst_cases
-from .study2d import study_markdown, study_table, write_study
+from .prompt_mode_study import study_markdown, study_table, write_study
 
 __all__ = [
     "RunResults",

@@ -15,7 +15,7 @@ Qt or napari:
 * :func:`ab_overlay` and :func:`most_different_slice`: the A-only / B-only /
   both map of two predictions of a target and the slice where they differ
   most; :func:`load_case_pair` reads one case with both runs' saved
-  predictions (:mod:`napari_medsam_eval.benchmark.run_case`) and makes them.
+  predictions (:mod:`napari_medsam_eval.benchmark.open_row`) and makes them.
 
 Runs may differ in anything else (model, protocol, its options, stop rule):
 :attr:`RunPair.describe` says how each was made, from its manifest.
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..benchmark.run_case import RunCase, load_run_case, read_prediction, row_prompt
+from ..benchmark.open_row import RunCase, load_run_case, read_prediction, row_prompt
 from ..core.case import Case
 from ..evaluation.mask_comparison import ab_overlay, binary_target, most_different_slice
 from ..core.errors import DataError

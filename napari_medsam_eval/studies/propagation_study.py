@@ -26,7 +26,7 @@ from ..datasets import resolve_layout, task_name
 from ..core.intensity import case_intensity, prepare_image
 from ..models.base import SegmentationBackend
 from ..protocols import build_protocol
-from ..propagation.by_kind import segment_by_kind
+from ..propagation.segment import segment_by_kind
 from ..propagation.rules import LEGACY_RULES, VIDEO_RULES, VOLUME_RULES, PropagationRules
 
 #: the name of the official 3D-box reference in the study's tables

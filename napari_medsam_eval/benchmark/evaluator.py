@@ -51,7 +51,7 @@ from ..studies.sensitivity import Perturbation, perturbed_prompts, sensitivity, 
 from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from ..evaluation.scoring import result_notes, score_target
-from .steps import StepProgress, target_progress
+from .case_progress import StepProgress, target_progress
 from .timing import SegmentTimer
 
 PREDICTIONS_DIR = "predictions"
@@ -140,7 +140,7 @@ class CaseEvaluator:
     def evaluate(self, ref: CaseRef, progress: StepProgress | None = None) -> list[dict[str, Any]]:
         """All rows of one case (at least one).
 
-        ``progress`` gets a :class:`~.steps.CaseStep` as each target starts and after each of its
+        ``progress`` gets a :class:`~.case_progress.CaseStep` as each target starts and after each of its
         slices; when it answers False the case stops there and :class:`Cancelled` is raised (no rows).
         """
         base = base_row(ref, ref.kind, self.config)

@@ -3,13 +3,13 @@
 Both executors yield ``(ref, rows)`` as cases finish and accept
 :meth:`request_stop`: no new case starts, the ones already running finish
 and are still yielded (so a cancelled run keeps every row it computed).
-A ``cancel`` does not wait for the running cases: :class:`SerialCases` passes
+A ``cancel`` does not wait for the running cases: :class:`SerialExecutor` passes
 it (with the run's ``steps``) into the case's propagation, which stops after
 its slice and raises :class:`~napari_medsam_eval.core.errors.Cancelled`;
-:class:`ParallelCases` yields the cases already finished and ends, the
+:class:`ParallelExecutor` yields the cases already finished and ends, the
 workers terminated. Either way a case that did not finish gives no rows.
 
-:class:`ParallelCases` uses a ``spawn`` :class:`~concurrent.futures.ProcessPoolExecutor`
+:class:`ParallelExecutor` uses a ``spawn`` :class:`~concurrent.futures.ProcessPoolExecutor`
 (fork is unsafe once torch has started threads). The initializer sets the
 worker's torch/OpenMP threads to ``max(1, cores // workers)`` and builds the
 model and protocol *once* per worker from a picklable :class:`~.config.RunConfig`. At
@@ -35,8 +35,8 @@ from typing import Any, Iterable, Iterator
 
 from ..datasets import CaseRef, get_layout
 from .config import RunConfig
-from .segment_case import CaseEvaluator, error_text, failed_case_rows
-from .steps import StepProgress
+from .evaluator import CaseEvaluator, error_text, failed_case_rows
+from .case_progress import StepProgress
 
 Rows = list[dict[str, Any]]
 #: times a case may be running when a worker dies before it is given up
@@ -79,7 +79,7 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
     return max(1, int(cores) // max(1, int(workers)))
 
 
-class SerialCases:
+class SerialExecutor:
     """Cases in this process, in order, with one evaluator; ``progress`` goes into each case
     (:meth:`CaseEvaluator.evaluate`: its answer False cancels the case running)."""
 
@@ -149,7 +149,7 @@ def _evaluate_in_worker(ref_data: dict[str, Any]) -> Rows:
 
 # -- main side -----------------------------------------------------------------
 
-class ParallelCases:
+class ParallelExecutor:
     """Cases spread over ``workers`` spawned processes; yields in completion order.
 
     ``cancel`` set: the cases finished so far are yielded, then iteration ends and the
@@ -158,7 +158,7 @@ class ParallelCases:
 
     def __init__(self, config: RunConfig, refs: Iterable[CaseRef], cancel: threading.Event | None = None) -> None:
         if config.workers < 2:
-            raise ValueError(f"ParallelCases needs at least 2 workers, got {config.workers}")
+            raise ValueError(f"ParallelExecutor needs at least 2 workers, got {config.workers}")
         self.config = config
         self.workers = int(config.workers)
         self.threads = threads_per_worker(self.workers)

@@ -31,7 +31,7 @@ import numpy as np
 from ..core.case import Case, Spacing, infer_kind
 from ..core.errors import DataError, UnknownFormatError
 from ..io import detect_format, pair_image_label, read_case, read_label
-from ..io._build import spacing_for_kind
+from ..io.case_builder import spacing_for_kind
 from ..io.formats import missing_message
 from ..io.video import is_sequence_name
 from . import detect_layout, get_layout

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..datasets.study2d import study_task_name
+from ..datasets.prompt_mode_samples import study_task_name
 
 _KEYS = ["dataset", "class"]
 

@@ -3,7 +3,7 @@
 Opening a row must not freeze the viewer, so the work is split in two:
 
 * in the worker thread, :func:`open_job` reads the row's case, saved
-  prediction and prompt (:func:`napari_medsam_eval.benchmark.run_case.load_run_case`)
+  prediction and prompt (:func:`napari_medsam_eval.benchmark.open_row.load_run_case`)
   and builds each napari layer (the layer models are plain Python: their
   contrast limits, thumbnails and napari's first-use JIT compiling happen
   there), one :class:`OpenStep` per layer;
@@ -33,7 +33,7 @@ from napari.layers import Image, Labels, Layer, Points, Shapes
 
 from .._layer_style import style_prediction
 from .._reader import case_to_layer_data
-from ..benchmark.run_case import RunCase, load_run_case
+from ..benchmark.open_row import RunCase, load_run_case
 from ..core.prompt import Prompt
 from ..report.stats import row_stops
 from ._layers import add_inactive, go_to_index, transform_kwargs

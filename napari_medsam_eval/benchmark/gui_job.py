@@ -7,7 +7,7 @@ work is :func:`napari_medsam_eval.benchmark.run_benchmark`, the function
 ``medsam-eval run`` calls; it reports through plain callbacks
 (``progress(done, total, rows)`` after each case, ``steps(CaseStep)`` after
 each slice of the running case), which the job turns into yielded
-:class:`Progress` and :class:`~.steps.CaseStep` values
+:class:`Progress` and :class:`~.case_progress.CaseStep` values
 (:func:`~napari_medsam_eval.core.progress.iterate_progress`); its cancel event
 stops the run within a slice, the case running then left for a resume.
 """
@@ -26,7 +26,7 @@ from .config import RunConfig
 from .manifest import read_manifest
 from .ray_executor import RayUnavailable, import_ray
 from .runner import run_benchmark
-from .steps import CaseStep
+from .case_progress import CaseStep
 from .store import ROWS_FILE
 
 #: models without shipped weights: a run needs a checkpoint file
@@ -97,7 +97,7 @@ class Progress:
 def benchmark_job(config: RunConfig,
                   cancel: threading.Event) -> Generator[Progress | CaseStep, None, pd.DataFrame]:
     """Generator for a napari GeneratorWorker: yields :class:`Progress` (a case done) and
-    :class:`~.steps.CaseStep` (a slice of the running case), returns the run's table.
+    :class:`~.case_progress.CaseStep` (a slice of the running case), returns the run's table.
 
     ``run_benchmark`` runs in a helper thread; its callbacks queue each case's
     rows and each slice step for this generator to yield. ``cancel`` goes into

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..study2d.table import study_table  # noqa: F401 - the report names the study's table here too
+from ..studies.prompt_mode_table import study_table  # noqa: F401 - the report names the study's table here too
 from ..protocols.mazurowski import MODES
 from .markup import cell_text, table, to_markdown
 
 if TYPE_CHECKING:
-    from ..study2d.runner import StudyResults
+    from ..studies.prompt_mode_study import StudyResults
 
 #: what :func:`write_study` writes, by key
 FILES = {

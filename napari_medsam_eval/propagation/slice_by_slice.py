@@ -6,7 +6,7 @@
   a direction stops where a stop rule fires (:mod:`.rules`) or at ``z_limits``.
 * :func:`propagate_video` - forward only from the prompted frame; by default
   each frame's box is found from image features (``locate="similarity"``,
-  :mod:`.locate`) rather than from the last mask.
+  :mod:`.similarity`) rather than from the last mask.
 
 What happened goes into a :class:`PropagationRecord` when one is given: per
 direction the last slice kept, the slice where it stopped and the rule that
@@ -41,7 +41,7 @@ from ..core.prompt import Prompt
 from ..core.anchor_prompts import painted_answer
 from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
-from .locate import SimilarityLocator
+from .similarity import SimilarityLocator
 from ..core.postprocess import seed_of
 from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
 
@@ -358,7 +358,7 @@ def propagate_video(
     models), up to ``end_frame`` inclusive (default the last). Frames before
     the prompted one stay empty, as in MedSAM2's video evaluation. ``rules``
     as in :func:`propagate_volume`, by default :data:`~.rules.VIDEO_RULES`: each
-    frame's box is found from image features (:mod:`.locate`; the last mask's
+    frame's box is found from image features (:mod:`.similarity`; the last mask's
     box for a model without them), and a frame where the object is lost is
     left empty. A backend that ``propagates_natively`` runs forward only on its own.
     """

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from napari_medsam_eval.datasets.study2d import StudySample, find_2d_samples, label_map_classes, volume_slice_samples
+from napari_medsam_eval.datasets.prompt_mode_samples import StudySample, find_2d_samples, label_map_classes, volume_slice_samples
 from napari_medsam_eval.evaluation.metrics import NOT_SCORED, compute_iou
 from napari_medsam_eval.models.base import SegmentationBackend, SegmentResult
 from napari_medsam_eval.core.prompt import Prompt
-from napari_medsam_eval.report.study2d import study_markdown, write_study
-from napari_medsam_eval.study2d import mazurowski_image, run_prompt_mode_study, score_result
+from napari_medsam_eval.report.prompt_mode_study import study_markdown, write_study
+from napari_medsam_eval.studies.prompt_mode_study import mazurowski_image, run_prompt_mode_study, score_result
 
 H = W = 40
 

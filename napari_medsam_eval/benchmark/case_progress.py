@@ -6,7 +6,7 @@ its slices (frames) through a :data:`~napari_medsam_eval.core.progress.SliceProg
 run's ``steps`` callback (:data:`StepProgress`);
 :func:`~napari_medsam_eval.core.progress.until_cancelled` adds the run's ``cancel`` event: the callback answers False once it is set, so the
 propagation stops after its current slice (it raises or returns
-``cancelled``, and :class:`~.segment_case.CaseEvaluator` raises
+``cancelled``, and :class:`~.evaluator.CaseEvaluator` raises
 :class:`~napari_medsam_eval.core.errors.Cancelled`: the case gives no rows).
 """
 from __future__ import annotations

@@ -6,12 +6,12 @@ and returns a :class:`PropagationResult`: the bool mask of the image's
 spatial shape and what happened (cancelled or not, slices done, seconds).
 
 * ``image``: one ``segment`` call.
-* ``volume``: :func:`~.walk.propagate_volume` both ways from the prompted
+* ``volume``: :func:`~.slice_by_slice.propagate_volume` both ways from the prompted
   slice; ``how="slice"`` segments the prompted slice only; ``how="official"``
-  runs the official LiteMedSAM 3D-box loop (:func:`~.official.propagate_official_litemedsam`)
+  runs the official LiteMedSAM 3D-box loop (:func:`~.litemedsam_3dbox.propagate_official_litemedsam`)
   on the prompt's ``info["box_3d"]`` (a one-slice box, which the official
   script refuses, is segmented on its slice).
-* ``video``: :func:`~.walk.propagate_video` forward from the prompted frame
+* ``video``: :func:`~.slice_by_slice.propagate_video` forward from the prompted frame
   (``how="slice"``: that frame only).
 
 A propagated volume keeps only its largest 3D connected component when the prompt's
@@ -32,10 +32,10 @@ from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, check_prompt_in_image
-from .official import propagate_official_litemedsam
+from .litemedsam_3dbox import propagate_official_litemedsam
 from ..core.anchor_prompts import painted_answer
 from ..core.postprocess import largest_component, wants_largest_component
-from .walk import DirectionStop, PropagationRecord, propagate_video, propagate_volume
+from .slice_by_slice import DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
 #: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,
 #: or the official LiteMedSAM 3D-box loop

@@ -8,7 +8,7 @@ import numpy as np
 from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
-from .walk import _check_stack, _Progress
+from .slice_by_slice import _check_stack, _Progress
 
 Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive
 

@@ -1,9 +1,35 @@
-"""The runner: every image encoded once, then modes 1-5 (and iterative points) scored by IoU.
+"""The 2D prompt-mode study of Mazurowski et al. 2023, as a runner (no Qt, no napari).
 
-Samples come from :mod:`napari_medsam_eval.datasets.study2d`, IoU from
-:func:`napari_medsam_eval.evaluation.metrics.compute_iou` (an empty pair is
-:data:`~napari_medsam_eval.evaluation.metrics.NOT_SCORED`, NaN), the Fig. 2 table from
-:func:`napari_medsam_eval.study2d.table.study_table`.
+Source: M. A. Mazurowski et al., "Segment Anything Model for Medical Image
+Analysis: an Experimental Study" (arXiv:2304.10517), code
+github.com/mazurowski-lab/segment-anything-medical-evaluation (commit 2775b73),
+``prompt_gen_and_exec_v2_allmode.py`` (modes) and ``prompt_gen_and_exec_v1.py``
+(iterative points). What is reproduced:
+
+* intensity: each image divided by its maximum, times 255, uint8, RGB
+  (:func:`mazurowski_image`);
+* masks: their reading rule (:func:`~napari_medsam_eval.io.mazurowski_masks.mazurowski_label_map`)
+  on the pixels OpenCV reads (:mod:`napari_medsam_eval.datasets.prompt_mode_samples`);
+* prompts: :class:`~napari_medsam_eval.protocols.MazurowskiProtocol` (bit-exact
+  with their code; seed 1 reset per mask by default);
+* score: IoU of candidate 0 per (image, class, mode); oracle: best candidate
+  by IoU; several boxes are segmented one by one and merged by union;
+* table: per task (dataset x class) the mean over images with a non-empty
+  mask (empty masks are not prompted: NaN, ignored), like their Fig. 2
+  (:func:`~.prompt_mode_table.study_table`).
+
+Where things live: samples in :mod:`napari_medsam_eval.datasets.prompt_mode_samples`, IoU
+in :func:`napari_medsam_eval.evaluation.metrics.compute_iou` (``empty=NOT_SCORED``),
+the table in :mod:`.prompt_mode_table`, its Markdown, figures and files in
+:mod:`napari_medsam_eval.report.prompt_mode_study`; this module is the runner: every image encoded once, then modes 1-5 (and iterative points)
+scored by IoU.
+
+LiteMedSAM (the default model) returns one mask per prompt and no
+candidates, so its oracle equals its score (``config["single_mask_model"]``).
+
+>>> results = run_prompt_mode_study("kvasir_seg_2d", "litemedsam", limit=5)
+>>> results.summary            # task, n_images, n_empty, mode 1..5, mode k (oracle)
+>>> report.prompt_mode_study.write_study(results, "out/")  # rows.csv, mode_table.csv/.md/.png, images.csv, study.json
 """
 from __future__ import annotations
 
@@ -14,14 +40,14 @@ from typing import Any, Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from ..datasets.study2d import StudyClass, StudySample, study_samples, study_task_name
+from ..datasets.prompt_mode_samples import StudyClass, StudySample, study_samples, study_task_name
 from ..core.errors import DataError
 from ..evaluation.metrics import NOT_SCORED, compute_iou
 from ..models.base import SliceProgress, SegmentationBackend, SegmentResult
 from ..core.prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
-from .table import study_table
+from .prompt_mode_table import study_table
 
 #: which candidate is the non-oracle prediction
 SELECT_RULES = ("first", "score", "mask")
@@ -99,7 +125,7 @@ class StudyResults:
     an empty class mask, ``empty`` True). ``iterative``: one row per (image,
     class, number of points) when iterative points were run (else empty).
     ``images``: one row per image with its timings. ``summary``: the Fig. 2
-    table (:func:`~napari_medsam_eval.study2d.table.study_table`). ``config``: the run's settings and the
+    table (:func:`~napari_medsam_eval.studies.prompt_mode_table.study_table`). ``config``: the run's settings and the
     backend's :meth:`describe`; ``timings``: totals in seconds; ``skipped``:
     images left out and why.
     """
@@ -140,7 +166,7 @@ def run_prompt_mode_study(
     ``dataset``: a 2D folder (``images/`` + ``masks/``, plain or SAM-Med2D
     layout), a volume folder (MSD; its middle slices, or all labelled ones
     with ``volume_slices="all"``), a list of those, or :class:`StudySample`
-    objects (see :mod:`napari_medsam_eval.datasets.study2d`); ``limit`` takes the first images per folder.
+    objects (see :mod:`napari_medsam_eval.datasets.prompt_mode_samples`); ``limit`` takes the first images per folder.
     ``backend``: a built backend or a name for
     :func:`~napari_medsam_eval.models.build_backend`.
 

@@ -1,4 +1,4 @@
-"""Locating the object on each frame by feature similarity (``locate="similarity"``, propagation/locate.py).
+"""Locating the object on each frame by feature similarity (``locate="similarity"``, propagation/similarity.py).
 
 Mechanics with a stub model whose "features" are the image itself on a 4-px
 grid; the real figures (colonoscopy clips, phantom video with LiteMedSAM) are
@@ -13,7 +13,7 @@ from napari_medsam_eval.models.base import FeatureGrid
 from napari_medsam_eval.models.baselines import OracleBackend
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation import PropagationRecord, PropagationRules, propagate_video
-from napari_medsam_eval.propagation.locate import SimilarityLocator, cell_fractions
+from napari_medsam_eval.propagation.similarity import SimilarityLocator, cell_fractions
 
 CELL = 4
 

@@ -11,7 +11,7 @@ import pytest
 
 from napari_medsam_eval.benchmark import load_table, run_benchmark
 from napari_medsam_eval.benchmark.manifest import MANIFEST_FILE
-from napari_medsam_eval.benchmark.run_case import RunCase, load_run_case
+from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
