@@ -177,7 +177,7 @@ def test_shifted_cube_honours_anisotropic_spacing():
 def test_area_tables_match_surface_distance(sd):
     from surface_distance import lookup_tables
 
-    from napari_medsam_eval.evaluation.metrics import _surfel_area_table
+    from napari_medsam_eval.evaluation.surface_distance import _surfel_area_table
 
     for spacing in [(1.0, 1.0, 1.0), (5.0, 0.3144, 0.3144), (0.7, 2.5, 1.3)]:
         ref = lookup_tables.create_table_neighbour_code_to_surface_area(spacing)

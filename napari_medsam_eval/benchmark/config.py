@@ -86,7 +86,7 @@ class RunConfig:
         """This config, or a ValueError/OptionError naming the option that cannot run (before any work)."""
         from ..core.intensity import INTENSITY_MODES
         from ..propagation.rules import resolve_rules
-        from .ray_executor import check_executor
+        from .executors import check_executor
 
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1, got {self.workers}")

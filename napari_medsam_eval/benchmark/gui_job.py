@@ -24,7 +24,7 @@ from ..core.progress import iterate_progress
 from ..protocols import build_protocol
 from .config import RunConfig
 from .manifest import read_manifest
-from .ray_executor import RayUnavailable, import_ray
+from .executors import RayUnavailable, import_ray
 from .runner import run_benchmark
 from .case_progress import CaseStep
 from .store import ROWS_FILE

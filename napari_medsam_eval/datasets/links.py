@@ -7,7 +7,7 @@ folder naively counts those cases twice in ``n`` and in every median. Here
 * :func:`loops_back` tells a folder link that leads back to the folder holding
   it (or one above it): following it lists the same cases again, forever if
   walked recursively, so the listing does not enter it and says so;
-* :func:`count_once` keeps one :class:`~.base.CaseRef` per set of files (the
+* :func:`count_once` keeps one :class:`~.case_ref.CaseRef` per set of files (the
   identity of a file is its device and inode, so symbolic and hard links both
   count), preferring the path with the fewest links, and warns naming the link
   through which each dropped case was reached.
@@ -19,12 +19,10 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..io.formats import is_link_loop, link_target
-
-if TYPE_CHECKING:
-    from .base import CaseRef
+from .case_ref import CaseRef
 
 #: case ids shown in one warning before "..."
 _SHOWN = 5
@@ -70,7 +68,7 @@ def _identity(value: Any) -> tuple | None:
     return tuple(found)
 
 
-def case_identity(ref: "CaseRef") -> tuple | None:
+def case_identity(ref: CaseRef) -> tuple | None:
     """What makes a case the same case: the files of all its roles (None: its image is not reachable)."""
     image = _identity(ref.paths.get("image"))
     if image is None:
@@ -93,7 +91,7 @@ def links_on_path(path: Path, root: Path) -> list[Path]:
     return found
 
 
-def count_once(refs: Iterable["CaseRef"], root: str | Path) -> list["CaseRef"]:
+def count_once(refs: Iterable[CaseRef], root: str | Path) -> list[CaseRef]:
     """``refs`` with each case kept once (see the module doc), in their listed order."""
     refs, root = list(refs), Path(root)
     groups: dict[tuple, list[int]] = {}
@@ -113,11 +111,11 @@ def count_once(refs: Iterable["CaseRef"], root: str | Path) -> list["CaseRef"]:
     return [ref for index, ref in enumerate(refs) if index not in gone]
 
 
-def _n_links(ref: "CaseRef", root: Path) -> int:
+def _n_links(ref: CaseRef, root: Path) -> int:
     return len(links_on_path(Path(ref.paths["image"]), root))
 
 
-def _warn_dropped(refs: list["CaseRef"], dropped: list[tuple[int, int]], root: Path) -> None:
+def _warn_dropped(refs: list[CaseRef], dropped: list[tuple[int, int]], root: Path) -> None:
     """One warning per link through which cases were reached a second time."""
     by_link: dict[str, list[str]] = {}
     for index, kept in dropped:
@@ -137,8 +135,6 @@ def _warn_dropped(refs: list["CaseRef"], dropped: list[tuple[int, int]], root: P
 def files_once(paths: Sequence[Path], root: str | Path) -> list[Path]:
     """``paths`` with each file once, as :func:`count_once` keeps cases (for listings of bare files:
     the 2D study's images); warnings name the files by their names."""
-    from .base import CaseRef  # base imports this module
-
     refs = [CaseRef(case_id=path.name, layout="", dataset="", root=os.fspath(root), kind="image",
                     paths={"image": os.fspath(path)}) for path in paths]
     return [Path(ref.paths["image"]) for ref in count_once(refs, root)]

@@ -45,6 +45,12 @@ anchor is its prompt; :meth:`Session.correct` / :meth:`Session.iter_correct` add
 prompt on a wrong slice to it (that slice is segmented again and propagated up to the
 neighbouring anchors) and :meth:`Session.anchors` lists the anchors. Each target label keeps
 its own (several objects); they are dropped when the image or the backend changes.
+
+This module is ~500 lines on purpose: :class:`Session` is the one object the Segment widget drives
+(napari-animation's model), with one thread and event contract (the class docstring). Each method is a
+short call into the core (:func:`~napari_medsam_eval.propagation.segment_by_kind`, the protocols,
+:class:`~.target_anchors.TargetAnchors`, :mod:`~napari_medsam_eval.studies.sensitivity`); splitting the
+class would spread that contract over several files.
 """
 from __future__ import annotations
 
@@ -57,15 +63,15 @@ import numpy as np
 from psygnal import Signal
 
 from ..core.case import infer_kind, present_label_values
-from ..core.errors import Cancelled
 from ..core.intensity import prepare_image
 from ..models.base import SegmentationBackend, SegmentResult
 from ..core.progress import SliceProgress, iterate_progress, until_cancelled
 from ..core.prompt import Prompt, check_prompt_in_image
 from ..propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
-from ..propagation.anchors import AnchoredSegmentation, AnchorSnapshot
+from ..propagation.anchors import AnchorSnapshot
 from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
-                          volume_segmenter)
+                                   volume_segmenter)
+from .target_anchors import TargetAnchors
 
 
 class NoModelError(RuntimeError):
@@ -115,9 +121,8 @@ class Session:
     _base_id: str = field(default="image", repr=False)
     _generation: int = field(default=0, repr=False)
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
-    #: each target label's anchors and mask (volumes/videos), see :meth:`correct`; the latest target
-    _anchored: dict[int, AnchoredSegmentation] = field(default_factory=dict, repr=False)
-    _anchor_target: int | None = field(default=None, repr=False)
+    #: each target label's anchors and mask (volumes/videos), see :meth:`correct`
+    _targets: TargetAnchors = field(default_factory=TargetAnchors, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     # -- model and image ----------------------------------------------------
@@ -142,7 +147,7 @@ class Session:
     def set_backend(self, backend: SegmentationBackend | None, spec: Hashable = None) -> None:
         """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
         self.backend, self.backend_spec = backend, spec
-        self._anchored = {}
+        self._targets.drop()
         self.backend_changed.emit(backend)
 
     def has_backend(self, spec: Hashable) -> bool:
@@ -186,7 +191,7 @@ class Session:
         prepared = prepare_image(image, kind, modality, window)
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
-        self._anchored = {}
+        self._targets.drop()
         self._generation += 1
         # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
         # answer a new image from an old one's cache entry
@@ -356,66 +361,39 @@ class Session:
 
     def _start_anchors(self, backend: SegmentationBackend, prompt: Prompt, result: PropagationResult,
                        margin: int, options: dict[str, Any]) -> None:
-        """A new anchored segmentation of ``result``: ``prompt`` its only anchor, ``result.mask`` its mask.
-
-        Seeded with the result rather than running ``AnchoredSegmentation.propagate``, so that a
-        propagation is exactly what it was (that one skips the prompt's largest-component step);
-        its rules are the ones this run resolved, so corrections propagate with the same margin.
-        """
-        target = int(prompt.target_label)
-        self._anchored.pop(target, None)
+        """A new anchored segmentation of ``result`` for its target (:class:`TargetAnchors`), with the
+        rules this run resolved; a 2D image, an unplaced prompt or a one-slice run starts none."""
+        self._targets.drop(prompt.target_label)
         if (self.kind not in ("volume", "video") or prompt.slice_index is None
                 or options.get("how", "propagate") != "propagate"):
             return
         rules = resolve_rules(self.kind, options.get("rules"), margin=margin,
                               stop_when_empty=options.get("stop_when_empty"), min_iou=options.get("min_iou"))
-        self._anchored[target] = AnchoredSegmentation(
-            backend, self.volume, self.kind, rules=rules, case_id=self.image_id,
-            anchors={int(prompt.slice_index): prompt}, mask=np.asarray(result.mask, dtype=bool).copy(), last=result)
-        self._anchor_target = target
-
-    def _current_anchors(self, target_label: int | None = None) -> AnchoredSegmentation | None:
-        """``target_label``'s (default: the latest target's) anchored segmentation when it belongs to this
-        backend and image."""
-        target = self._anchor_target if target_label is None else int(target_label)
-        anchored = self._anchored.get(target) if target is not None else None
-        if anchored is None or anchored.backend is not self.backend or anchored.case_id != self.image_id:
-            return None
-        return anchored
+        self._targets.start(backend, self.volume, self.kind, self.image_id, prompt, result, rules)
 
     def anchors(self, target_label: int | None = None) -> list[Prompt]:
         """The prompts of ``target_label``'s (default: the latest target's) anchored segmentation in
         slice order (empty when there is none); each target keeps its own.
 
         Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
-        anchored = self._current_anchors(target_label)
+        anchored = self._targets.current(self.backend, self.image_id, target_label)
         anchors = {} if anchored is None else dict(anchored.anchors)
         return [anchors[k] for k in sorted(anchors)]
 
     def anchor_snapshot(self, target_label: int) -> AnchorSnapshot | None:
         """``target_label``'s anchors and mask as they are now (None without any), for :meth:`restore_anchors`."""
-        anchored = self._current_anchors(target_label)
+        anchored = self._targets.current(self.backend, self.image_id, target_label)
         return None if anchored is None else anchored.snapshot()
 
     def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None) -> None:
         """Put ``target_label``'s anchors back as :meth:`anchor_snapshot` took them (an undo of a correction
         removes that correction's anchor only); None, or a snapshot of another image or backend, drops them."""
-        owner = None if snapshot is None else snapshot.owner
-        if owner is None or owner.backend is not self.backend or owner.case_id != self.image_id:
-            self.drop_anchors(target_label)
-            return
-        with self._lock:
-            owner.restore(snapshot)
-            self._anchored[int(target_label)] = owner
-            self._anchor_target = int(target_label)
+        self._targets.restore(self.backend, self.image_id, target_label, snapshot, self._lock)
 
     def drop_anchors(self, target_label: int | None = None) -> None:
         """Forget ``target_label``'s anchored segmentation (None: every target's, a GUI whose image changed);
         the next correction of that target propagates."""
-        if target_label is None:
-            self._anchored = {}
-        else:
-            self._anchored.pop(int(target_label), None)
+        self._targets.drop(target_label)
 
     def correct(
         self,
@@ -439,14 +417,12 @@ class Session:
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
         with self._lock:
-            anchored = self._current_anchors(prompt.target_label)
+            anchored = self._targets.current(self.backend, self.image_id, prompt.target_label)
             if anchored is None or anchored.mask is None:
                 return self.propagate(prompt, progress=progress, cancel=token, **options)
             if token.is_set():
                 return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
-            result = _correct_or_restore(anchored, prompt, until_cancelled(progress, token))
-            self._anchor_target = int(prompt.target_label)
-            return result
+            return self._targets.correct(anchored, prompt, until_cancelled(progress, token))
 
     def iter_propagate(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
@@ -519,25 +495,6 @@ class Session:
             self.set_image(image, **kwargs)
         if self.volume is None:
             raise NoImageError("no image set: choose an image first")
-
-
-def _correct_or_restore(anchored: AnchoredSegmentation, prompt: Prompt, progress: SliceProgress) -> PropagationResult:
-    """``anchored.correct(prompt)``; its anchors as they were when the run is cancelled or fails.
-
-    ``AnchoredSegmentation.correct`` keeps its mask on a cancelled run but has already
-    stored the new anchor, and a model with memory raises :class:`Cancelled` from it.
-    """
-    anchors, last = dict(anchored.anchors), anchored.last
-    try:
-        result = anchored.correct(prompt, progress)
-    except Cancelled as stop:
-        result = PropagationResult(anchored.mask.copy(), prompt, cancelled=True, done=stop.done, total=stop.total)
-    except BaseException:
-        anchored.anchors, anchored.last = anchors, last
-        raise
-    if result.cancelled:
-        anchored.anchors, anchored.last = anchors, last
-    return result
 
 
 def same_geometry(a: Prompt, b: Prompt) -> bool:
