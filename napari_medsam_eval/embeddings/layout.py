@@ -148,12 +148,16 @@ def _zarr_files(path: Path) -> int | None:
         for name in (*dirnames, *filenames):
             if os.path.islink(os.path.join(dirpath, name)):
                 return None
-        for name in filenames:
-            try:
-                total += os.stat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
+        total += sum(file_size(os.path.join(dirpath, name)) for name in filenames)
     return total
+
+
+def file_size(path: str | Path) -> int:
+    """Bytes of the file at ``path``; 0 when it vanished meanwhile (another process evicting it)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _holds_key(path: Path) -> bool:

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from .keys import EmbeddingKey
-from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, foreign_items,
+from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, file_size, foreign_items,
                      is_temporary, listing, marker_text, read_limit)
 
 #: how embeddings may be stored: float32 (exact, the default) or float16 (half the size, rounded)
@@ -99,14 +99,7 @@ class StoreInfo:
 
 def folder_size(path: Path) -> int:
     """Bytes of the files under ``path`` (0 when it vanished meanwhile)."""
-    total = 0
-    for dirpath, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.stat(os.path.join(dirpath, name)).st_size
-            except OSError:
-                pass
-    return total
+    return sum(file_size(os.path.join(dirpath, name)) for dirpath, _, files in os.walk(path) for name in files)
 
 
 @dataclass
