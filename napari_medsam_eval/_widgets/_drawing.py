@@ -8,9 +8,9 @@ buttons, or key ``T`` on the point layer), and the points' colours show it
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from magicgui.widgets import RadioButtons
+from magicgui.widgets import ComboBox, RadioButtons
 from napari.layers import Points, Shapes
 from napari.utils.notifications import show_warning
 
@@ -19,8 +19,9 @@ from ..core.prompt import Prompt
 from . import _prompt_layers
 
 if TYPE_CHECKING:
+    import napari
+
     from ..session.session import Session
-    from .segment import SegmentWidget
 
 POLARITIES = {"positive": 1, "negative": 0}
 BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Draw a box around the object "
@@ -39,7 +40,23 @@ def warn_points(session: "Session", prompt: Prompt) -> None:
         show_warning(BOX_ONLY_HINT.format(model=session.model_name))
 
 
-def follow_drawing(widget: "SegmentWidget") -> None:
+class DrawnLayers(Protocol):
+    """The controls :func:`follow_drawing` keeps on the layers drawn in (the image section's)."""
+
+    viewer: "napari.viewer.Viewer"
+    image_layer: ComboBox
+    box_layer: ComboBox
+    point_layer: ComboBox
+    polarity: RadioButtons
+    native: Any
+
+    @property
+    def busy(self) -> bool: ...
+
+    def reset_choices(self) -> None: ...
+
+
+def follow_drawing(widget: DrawnLayers) -> None:
     """Keep ``widget``'s prompt layers on the layers the user draws in, and its polarity on the point layer."""
     viewer = widget.viewer
 
@@ -69,9 +86,6 @@ def follow_drawing(widget: "SegmentWidget") -> None:
     widget.point_layer.changed.connect(apply)
     viewer.layers.selection.events.active.connect(on_active)
     widget.native.destroyed.connect(lambda *_a: viewer.layers.selection.events.active.disconnect(on_active))
-    from ._prompt_log import follow_prompt_log  # drawn prompts are logged beside the protocol's
-
-    follow_prompt_log(widget)
 
 
-__all__ = ["BOX_ONLY_HINT", "POLARITIES", "follow_drawing", "polarity_control", "warn_points"]
+__all__ = ["BOX_ONLY_HINT", "DrawnLayers", "POLARITIES", "follow_drawing", "polarity_control", "warn_points"]
