@@ -95,7 +95,7 @@ class PromptLogger(Container):
         kind, index = session.kind, prompt.slice_index
         mine = whole_mask(mask, truth.shape, kind, index)
         options = ({} if operation == "slice" else
-                   self.propagation.options(kind, truth.shape[0], index) if kind != "image" else {})
+                   self.propagation.session_options(kind, truth.shape[0], index) if kind != "image" else {})
         protocol = self.truth.protocol.value
         theirs = self._protocol_prompt(truth, prompt, protocol)
         context = {"case_id": str(image.metadata.get("case_id") or image.name), "kind": kind,

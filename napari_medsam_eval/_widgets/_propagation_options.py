@@ -74,7 +74,7 @@ class PropagationSection(Section):
     def locked(self) -> list:
         return [self.box]
 
-    def options(self, kind: str, n_slices: int, prompt_slice: int | None) -> dict[str, Any]:
+    def session_options(self, kind: str, n_slices: int, prompt_slice: int | None) -> dict[str, Any]:
         """``Session.propagate`` keyword arguments of the options chosen (:func:`propagation_options`)."""
         return propagation_options(self.box, kind, n_slices, prompt_slice)
 

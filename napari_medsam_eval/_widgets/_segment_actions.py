@@ -126,7 +126,7 @@ class SegmentActions:
         progress, Cancel; the propagation options go to the session, the result to ``Session.publish``."""
         session = self.session
         try:
-            options = self.propagation.options(_layers.layer_kind(self.image.image()), session.n_slices,
+            options = self.propagation.session_options(_layers.layer_kind(self.image.image()), session.n_slices,
                                                prompt.slice_index)
         except ValueError as exc:
             return self.runner.error(str(exc))

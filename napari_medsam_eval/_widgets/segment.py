@@ -96,7 +96,11 @@ class SegmentWidget(Container):
         self.runner.controls.extend(control for section in sections for control in section.locked)
 
     def _follow(self, viewer: "napari.viewer.Viewer") -> None:
-        """The layer choices follow the viewer's layers, the keys act on the widget, closing ends every job."""
+        """The buttons and keys start the actions, the layer choices follow the viewer's layers, closing ends
+        every job."""
+        for button, action in ((self.segment_button, self.segment_slice), (self.propagate_button, self.propagate),
+                               (self.correct_button, self.correct_slice), (self.cancel_button, self.cancel)):
+            button.changed.connect(lambda *_a, act=action: act())
         self.image_layer.changed.connect(self.truth_section.pick_layers)
         events = viewer.layers.events
         self._unbind = bind_shortcuts(viewer, self._shortcut_actions())
