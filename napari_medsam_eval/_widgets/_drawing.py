@@ -4,7 +4,7 @@ A Shapes or Points layer the user makes with napari's own buttons is a prompt
 layer as soon as it is the active layer (of the image's dimensionality). The
 polarity of a point is chosen *before* it is placed (the widget's *next point*
 buttons, or key ``T`` on the point layer), and the points' colours show it
-(green positive, red negative; :mod:`._prompt_layers`).
+(green positive, red negative; :mod:`._prompt_points`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from napari.utils.notifications import show_warning
 
 from ..core.prompt import Prompt
 
-from . import _prompt_layers
+from . import _prompt_points
 
 if TYPE_CHECKING:
     import napari
@@ -31,7 +31,7 @@ BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Dr
 def polarity_control() -> RadioButtons:
     return RadioButtons(label="next point", choices=list(POLARITIES), value="positive", orientation="horizontal",
                         tooltip="the label of the next point you place: positive (green) or negative (red); "
-                                f"key {_prompt_layers.TOGGLE_KEY.upper()} switches")
+                                f"key {_prompt_points.TOGGLE_KEY.upper()} switches")
 
 
 def warn_points(session: "Session", prompt: Prompt) -> None:
@@ -70,7 +70,7 @@ def follow_drawing(widget: DrawnLayers) -> None:
             combo.value = active
 
     def on_key(points: Points) -> None:
-        new = _prompt_layers.toggle_point_label(points)
+        new = _prompt_points.toggle_point_label(points)
         if new is not None:
             widget.polarity.value = next(name for name, value in POLARITIES.items() if value == new)
 
@@ -78,9 +78,9 @@ def follow_drawing(widget: DrawnLayers) -> None:
         points = widget.point_layer.value
         if points is None:
             return
-        _prompt_layers.adopt_point_layer(points)
-        _prompt_layers.set_next_point_label(points, POLARITIES[widget.polarity.value])
-        points.bind_key(_prompt_layers.TOGGLE_KEY, on_key, overwrite=True)
+        _prompt_points.adopt_point_layer(points)
+        _prompt_points.set_next_point_label(points, POLARITIES[widget.polarity.value])
+        points.bind_key(_prompt_points.TOGGLE_KEY, on_key, overwrite=True)
 
     widget.polarity.changed.connect(apply)
     widget.point_layer.changed.connect(apply)
