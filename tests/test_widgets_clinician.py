@@ -165,8 +165,10 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
     widget.model.value = "medsam2"
     assert widget.load_model() is None and "'checkpoint' field" in errors[-1]
     # every control has a tooltip; the ground-truth controls fold away
-    for control in widget:
-        if control in widget._footer[:2]:  # the rows of action buttons: each button has its tooltip
+    controls = [control for section in widget for control in section]  # the widget stacks its sections
+    assert widget.segment_button in widget.footer.rows[0] and widget.anchor_list in controls
+    for control in controls:
+        if control in widget.footer.rows:  # the rows of action buttons: each button has its tooltip
             assert all(button.tooltip for button in control), control
             continue
         assert control.tooltip or control in (widget.objects, widget.propagation_box, widget.encode_box,

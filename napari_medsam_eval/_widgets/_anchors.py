@@ -1,4 +1,4 @@
-"""Corrections in the Segment widget: the anchor list and the propagate / correct workers.
+"""Corrections in the Segment widget: the anchor list (the propagate / correct jobs: :mod:`._segment_runs`).
 
 A clinician propagates a box, looks at the result, draws a box or points on the slice
 where it went wrong and presses *Correct slice*: the session adds that prompt as an
@@ -18,16 +18,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import PushButton, Select
+from magicgui.widgets import ComboBox, Select, SpinBox
 
 from ..core.prompt import Prompt, plain_number
 from ..core.anchor_prompts import is_absent, is_painted
-from ._layers import layer_kind
-from ._propagation_options import propagation_options
 
 if TYPE_CHECKING:
     from ..session.session import Session
-    from .segment import SegmentWidget
 
 
 def describe_anchor(prompt: Prompt) -> str:
@@ -79,49 +76,19 @@ class AnchorList(Select):
         return [str(choice) for choice in self.choices]
 
 
-def correction_controls(widget: "SegmentWidget") -> tuple[PushButton, AnchorList]:
-    """The *Correct slice* button and the anchor list of ``widget``, connected.
-
-    The button runs ``widget.correct_slice``; the list follows the session: it refreshes
-    after every published result and when the backend changes, and a new image choice
-    drops the anchors (a correction then starts over).
-    """
-    button = PushButton(text="Correct slice", tooltip="add the prompt drawn on this slice (or what you painted or "
-                        "erased on the prediction layer there, kept as painted) to the propagated result and "
-                        "propagate from it up to the other prompted slices")
-    anchor_list = AnchorList(widget.session, lambda: int(widget.target_label.value))
-    button.changed.connect(lambda: widget.correct_slice())
-
+def follow_anchors(anchor_list: AnchorList, session: "Session", image_layer: ComboBox, target_label: SpinBox
+                   ) -> AnchorList:
+    """Keep ``anchor_list`` on the session: it refreshes after every published result and when the backend
+    or the object changes, and a new image choice drops the anchors (a correction then starts over)."""
     def drop(_value: Any = None) -> None:
-        widget.session.drop_anchors()
+        session.drop_anchors()
         anchor_list.reset_choices()
 
-    widget.image_layer.changed.connect(drop)
-    widget.target_label.changed.connect(lambda _value: anchor_list.reset_choices())  # that object's anchors
-    for event in (widget.session.result_ready, widget.session.backend_changed):
+    image_layer.changed.connect(drop)
+    target_label.changed.connect(lambda _value: anchor_list.reset_choices())  # that object's anchors
+    for event in (session.result_ready, session.backend_changed):
         event.connect(lambda *_args: anchor_list.reset_choices())
-    return button, anchor_list
+    return anchor_list
 
 
-def start_propagation(widget: "SegmentWidget", prompt: Prompt, correct: bool) -> Any:
-    """Start ``widget``'s session propagating ``prompt`` (or correcting with it) in its worker runner.
-
-    The same worker either way: off the GUI thread, ``(done, total)`` progress, Cancel;
-    the widget's propagation options (:mod:`._propagation_options`) go to the session;
-    the result goes to :meth:`Session.publish` (the prediction layer, the anchor list).
-    """
-    session = widget.session
-    try:
-        options = propagation_options(widget.propagation_box, layer_kind(widget._image()), session.n_slices,
-                                      prompt.slice_index)
-    except ValueError as exc:
-        return widget.runner.error(str(exc))
-    job, verb = (session.iter_correct, "correcting") if correct else (session.iter_propagate, "propagating")
-    where = f" from slice {prompt.slice_index}" if correct else ""
-    return widget.runner.start(
-        job, prompt, **options, cancellable=True, text=f"{verb}{where} ...",
-        progress=f"{verb} label {prompt.target_label}", returned=session.publish,
-        steps=lambda done, total: f"{verb}: {done}/{total}", total=session.n_slices)
-
-
-__all__ = ["AnchorList", "correction_controls", "describe_anchor", "start_propagation"]
+__all__ = ["AnchorList", "describe_anchor", "follow_anchors"]

@@ -4,23 +4,24 @@ A Shapes or Points layer the user makes with napari's own buttons is a prompt
 layer as soon as it is the active layer (of the image's dimensionality). The
 polarity of a point is chosen *before* it is placed (the widget's *next point*
 buttons, or key ``T`` on the point layer), and the points' colours show it
-(green positive, red negative; :mod:`._prompt_layers`).
+(green positive, red negative; :mod:`._prompt_points`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from magicgui.widgets import RadioButtons
+from magicgui.widgets import ComboBox, RadioButtons
 from napari.layers import Points, Shapes
 from napari.utils.notifications import show_warning
 
 from ..core.prompt import Prompt
 
-from . import _prompt_layers
+from . import _prompt_points
 
 if TYPE_CHECKING:
+    import napari
+
     from ..session.session import Session
-    from .segment import SegmentWidget
 
 POLARITIES = {"positive": 1, "negative": 0}
 BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Draw a box around the object "
@@ -30,7 +31,7 @@ BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Dr
 def polarity_control() -> RadioButtons:
     return RadioButtons(label="next point", choices=list(POLARITIES), value="positive", orientation="horizontal",
                         tooltip="the label of the next point you place: positive (green) or negative (red); "
-                                f"key {_prompt_layers.TOGGLE_KEY.upper()} switches")
+                                f"key {_prompt_points.TOGGLE_KEY.upper()} switches")
 
 
 def warn_points(session: "Session", prompt: Prompt) -> None:
@@ -39,7 +40,23 @@ def warn_points(session: "Session", prompt: Prompt) -> None:
         show_warning(BOX_ONLY_HINT.format(model=session.model_name))
 
 
-def follow_drawing(widget: "SegmentWidget") -> None:
+class DrawnLayers(Protocol):
+    """The controls :func:`follow_drawing` keeps on the layers drawn in (the image section's)."""
+
+    viewer: "napari.viewer.Viewer"
+    image_layer: ComboBox
+    box_layer: ComboBox
+    point_layer: ComboBox
+    polarity: RadioButtons
+    native: Any
+
+    @property
+    def busy(self) -> bool: ...
+
+    def reset_choices(self) -> None: ...
+
+
+def follow_drawing(widget: DrawnLayers) -> None:
     """Keep ``widget``'s prompt layers on the layers the user draws in, and its polarity on the point layer."""
     viewer = widget.viewer
 
@@ -53,7 +70,7 @@ def follow_drawing(widget: "SegmentWidget") -> None:
             combo.value = active
 
     def on_key(points: Points) -> None:
-        new = _prompt_layers.toggle_point_label(points)
+        new = _prompt_points.toggle_point_label(points)
         if new is not None:
             widget.polarity.value = next(name for name, value in POLARITIES.items() if value == new)
 
@@ -61,17 +78,14 @@ def follow_drawing(widget: "SegmentWidget") -> None:
         points = widget.point_layer.value
         if points is None:
             return
-        _prompt_layers.adopt_point_layer(points)
-        _prompt_layers.set_next_point_label(points, POLARITIES[widget.polarity.value])
-        points.bind_key(_prompt_layers.TOGGLE_KEY, on_key, overwrite=True)
+        _prompt_points.adopt_point_layer(points)
+        _prompt_points.set_next_point_label(points, POLARITIES[widget.polarity.value])
+        points.bind_key(_prompt_points.TOGGLE_KEY, on_key, overwrite=True)
 
     widget.polarity.changed.connect(apply)
     widget.point_layer.changed.connect(apply)
     viewer.layers.selection.events.active.connect(on_active)
     widget.native.destroyed.connect(lambda *_a: viewer.layers.selection.events.active.disconnect(on_active))
-    from ._prompt_log import follow_prompt_log  # drawn prompts are logged beside the protocol's
-
-    follow_prompt_log(widget)
 
 
-__all__ = ["BOX_ONLY_HINT", "POLARITIES", "follow_drawing", "polarity_control", "warn_points"]
+__all__ = ["BOX_ONLY_HINT", "DrawnLayers", "POLARITIES", "follow_drawing", "polarity_control", "warn_points"]

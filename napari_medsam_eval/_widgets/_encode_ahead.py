@@ -10,16 +10,18 @@ with the tick set, another image is encoded from the start.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
-from magicgui.widgets import CheckBox, Container, Label, ProgressBar
+from magicgui.widgets import CheckBox, ComboBox, Container, Label, ProgressBar
 
 from ..session.encode_ahead import iter_encode_ahead
 from . import _layers
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
-    from .segment import SegmentWidget
+    import napari
+
+    from ..session.session import Session
 
 
 def encode_ahead_controls() -> Container:
@@ -34,14 +36,16 @@ def encode_ahead_controls() -> Container:
 
 
 class EncodeAhead:
-    """Runs and stops ``widget``'s encode-ahead worker (its own runner: the widget's jobs are not blocked)."""
+    """Runs and stops the encode-ahead worker of the image chosen in ``image_layer`` (its own runner: the
+    widget's jobs are not blocked); ``with_model`` runs its start once the chosen model is loaded."""
 
-    def __init__(self, widget: "SegmentWidget", controls: Container) -> None:
-        self.widget = widget
+    def __init__(self, session: "Session", viewer: "napari.viewer.Viewer", image_layer: ComboBox,
+                 with_model: Callable[[Callable[[], Any]], Any], controls: Container) -> None:
+        self.session, self.viewer, self.image_layer, self.with_model = session, viewer, image_layer, with_model
         self.controls = controls
         self.runner = WorkerRunner(controls.done, progress_bar=controls.bar)
         controls.tick.changed.connect(lambda on: self.start() if on else self.stop())
-        widget.image_layer.changed.connect(lambda _image: self.restart())
+        image_layer.changed.connect(lambda _image: self.restart())
 
     @property
     def busy(self) -> bool:
@@ -49,23 +53,22 @@ class EncodeAhead:
 
     def start(self) -> Any:
         """Encode the chosen image (the model is loaded first when it is not); the worker or None."""
-        widget = self.widget
-        if self.busy or not self.controls.tick.value or widget.image_layer.value is None:
+        image = self.image_layer.value
+        if self.busy or not self.controls.tick.value or image is None:
             return None
-        image = widget.image_layer.value
         data, kwargs = _layers.image_args(image)
-        current = _layers.current_index(widget.viewer, image)
+        current = _layers.current_index(self.viewer, image)
 
         def run() -> Any:
-            widget.session.use_image(data, **kwargs)  # prepared in the worker, under the model lock
-            return self.runner.start(iter_encode_ahead, widget.session, current, cancellable=True,
+            self.session.use_image(data, **kwargs)  # prepared in the worker, under the model lock
+            return self.runner.start(iter_encode_ahead, self.session, current, cancellable=True,
                                      text="encoding ...", steps=lambda done, total: f"{done}/{total}",
                                      returned=self._ended, error_prefix="encode ahead: ")
-        return widget._with_model(run)
+        return self.with_model(run)
 
     def _ended(self, encoded: int) -> None:
         if encoded == 0 and not self.runner.cancelling:
-            self.controls.done.value = f"{self.widget.session.model_name} keeps no per-slice embeddings"
+            self.controls.done.value = f"{self.session.model_name} keeps no per-slice embeddings"
 
     def stop(self) -> None:
         """Stop after the current slice (the slices encoded so far stay in the model's cache)."""

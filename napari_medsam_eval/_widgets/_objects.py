@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import numpy as np
-from magicgui.widgets import Container, Label, PushButton
+from magicgui.widgets import ComboBox, Container, Label, PushButton, SpinBox
 from napari.layers import Labels
+from psygnal import Signal
 
 from .._layer_style import CHANGE_COLORS
 from ..session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
@@ -26,11 +27,22 @@ from ..core.case import present_label_values
 from ..core.prompt import Prompt
 from ._layers import find_layer, transform_kwargs
 from ._prediction_layer import object_mask, write_object
+from ._section import Section
 from ._shortcuts import with_shortcut
+from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
-    from .segment import SegmentWidget
+    import napari
 
+    from ..session.session import Session
+
+
+class PromptLayerChoices(Protocol):
+    """The chosen image and prompt layers (the image section's combo boxes)."""
+
+    image_layer: ComboBox
+    box_layer: ComboBox
+    point_layer: ComboBox
 
 
 _PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()
@@ -56,15 +68,26 @@ def object_name(layer: Labels | None, value: int) -> str:
 
 
 class ObjectControls(Container):
-    """Previous / next object, the object's name, Undo and Changes, for one Segment widget."""
+    """Previous / next object, the object's name, Undo and Changes of one Segment widget's session.
 
-    def __init__(self, widget: "SegmentWidget") -> None:
-        self.widget = widget
+    ``target_label`` is the object's spin box, ``truth`` gives the chosen ground-truth layer (its labels
+    are the objects); results are written into the prediction layer of the image they were made on.
+    """
+
+    #: an attempt was undone (the anchors of its object changed)
+    undone = Signal(object)
+
+    def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
+                 layers: PromptLayerChoices, target_label: SpinBox, truth: Callable[[], Labels | None]) -> None:
+        self.viewer, self.session, self.runner = viewer, session, runner
+        self.layers, self.target_label, self.truth = layers, target_label, truth
         self.history = AttemptHistory()
         #: each attempt's object anchors after it (Undo puts back the previous attempt's)
         self._anchors: "weakref.WeakKeyDictionary[Attempt, Any]" = weakref.WeakKeyDictionary()
         self._prompts: dict[tuple[str, int], tuple[Any, Any]] = {}  # (image, label) -> (boxes, points) data
-        self._shown = int(widget.target_label.value)
+        self._shown = int(target_label.value)
+        #: when the last action started and its name (``segment slice``, ``propagate``, ``correct``); None: none yet
+        self.started: tuple[float, str] | None = None
         self.previous_button = PushButton(text="< object", tooltip=with_shortcut(
             "the previous object: the next lower label value in the ground truth", "previous_object"))
         self.next_button = PushButton(text="object >", tooltip=with_shortcut(
@@ -81,14 +104,23 @@ class ObjectControls(Container):
         self.next_button.changed.connect(lambda: self.step(+1))
         self.undo_button.changed.connect(lambda: self.undo())
         self.changes_button.changed.connect(lambda: self.show_changes())
-        widget.target_label.changed.connect(self._on_target)
+        target_label.changed.connect(self._on_target)
+
+    def begin(self, action: str) -> None:
+        """An action starts now: its result's attempt is timed from here and named ``action``."""
+        self.started = (time.perf_counter(), action)
+
+    @property
+    def action(self) -> str:
+        """The name of the last action begun ("" before the first)."""
+        return self.started[1] if self.started is not None else ""
 
     # -- objects --------------------------------------------------------------
 
     def step(self, direction: int) -> int:
         """Go to the next (+1) or previous (-1) object; returns its label value."""
-        current = int(self.widget.target_label.value)
-        present = present_labels(self.widget.gt_layer.value)
+        current = int(self.target_label.value)
+        present = present_labels(self.truth())
         later = [v for v in present if (v > current if direction > 0 else v < current)]
         if later:
             value = later[0] if direction > 0 else later[-1]
@@ -96,13 +128,13 @@ class ObjectControls(Container):
             value = present[0] if direction > 0 else present[-1]
         else:
             value = max(1, current + direction)
-        self.widget.target_label.value = value
+        self.target_label.value = value
         return value
 
     def _on_target(self, value: int) -> None:
         """The target changed: keep the old object's prompts, show the new one's, name it."""
-        image = self.widget.image_layer.value
-        boxes, points = self.widget.box_layer.value, self.widget.point_layer.value
+        image = self.layers.image_layer.value
+        boxes, points = self.layers.box_layer.value, self.layers.point_layer.value
         if image is not None and value != self._shown:
             self._prompts[(image.name, self._shown)] = (
                 [np.array(s) for s in boxes.data] if boxes is not None else [],
@@ -117,7 +149,7 @@ class ObjectControls(Container):
                 if points_data is not None:
                     points.features = points_data[1]
         self._shown = int(value)
-        self.title.value = object_name(self.widget.gt_layer.value, int(value))
+        self.title.value = object_name(self.truth(), int(value))
 
     # -- attempts ---------------------------------------------------------------
 
@@ -129,65 +161,80 @@ class ObjectControls(Container):
         prediction layer is this Undo (not napari's paint undo). None (nothing written) when the image the
         job ran on was closed meanwhile.
         """
-        widget, viewer = self.widget, self.widget.viewer
-        name = widget.session.image_name  # the image the job ran on (the choice may have changed since)
+        viewer, session = self.viewer, self.session
+        name = session.image_name  # the image the job ran on (the choice may have changed since)
         if name not in viewer.layers:  # closed while the job ran: its result belongs to no open image
-            widget.status.value = f"image {name} was closed while it was segmented: its result was dropped"
+            self.runner.status.value = f"image {name} was closed while it was segmented: its result was dropped"
             return None
         image = viewer.layers[name]
         active = viewer.layers.selection.active
         layer = write_object(viewer, image, prompt.target_label, mask, index=index,
-                             metadata={"prompt": prompt.to_dict(), "model": widget.session.model_name,
+                             metadata={"prompt": prompt.to_dict(), "model": session.model_name,
                                        "stops": stops or []})
         layer.bind_key("Control-Z", lambda _layer: self.undo(), overwrite=True)
         if active is not None and active in viewer.layers:
             viewer.layers.selection.active = active
-        started, action = getattr(widget, "_started", (time.perf_counter(), "segment"))
+        started, action = self.started or (time.perf_counter(), "segment")
         attempt = self.history.record(Attempt.of(
             image.name, prompt.target_label, object_mask(layer, prompt.target_label), action=action,
-            model=widget.session.model_name, prompt=prompt.to_dict(), seconds=time.perf_counter() - started))
-        self._anchors[attempt] = widget.session.anchor_snapshot(prompt.target_label)
+            model=session.model_name, prompt=prompt.to_dict(), seconds=time.perf_counter() - started))
+        self._anchors[attempt] = session.anchor_snapshot(prompt.target_label)
         return layer
 
     def undo(self) -> Attempt | None:
         """Put back the object's mask before the last attempt (the corrections start over); None: nothing."""
-        if self.widget.busy:
+        if self.runner.busy:
             return None
         undone = self.history.undo()
         if undone is None:
-            self.widget.status.value = "nothing to undo"
+            self.runner.status.value = "nothing to undo"
             return None
         attempt, before = undone
-        viewer = self.widget.viewer
+        viewer = self.viewer
         if attempt.image not in viewer.layers:
-            self.widget.status.value = f"cannot undo: image {attempt.image} is no longer open"
+            self.runner.status.value = f"cannot undo: image {attempt.image} is no longer open"
             return None
         write_object(viewer, viewer.layers[attempt.image], attempt.target_label, before)
         previous = self.history.last(attempt.image, attempt.target_label)
-        self.widget.session.restore_anchors(attempt.target_label, self._anchors.get(previous) if previous else None)
-        self.widget.target_label.value = attempt.target_label
-        self.widget.anchor_list.reset_choices()
-        self.widget.status.value = f"undid: {attempt.describe()}"
+        self.session.restore_anchors(attempt.target_label, self._anchors.get(previous) if previous else None)
+        self.target_label.value = attempt.target_label
+        self.undone.emit(attempt)
+        self.runner.status.value = f"undid: {attempt.describe()}"
         return attempt
 
     def show_changes(self) -> Labels | None:
         """A Labels layer of what the object's last attempt changed (added / removed)."""
-        image = self.widget.image_layer.value
-        target = int(self.widget.target_label.value)
+        image = self.layers.image_layer.value
+        target = int(self.target_label.value)
         changes = None if image is None else self.history.changes(image.name, target)
         if changes is None:
-            self.widget.status.value = f"no attempt of label {target} yet"
+            self.runner.status.value = f"no attempt of label {target} yet"
             return None
         name = f"{image.name} changes [label {target}]"
-        layer = find_layer(self.widget.viewer, name, Labels, changes.shape)
+        layer = find_layer(self.viewer, name, Labels, changes.shape)
         if layer is None:
-            layer = self.widget.viewer.add_labels(changes, name=name, colormap=CHANGE_COLORS, opacity=0.8,
+            layer = self.viewer.add_labels(changes, name=name, colormap=CHANGE_COLORS, opacity=0.8,
                                                   metadata={"role": "changes"}, **transform_kwargs(image))
         else:
             layer.data = changes
         added, removed = int((changes == ADDED).sum()), int((changes == REMOVED).sum())
-        self.widget.status.value = f"label {target}, last attempt: {added} pixels added, {removed} removed"
+        self.runner.status.value = f"label {target}, last attempt: {added} pixels added, {removed} removed"
         return layer
 
 
-__all__ = ["ObjectControls", "object_name", "present_labels"]
+class ObjectSection(Section):
+    """The object: its label value and its controls (:class:`ObjectControls`)."""
+
+    def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
+                 layers: PromptLayerChoices, truth: Callable[[], Labels | None]) -> None:
+        self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,
+                                    tooltip="the label value the object gets in the prediction layer")
+        self.objects = ObjectControls(viewer, session, runner, layers, self.target_label, truth)
+        super().__init__([self.target_label, self.objects], name="object_section")
+
+    @property
+    def locked(self) -> list:
+        return list(self)
+
+
+__all__ = ["ObjectControls", "ObjectSection", "PromptLayerChoices", "object_name", "present_labels"]

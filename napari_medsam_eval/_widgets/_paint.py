@@ -14,31 +14,30 @@ before the correction, paint included, and drops the painted anchor; the anchor 
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 from napari.layers import Image, Labels
 
 from ..core.prompt import Prompt
 from ..core.anchor_prompts import painted_prompt
+from ..session.attempts import AttemptHistory
 from ._layers import find_layer, spatial_shape
 from ._prediction_layer import prediction_layer_name
 
-if TYPE_CHECKING:
-    from .segment import SegmentWidget
 
-
-def painted_anchor(widget: "SegmentWidget", image: Image, index: int | None) -> Prompt | None:
-    """The edit painted on slice ``index`` of ``image``'s prediction layer, for the widget's object,
-    as a painted anchor; None when that slice is as the widget last wrote it (or there is no layer)."""
+def painted_anchor(viewer: Any, image: Image, index: int | None, target: int, history: AttemptHistory
+                   ) -> Prompt | None:
+    """The edit painted on slice ``index`` of ``image``'s prediction layer for object ``target``, as a
+    painted anchor; None when that slice is as the widget last wrote it (its last attempt in ``history``)
+    or there is no layer."""
     if index is None:  # a 2D image has no anchors
         return None
-    layer = find_layer(widget.viewer, prediction_layer_name(image.name), Labels, spatial_shape(image))
+    layer = find_layer(viewer, prediction_layer_name(image.name), Labels, spatial_shape(image))
     if layer is None:
         return None
-    target = int(widget.target_label.value)
     now = np.asarray(layer.data[index]) == target
-    last = widget.objects.history.last(image.name, target)
+    last = history.last(image.name, target)
     before = last.mask[index] if last is not None and tuple(last.shape) == tuple(layer.data.shape) else None
     if before is None and not now.any():
         return None

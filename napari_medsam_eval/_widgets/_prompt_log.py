@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from magicgui.widgets import CheckBox, Container, FileEdit, Label
@@ -25,18 +25,27 @@ from ..session.segmenter import SessionSegmenter
 from ..protocols.prompt_log import append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
 from . import _layers
 from ._dock_layout import wrap_status
-from ._propagation_options import propagation_options
+from ._ground_truth import GroundTruthSection
+from ._propagation_options import PropagationSection
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
-    from .segment import SegmentWidget
+    import napari
+
+    from ..session.session import Session
 
 
 class PromptLogger(Container):
-    """The prompt-log controls of one Segment widget and the logging itself."""
+    """The prompt-log controls of one Segment widget's session and the logging itself.
 
-    def __init__(self, widget: "SegmentWidget") -> None:
-        self.widget = widget
+    ``truth``: the ground truth and protocol the drawn prompts are compared with; ``propagation``: the
+    options a propagated prompt ran with; ``action``: the name of the action whose result comes next.
+    """
+
+    def __init__(self, session: "Session", viewer: "napari.viewer.Viewer", truth: GroundTruthSection,
+                 propagation: PropagationSection, action: Callable[[], str]) -> None:
+        self.session, self.viewer, self.truth, self.propagation, self.action = (session, viewer, truth,
+                                                                               propagation, action)
         self.log_drawn = CheckBox(text="log drawn prompts", value=not logging_off(),
                                 tooltip="with ground truth open: log each drawn prompt beside the protocol's")
         self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
@@ -50,8 +59,8 @@ class PromptLogger(Container):
         self.rows_written = 0
         #: the rows being computed, each in a worker of its own (they may overlap)
         self.runner = WorkerRunner(self.summary)
-        widget.session.slice_ready.connect(self._on_slice)
-        widget.session.result_ready.connect(self._on_result)
+        session.slice_ready.connect(self._on_slice)
+        session.result_ready.connect(self._on_result)
 
     @property
     def log_path(self) -> Path:
@@ -68,18 +77,17 @@ class PromptLogger(Container):
 
     def _on_result(self, result: Any) -> None:
         if not result.cancelled:
-            action = getattr(self.widget, "_started", (0, "propagate"))[1]
-            self.log(result.prompt, result.mask, "correct" if action == "correct" else "propagate")
+            self.log(result.prompt, result.mask, "correct" if self.action() == "correct" else "propagate")
 
     def log(self, prompt: Prompt, mask: np.ndarray, operation: str) -> Any:
         """Log a drawn prompt's result (a worker computes the protocol's side); None when not logged."""
-        widget, session = self.widget, self.widget.session
-        if not self.log_drawn.value or widget.gt_layer.value is None or prompt.protocol != "manual":
+        session, viewer, truth_layer = self.session, self.viewer, self.truth.gt_layer.value
+        if not self.log_drawn.value or truth_layer is None or prompt.protocol != "manual":
             return None
         name = session.image_name
-        image = widget.viewer.layers[name] if name in widget.viewer.layers else None
+        image = viewer.layers[name] if name in viewer.layers else None
         try:
-            truth = _layers.label_map_for(image, widget.gt_layer.value) == int(prompt.target_label)
+            truth = _layers.label_map_for(image, truth_layer) == int(prompt.target_label)
         except (ValueError, TypeError):
             return None
         if not truth.any():
@@ -87,8 +95,8 @@ class PromptLogger(Container):
         kind, index = session.kind, prompt.slice_index
         mine = whole_mask(mask, truth.shape, kind, index)
         options = ({} if operation == "slice" else
-                   propagation_options(widget.propagation_box, kind, truth.shape[0], index) if kind != "image" else {})
-        protocol = widget.protocol.value
+                   self.propagation.session_options(kind, truth.shape[0], index) if kind != "image" else {})
+        protocol = self.truth.protocol.value
         theirs = self._protocol_prompt(truth, prompt, protocol)
         context = {"case_id": str(image.metadata.get("case_id") or image.name), "kind": kind,
                    "image_path": str(getattr(image.source, "path", None) or ""), "model": session.model_name,
@@ -96,10 +104,9 @@ class PromptLogger(Container):
         return self._start(SessionSegmenter.of(session), prompt, theirs, mine, truth, operation, options, protocol, context)
 
     def _protocol_prompt(self, truth: np.ndarray, prompt: Prompt, protocol: str) -> Prompt | None:
-        widget = self.widget
-        options = {"modes": (int(widget.mode.value),)} if protocol == "mazurowski" else {}
+        options = self.truth.protocol_options(protocol)
         try:
-            made = widget.session.prompts_from_ground_truth(truth.astype(np.uint8) * int(prompt.target_label),
+            made = self.session.prompts_from_ground_truth(truth.astype(np.uint8) * int(prompt.target_label),
                                                             int(prompt.target_label), protocol,
                                                             slice_index=prompt.slice_index, **options)
         except (ValueError, TypeError):
@@ -142,12 +149,4 @@ def describe_row(row: dict[str, Any]) -> str:
             f"vs {row['protocol']} {num('protocol_dsc', 3)}")
 
 
-def follow_prompt_log(widget: "SegmentWidget") -> PromptLogger:
-    """Give ``widget`` its prompt log (``widget.prompt_log``), shown above its status line."""
-    logger = PromptLogger(widget)
-    widget.prompt_log = logger
-    widget.insert(list(widget).index(widget.anchor_list) + 1, logger)  # in the body, above the actions
-    return logger
-
-
-__all__ = ["PromptLogger", "describe_row", "follow_prompt_log"]
+__all__ = ["PromptLogger", "describe_row"]

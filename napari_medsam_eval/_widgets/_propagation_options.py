@@ -12,6 +12,8 @@ from typing import Any
 
 from magicgui.widgets import ComboBox, Container, SpinBox
 
+from ._section import Section
+
 DIRECTIONS = ("both", "forward", "backward")
 #: stop rule choice -> the rule changes it makes on the kind's default (None: the default)
 STOP_RULES: dict[str, dict[str, Any] | None] = {
@@ -61,4 +63,20 @@ def propagation_options(controls: Container, kind: str, n_slices: int, prompt_sl
     return options
 
 
-__all__ = ["DIRECTIONS", "STOP_RULES", "propagation_controls", "propagation_options"]
+class PropagationSection(Section):
+    """The propagation options (``box``: their container, labelled *propagation*)."""
+
+    def __init__(self, margin: int) -> None:
+        self.box = propagation_controls(margin)
+        super().__init__([self.box], name="propagation_section")
+
+    @property
+    def locked(self) -> list:
+        return [self.box]
+
+    def session_options(self, kind: str, n_slices: int, prompt_slice: int | None) -> dict[str, Any]:
+        """``Session.propagate`` keyword arguments of the options chosen (:func:`propagation_options`)."""
+        return propagation_options(self.box, kind, n_slices, prompt_slice)
+
+
+__all__ = ["DIRECTIONS", "PropagationSection", "STOP_RULES", "propagation_controls", "propagation_options"]
