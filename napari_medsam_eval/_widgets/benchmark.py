@@ -37,7 +37,7 @@ from ..benchmark.gui_job import CaseStep, Progress, benchmark_job
 from ._bench_results import NEXT_ROW_KEY, ResultsBrowser
 from ._bench_run import STEP_SCALE, BenchmarkRun, RunFooter
 from ._bench_settings import SETTINGS, RunSettings
-from ._dock_layout import fit_in_dock
+from ._dock_layout import fit_in_dock, one_label_column
 from ._layers import follow_viewer
 from ._theme import theme_colors
 from ._two_runs import TwoRunsWidget
@@ -80,6 +80,7 @@ class BenchmarkWidget(Container):
         footer.run_button.changed.connect(lambda: self.run())
         footer.resume_button.changed.connect(lambda: self.run(resume=True))
         footer.cancel_button.changed.connect(lambda: self.cancel())
+        one_label_column(self.settings, footer)  # the footer's fields line up with the settings'
         follow_viewer(self, [], on_close=self._close)  # a closed widget ends its jobs
         # Run/Cancel/Resume always in view
         fit_in_dock(self, footer=[footer.buttons, footer.progress, footer.status])

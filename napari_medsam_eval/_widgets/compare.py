@@ -27,7 +27,7 @@ from ..evaluation.mask_comparison import Comparison
 from ._compare_layers import LayerChoice
 from ._compare_metrics import CHOOSE_PAIR, CompareFooter, ComparisonSection
 from ._compare_plot import SliceDicePlot
-from ._dock_layout import fit_in_dock
+from ._dock_layout import fit_in_dock, one_label_column
 from ._layers import follow_viewer
 from ._sensitivity import SensitivitySection
 from ._sessions import session_of
@@ -63,6 +63,7 @@ class CompareWidget(Container):
         self.figure, self.axes, self.canvas = self.plot.figure, self.plot.axes, self.plot.canvas
         footer.compare_button.changed.connect(lambda: self.compare())
         footer.worst_button.changed.connect(lambda: self.next_worst())
+        one_label_column(choice, self.metrics, footer)  # one column of labels, as in one container
         follow_viewer(self, [], on_close=self.sensitivity.runner.close)  # a closed widget ends its job
         choice.refresh()
         fit_in_dock(self, footer=[footer.actions, footer.status])  # Compare always in view
