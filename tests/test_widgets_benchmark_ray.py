@@ -40,7 +40,7 @@ def test_a_run_on_ray_shows_progress_and_the_local_table(make_napari_viewer, sha
     widget.executor.value = "ray"
     widget.workers.value = 2
     seen: list[tuple[int, tuple[int, int]]] = []  # (rows shown, (cases done, cases)) at each case done
-    widget.rows_added.connect(lambda n: seen.append((n, widget._cases)))
+    widget.rows_added.connect(lambda n: seen.append((n, widget.job.cases)))
     worker = widget.run()
     _wait(qtbot, worker, timeout=300_000)
     assert errors == [] and widget.last_status == "completed"

@@ -67,7 +67,7 @@ def test_compare_overlay_and_dice(viewer_with_pair, qtbot):
     viewer.dims.set_current_step(0, 0)
     assert widget.slice_dice.value.startswith("n/a (both empty)")
     # the overlay layer is not offered as a prediction or ground truth
-    assert overlay not in [layer for _name, layer in widget._labels_choices()]
+    assert overlay not in [layer for _name, layer in widget.layer_choice.layer_choices()]
     # editing the prediction updates the comparison (debounced)
     pred_layer.data = np.where(gt, 2, 0).astype(np.uint8)
     qtbot.waitUntil(lambda: widget.comparison.dice == 1.0, timeout=5000)
@@ -137,7 +137,7 @@ def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, 
 
 def test_compare_scaled_volume_and_mismatch(make_napari_viewer, shared_data, monkeypatch):
     """Anisotropic npz (z spacing 5 mm): navigation in world steps; mismatched shapes -> a notification."""
-    from napari_medsam_eval._widgets import compare as compare_module
+    from napari_medsam_eval._widgets import _compare_metrics as compare_module
 
     errors: list[str] = []
     monkeypatch.setattr(compare_module, "show_error", errors.append)
@@ -199,7 +199,7 @@ def test_plot_marks_where_propagation_stopped(viewer_with_pair):
 def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_pair, monkeypatch):
     """Without a ground truth the widget says what to choose (status line; a notification for the button);
     comparing another target replaces the TP/FP/FN layer instead of adding one."""
-    from napari_medsam_eval._widgets import compare as compare_module
+    from napari_medsam_eval._widgets import _compare_metrics as compare_module
 
     warnings: list[str] = []
     monkeypatch.setattr(compare_module, "show_warning", warnings.append)

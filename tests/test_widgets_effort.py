@@ -90,10 +90,10 @@ def test_no_curves_no_plot_and_rows_arriving(make_napari_viewer, tmp_path, expec
     widget.results.clear()
     rows = corrections_rows()
     spleen = [r for r in rows if r["task"] == "ct/spleen"]
-    widget._on_progress(Progress(done=1, total=2, rows=spleen[:2]))
+    widget.job.on_progress(Progress(done=1, total=2, rows=spleen[:2]))
     assert effort.isVisibleTo(widget.native) and effort.task == "ct/spleen"
     assert effort.axes.get_title().startswith("ct/spleen (n=2; 2 paint, 1 absent)")
-    widget._on_progress(Progress(done=2, total=2, rows=spleen[2:]))
+    widget.job.on_progress(Progress(done=2, total=2, rows=spleen[2:]))
     _shows(widget, expected["ct/spleen"])
 
     # back to a folder without curves: the plot goes away

@@ -161,7 +161,7 @@ def test_litemedsam_run_moves_per_slice_never_freezes_and_cancels_quickly(make_n
     bar: list[int] = []
     ticks: list[int] = []  # the loop's tick count at each step shown
     turns = LoopTurns()
-    original = widget._on_progress
+    original = widget.job.on_progress
 
     def spy(step) -> None:
         original(step)
@@ -169,7 +169,7 @@ def test_litemedsam_run_moves_per_slice_never_freezes_and_cancels_quickly(make_n
             steps.append(step)
             bar.append(widget.progress.value)
             ticks.append(turns.mark())
-    widget._on_progress = spy
+    widget.job.on_progress = spy
     qtbot.wait(300)
     with turns:
         worker = widget.run()

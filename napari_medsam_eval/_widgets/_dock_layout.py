@@ -36,6 +36,21 @@ def button_row(*buttons: Widget) -> Container:
     return row
 
 
+def one_label_column(*sections: Container) -> None:
+    """Give the labels of ``sections`` (containers shown one above the other in a dock) one width, so
+    their fields line up as one container's do (magicgui sizes the labels of each container apart)."""
+    from magicgui.application import use_app
+
+    labeled = [(widget, widget._labeled_widget()) for section in sections for widget in section]
+    labeled = [(widget, holder) for widget, holder in labeled if holder is not None]
+    if not labeled:
+        return
+    measure = use_app().get_obj("get_text_width")  # as magicgui measures a container's labels
+    widest = max(measure(widget.label) for widget, _holder in labeled)
+    for _widget, holder in labeled:
+        holder.label_width = widest
+
+
 def _holds(item: QLayoutItem, widgets: Sequence[Widget]) -> bool:
     shown = item.widget()
     return shown is not None and any(shown is w.native or shown.isAncestorOf(w.native) for w in widgets)
@@ -141,4 +156,4 @@ def fixed_margins(figure: Figure, *, left: float = 0.16, bottom: float = 0.2, ri
     figure.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
 
 
-__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "button_row", "fit_in_dock", "fixed_margins", "wrap_status"]
+__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "button_row", "fit_in_dock", "fixed_margins", "one_label_column", "wrap_status"]

@@ -11,17 +11,19 @@ report writes.
 Rows arriving during a run are appended to the table at once; the summary
 and the plot, which are recomputed from all rows, follow at most every
 :data:`REFRESH_MS` (``add_rows(rows, later=True)``; :meth:`ResultsView.refresh_soon`
-at the end of a run), their statistics computed in a helper thread
-(:func:`summarize_rows`, plain pandas) and only shown on the GUI thread, so
-rows arriving never keep the viewer busy for long.
+at the end of a run), their statistics computed in a napari thread worker
+(:func:`summarize_rows`, plain pandas; a quiet :class:`._worker.WorkerRunner`,
+:attr:`ResultsView.summarizer`, that locks nothing and leaves the status line
+alone) and only shown on the GUI thread, so rows arriving never keep the
+viewer busy for long. The latest refresh asked for wins: an earlier one still
+computing is dropped when it returns.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 import pandas as pd
-from qtpy.QtCore import QItemSelectionModel, Qt, QTimer, Signal
+from qtpy.QtCore import QItemSelectionModel, Qt, QTimer
 from qtpy.QtWidgets import QVBoxLayout, QWidget
 
 from ..benchmark.store import table_of_rows
@@ -30,6 +32,7 @@ from ._bench_boxes import Boxes, box_data, draw_boxes
 from ._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
 from ._dock_layout import fixed_margins
 from ._theme import plot_canvas
+from ._worker import WorkerRunner
 
 #: columns of the row table
 ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
@@ -54,10 +57,8 @@ class ResultsView(QWidget):
 
     ``on_open(row)`` is called with a row's dict when its line is double-clicked
     (or chosen by :meth:`next_line`); ``open_hint`` ends the table's tooltip.
+    Whoever shows the view closes :attr:`summarizer` when it goes away.
     """
-
-    #: (refresh number, summarize_rows' result or its exception), from the helper thread
-    _summarized = Signal(int, object)
 
     def __init__(self, on_open: Callable[[dict[str, Any]], Any] | None = None,
                  colors: tuple[str, str] = ("white", "black"), open_hint: str = "") -> None:
@@ -86,7 +87,8 @@ class ResultsView(QWidget):
         self._refresh_timer.timeout.connect(self.refresh_soon)
         #: the refresh asked for last, and the one shown
         self._asked = self._shown = 0
-        self._summarized.connect(self._on_summarized)
+        #: computes the summary and the plot's data off the GUI thread (quiet: no status line, nothing locked)
+        self.summarizer = WorkerRunner(None)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for widget in (self.table, self.summary, self.canvas):
@@ -107,29 +109,22 @@ class ResultsView(QWidget):
         return self._refresh_timer.isActive() or self._shown != self._asked
 
     def refresh_soon(self) -> None:
-        """Recompute the summary and plot in a helper thread now; they are shown when it is done."""
+        """Recompute the summary and plot in a worker now; they are shown when it is done."""
         self._refresh_timer.stop()
         self._asked += 1
-        asked, rows = self._asked, list(self.rows)
+        asked = self._asked
+        self.summarizer.start(summarize_rows, list(self.rows), text="summarizing the rows",
+                              returned=lambda result: self._on_summarized(asked, result),
+                              errored=lambda _error: self._on_failed(asked), error_prefix="cannot summarize the rows: ")
 
-        def work() -> None:
-            try:
-                result: Any = summarize_rows(rows)
-            except Exception as error:  # noqa: BLE001 - shown on the GUI thread
-                result = error
-            try:
-                self._summarized.emit(asked, result)
-            except RuntimeError:  # the view is gone
-                pass
-        threading.Thread(target=work, name="medsam-eval-summary", daemon=True).start()
+    def _on_summarized(self, asked: int, result: tuple[pd.DataFrame, Boxes]) -> None:
+        if asked == self._asked:  # else rows changed since: a later refresh shows them
+            self._show_summary(*result)
 
-    def _on_summarized(self, asked: int, result: Any) -> None:
-        if asked != self._asked:  # rows changed since: a later refresh shows them
-            return
-        if isinstance(result, Exception):
-            self.refresh_summary()  # raises here, on the GUI thread, where napari reports it
-            return
-        self._show_summary(*result)
+    def _on_failed(self, asked: int) -> None:
+        """The summary could not be computed (the runner notifies why): nothing is pending any more."""
+        if asked == self._asked:
+            self._shown = asked
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Show exactly ``rows`` (e.g. the results already in a run folder)."""

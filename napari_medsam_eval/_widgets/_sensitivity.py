@@ -4,15 +4,16 @@ The prediction compared names the prompt that made it (its layer's
 ``objects`` metadata, written by the Segment widget). This section gives that
 prompt N more times, perturbed (:meth:`napari_medsam_eval.session.session.Session.iter_sensitivity`,
 in a worker; Cancel stops within a run), with the model and image of the
-viewer's Segment widget (:mod:`._sessions`), so the slices' embeddings are
-computed once. It shows the agreement map (the fraction of runs that
+viewer's Segment widget (the :class:`~napari_medsam_eval.session.session.Session`
+the section is given a way to ask for, :func:`._sessions.session_of`: the
+Segment widget may be docked later), so the slices' embeddings are computed once. It shows the agreement map (the fraction of runs that
 segmented each voxel) as an Image layer, the worst run as a Labels contour,
 the runs' DSC against the ground truth compared (min / median / max) and a
 histogram of them.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 from magicgui.widgets import Container, Label, ProgressBar, PushButton, SpinBox
@@ -23,13 +24,13 @@ from ..evaluation.mask_comparison import binary_target
 from ..core.prompt import Prompt
 from ..studies.sensitivity import DEFAULT_RUNS, SensitivityResult
 from ._dock_layout import wrap_status
+from ._compare_layers import LayerChoice
 from ._layers import add_inactive, find_layer, transform_kwargs
-from ._sessions import session_of
 from ._theme import plot_canvas, style_axes, theme_colors
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
-    from .compare import CompareWidget
+    from ..session.session import Session
 
 #: what the agreement map's colours mean (its colormap: inferno, 0..1)
 AGREEMENT_LEGEND = "0 (black: no run segmented the pixel) .. 1 (yellow: every run); worst run: white contour"
@@ -70,12 +71,16 @@ def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name:
 
 
 class SensitivitySection(Container):
-    """Runs, a button, Cancel, progress, the DSC spread and its histogram."""
+    """Runs, a button, Cancel, progress, the DSC spread and its histogram.
 
-    def __init__(self, compare: "CompareWidget") -> None:
+    ``choice`` holds the prediction tested, its target and the ground truth; ``session()`` is the
+    Segment widget's session of the viewer when there is one (None otherwise).
+    """
+
+    def __init__(self, viewer: Any, choice: LayerChoice, session: Callable[[], "Session | None"]) -> None:
         super().__init__(labels=True, label="prompt sensitivity")
-        self.compare = compare
-        self.viewer = compare.viewer
+        self.choice, self.session = choice, session
+        self.viewer = viewer
         self.result: SensitivityResult | None = None
         self.runs = SpinBox(label="perturbed runs", min=2, max=200, value=DEFAULT_RUNS,
                             tooltip="how many times the prompt is given again, shifted and scaled at random "
@@ -106,9 +111,9 @@ class SensitivitySection(Container):
 
     def start(self) -> Any:
         """Start the runs in a worker (None, with the status saying why, when something is missing)."""
-        session = session_of(self.viewer)
-        pred, gt = self.compare.pred_layer.value, self.compare.gt_layer.value
-        target = int(self.compare.target_label.value)
+        session = self.session()
+        pred, gt = self.choice.pair
+        target = int(self.choice.target_label.value)
         if session is None or session.backend is None or session.volume is None:
             return self.runner.error(NEEDS_SEGMENT)
         if pred is None:

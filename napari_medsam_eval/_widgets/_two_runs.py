@@ -115,6 +115,11 @@ class TwoRunsWidget(Container):
         self.opener = WorkerRunner(self.status)
         self.compare_button.changed.connect(lambda: self.compare())
 
+    def end_jobs(self) -> None:
+        """The dock is going away: end the pairing and the case opening."""
+        for runner in (self.loader, self.opener):
+            runner.close()
+
     def compare(self, run_a: str | Path | None = None, run_b: str | Path | None = None) -> Any:
         """Read and pair run A and run B (the folders chosen, or these) in a worker; returns it."""
         if run_a is not None:

@@ -58,9 +58,13 @@ class WorkerRunner:
     while a cancellable job runs; steps (:meth:`step`) go to ``status``, to
     ``progress_bar`` when given and to a napari progress bar when a job is
     started with ``progress=`` a description.
+
+    ``status=None`` makes a quiet runner, for background work the user did not start (e.g. a
+    summary recomputed as rows arrive): no status line, and with no ``controls`` nothing is locked;
+    an error is still a notification.
     """
 
-    def __init__(self, status: Label, controls: Sequence[Widget] = (), cancel_button: PushButton | None = None,
+    def __init__(self, status: Label | None, controls: Sequence[Widget] = (), cancel_button: PushButton | None = None,
                  progress_bar: ProgressBar | None = None) -> None:
         self.status = status
         self.controls = list(controls)
@@ -151,7 +155,7 @@ class WorkerRunner:
         """Show a step of the running job: its text on the status line (unless cancelling), the bars."""
         if self.worker is None:  # a step delivered after the run ended
             return
-        if not self.cancelling:
+        if not self.cancelling and self.status is not None:
             self.status.value = self._steps(done, total)
         if self.progress_bar is not None:
             self.progress_bar.max = max(1, total)
@@ -169,7 +173,8 @@ class WorkerRunner:
         self.stop()
         if self.cancel_button is not None:
             self.cancel_button.enabled = False
-        self.status.value = text
+        if self.status is not None:
+            self.status.value = text
 
     def stop(self) -> None:
         """Set the running job's cancel event without touching the UI (the widget is going away)."""
@@ -210,7 +215,7 @@ class WorkerRunner:
             widget.enabled = not busy
         if self.cancel_button is not None:
             self.cancel_button.enabled = busy and self.cancel_event is not None
-        if text is not None:
+        if text is not None and self.status is not None:
             self.status.value = text
 
     def _finished(self) -> None:
