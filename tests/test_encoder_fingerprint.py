@@ -23,6 +23,7 @@ import torch
 
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.models import litemedsam_engines as engines
+from napari_medsam_eval.models import litemedsam_exports as exports
 from napari_medsam_eval.models import litemedsam_fingerprint as fp
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend, build
 from napari_medsam_eval.core.prompt import Prompt
@@ -69,7 +70,7 @@ def _damage(bin_path: Path) -> None:
 def _damage_cached_and_rehash(folder: Path) -> None:
     _damage(folder / "encoder.bin")
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"]["encoder.bin"] = engines.sha256_file(folder / "encoder.bin")
+    manifest["files"]["encoder.bin"] = exports.sha256_file(folder / "encoder.bin")
     (folder / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -171,7 +172,7 @@ def test_a_read_only_cache_folder_falls_back_to_torch(tmp_path, monkeypatch, tor
             def refuse(*args, dir=None, **kwargs):
                 raise PermissionError(errno.EACCES, "Permission denied", str(dir))
 
-            monkeypatch.setattr(engines.tempfile, "mkdtemp", refuse)
+            monkeypatch.setattr(exports.tempfile, "mkdtemp", refuse)
         monkeypatch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(folder))
         with pytest.warns(RuntimeWarning, match=r"cannot be written to the cache folder .*read-only-cache.*"
                                                 r"Permission denied.*runs in torch instead of openvino"):
@@ -257,7 +258,7 @@ def test_rebuild_then_fallback_logic(small_encoder, tmp_path, monkeypatch):
     folder = tmp_path / engines.export_key("openvino", "cd" * 32)
     (folder / "encoder.xml").write_text("0.3")  # damaged, and the manifest made to agree
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["files"]["encoder.xml"] = engines.sha256_file(folder / "encoder.xml")
+    manifest["files"]["encoder.xml"] = exports.sha256_file(folder / "encoder.xml")
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(RuntimeWarning, match="wrong embedding.*rebuilding it"):
         assert isinstance(build_engine(), _Engine)

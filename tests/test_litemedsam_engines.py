@@ -18,6 +18,7 @@ import torch
 
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
+from napari_medsam_eval.models import litemedsam_exports as exports
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend, build, preprocess_slice, resize_box_to_256
 
 import openvino  # noqa: E402,F401 - a dependency: its absence must fail, not skip
@@ -170,7 +171,7 @@ def test_cache_bookkeeping_reuse_hash_mismatch_and_load_failure(fake_runtime, tm
 
     manifest = json.loads((folder / "manifest.json").read_text())  # damage the manifest cannot see
     (folder / "encoder.xml").write_text("garbage")
-    manifest["files"]["encoder.xml"] = engines.sha256_file(folder / "encoder.xml")
+    manifest["files"]["encoder.xml"] = exports.sha256_file(folder / "encoder.xml")
     (folder / "manifest.json").write_text(json.dumps(manifest))
     with pytest.warns(RuntimeWarning, match="failed to load"):
         assert isinstance(_fake_build(tmp_path), _FakeEngine)

