@@ -13,7 +13,8 @@ import SimpleITK as sitk
 
 from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.models.litemedsam import build
-from napari_medsam_eval.propagation import middle_slice_prompt, propagate_official_litemedsam, propagate_volume
+from napari_medsam_eval.protocols.medsam2 import MedSAM2Protocol  # noqa: E402
+from napari_medsam_eval.propagation import propagate_official_litemedsam, propagate_volume
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _machine import cpu_line  # noqa: E402
@@ -45,7 +46,7 @@ def main() -> None:
             seg = propagate_official_litemedsam(backend, vol, [[x.min(), y.min(), z.min(), x.max(), y.max(), z.max()]],
                                                 case_id=case)
             rows[("official", lab)].append(dsc(seg, label == lab))
-            prompt = middle_slice_prompt(label, lab)
+            prompt = MedSAM2Protocol().prompt_for_mask(label == lab, "volume", lab)
             for m in margins:
                 ours = propagate_volume(backend, vol, prompt, margin=m, case_id=case)
                 rows[(f"ours_m{m}", lab)].append(dsc(ours, label == lab))

@@ -34,7 +34,8 @@ from _litemedsam_common import deeplesion_cases, hippocampus_cases, machine_stat
 from _machine import cpu_line  # noqa: E402
 
 from napari_medsam_eval.models.litemedsam import build  # noqa: E402
-from napari_medsam_eval.propagation import PropagationRecord, middle_slice_prompt, propagate_volume  # noqa: E402
+from napari_medsam_eval.protocols.medsam2 import MedSAM2Protocol  # noqa: E402
+from napari_medsam_eval.propagation import PropagationRecord, propagate_volume  # noqa: E402
 
 SETTINGS = ("legacy", "volume")
 
@@ -45,7 +46,7 @@ def _cpu_seconds() -> float:
 
 
 def run_target(backend, case_id, volume, label_map, value, reps: int, first: int, warm: bool) -> dict[str, float]:
-    prompt = middle_slice_prompt(label_map, value)
+    prompt = MedSAM2Protocol().prompt_for_mask(label_map == value, "volume", value)
     seconds: dict[str, list[float]] = {s: [] for s in SETTINGS}
     cpu: dict[str, list[float]] = {s: [] for s in SETTINGS}
     slices: dict[str, int] = {}

@@ -18,7 +18,6 @@ from napari_medsam_eval.models.baselines import OracleBackend
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.core.errors import Cancelled
 from napari_medsam_eval.propagation import (
-    middle_slice_prompt,
     propagate_official_litemedsam,
     propagate_video,
     propagate_volume,
@@ -26,6 +25,7 @@ from napari_medsam_eval.propagation import (
 )
 from napari_medsam_eval.propagation import VIDEO_RULES, VOLUME_RULES, PropagationRecord, PropagationRules, resolve_rules
 from napari_medsam_eval.protocols.geometry import expand_box, tight_box
+from napari_medsam_eval.protocols.medsam2 import MedSAM2Protocol
 
 
 def dice(a: np.ndarray, b: np.ndarray) -> float:
@@ -244,13 +244,18 @@ def test_native_backends_get_the_whole_stack():
     assert stub.reverse is False and out[2:].all() and not out[:2].any()
 
 
-def test_middle_slice_prompt_is_the_medsam2_key_slice():
+def medsam2_prompt(label_map: np.ndarray, value: int) -> Prompt:
+    """The MedSAM2 protocol's prompt of one label of a volume: the box on the middle slice of its z-extent."""
+    return MedSAM2Protocol().prompt_for_mask(label_map == value, "volume", value)
+
+
+def test_the_medsam2_prompt_is_on_the_key_slice():
     gt = blob_volume(lo=3, hi=10)
-    prompt = middle_slice_prompt(gt, 1)
+    prompt = medsam2_prompt(gt, 1)
     assert prompt.slice_index == 3 + (10 - 3) // 2
     assert prompt.boxes == [tight_box(gt[prompt.slice_index] == 1)]
     gt[6] = 0  # a gap on the middle slice: the nearest non-empty slice, lower first
-    assert middle_slice_prompt(gt, 1).slice_index == 5
+    assert medsam2_prompt(gt, 1).slice_index == 5
 
 
 def test_official_protocol_needs_litemedsam():
@@ -293,7 +298,7 @@ def deeplesion_results(shared_data: Path, litemedsam) -> dict[str, dict[str, flo
         box3d = [x.min(), y.min(), z.min(), x.max(), y.max(), z.max()]
         calls_before = litemedsam.encoder_calls
         official = propagate_official_litemedsam(litemedsam, imgs, [box3d], case_id=path.stem)
-        ours = propagate_volume(litemedsam, imgs, middle_slice_prompt(gts, 1), case_id=path.stem)
+        ours = propagate_volume(litemedsam, imgs, medsam2_prompt(gts, 1), case_id=path.stem)
         results[case] = {
             "official": dice(official, gts),
             "ours": dice(ours, gts),

@@ -19,7 +19,7 @@ from ..core.errors import Cancelled
 from .segment import HOW, PropagationResult, official_result, segment_by_kind, segment_official
 from .litemedsam_3dbox import propagate_official_litemedsam
 from .rules import LEGACY_RULES, RULE_PRESETS, VIDEO_RULES, VOLUME_RULES, PropagationRules, resolve_rules
-from .slice_by_slice import DEFAULT_MARGIN, DirectionStop, PropagationRecord, middle_slice_prompt, propagate_video, propagate_volume
+from .slice_by_slice import DEFAULT_MARGIN, DirectionStop, PropagationRecord, propagate_video, propagate_volume
 
 __all__ = [
     "Cancelled",
@@ -33,7 +33,6 @@ __all__ = [
     "RULE_PRESETS",
     "VIDEO_RULES",
     "VOLUME_RULES",
-    "middle_slice_prompt",
     "official_result",
     "propagate_official_litemedsam",
     "propagate_video",

@@ -39,7 +39,6 @@ from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt
 from ..core.anchor_prompts import painted_answer
-from ..protocols.medsam2 import MedSAM2Protocol
 from ..protocols.geometry import interior_point
 from .similarity import SimilarityLocator
 from ..core.postprocess import seed_of
@@ -373,13 +372,3 @@ def propagate_video(
         raise ValueError(f"end_frame {end_frame} is before the prompted frame {t0}")
     return _run(backend, frames, prompt, rules, (t0, t_end), (("forward", range(t0 + 1, t_end + 1)),),
                 progress=progress, case_id=case_id, use_native=use_native, record=record)
-
-
-def middle_slice_prompt(label_map: np.ndarray, target_label: int) -> Prompt:
-    """The MedSAM2 evaluation prompt of one label of a ``(Z, Y, X)`` label map: the
-    tight box on the middle slice of its z-extent (:class:`MedSAM2Protocol`, which
-    says what happens when that slice is empty)."""
-    mask = np.asarray(label_map) == target_label
-    if not mask.any():
-        raise ValueError(f"label {target_label} is absent from the label map")
-    return MedSAM2Protocol().prompt_for_mask(mask, "volume", target_label)
