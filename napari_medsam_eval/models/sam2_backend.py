@@ -29,7 +29,7 @@ kernels (:func:`.sam2_build.attention_as_medsam2`), the masks equal those of Med
 own scripts voxel for voxel (docs/protocols.md, "MedSAM2";
 ``tests/test_medsam2_reference.py``).
 
-This module is ~560 lines on purpose: the backend and its two registered
+This module is ~530 lines on purpose: the backend and its two registered
 builders (MedSAM2, SAM2.1) share one option set and are read together; the
 checkpoint/config helpers (:mod:`.sam2_build`) and in-memory frames
 (:mod:`.sam2_frames`) are split out.
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Hashable, Iterator, Sequence
 import numpy as np
 
 from ..core.prompt import Prompt
+from ..core.options import check_call_options
 from ..core.postprocess import SEEDS
 from .base import SliceProgress, SegmentationBackend, SegmentResult
 from .checkpoint_files import shape_text
@@ -405,13 +406,13 @@ def _build(
     config_path: Path,
     checkpoint: str | Path | None,
     device: Any,
-    dtype: Any,
-    random_init: bool,
-    seed: int,
-    offload_video_to_cpu: bool | None,
-    offload_state_to_cpu: bool,
-    cache_size: int,
-    num_threads: int | None,
+    dtype: Any = None,
+    random_init: bool = False,
+    seed: int = 0,
+    offload_video_to_cpu: bool | None = None,
+    offload_state_to_cpu: bool = False,
+    cache_size: int = 8,
+    num_threads: int | None = None,
     fill_holes: bool = True,
     postprocessing: Any = "auto",
     feature_cache: Any = DEFAULT_LIMIT,
@@ -459,29 +460,26 @@ def _check_checkpoint_choice(checkpoint: Any, random_init: bool, model: str, sou
         raise ValueError("give either a checkpoint or random_init=True, not both")
 
 
-def build_medsam2(
-    checkpoint: str | Path | None = None,
-    device: Any = None,
-    config: str | Path | None = None,
-    *,
-    dtype: Any = None,
-    random_init: bool = False,
-    seed: int = 0,
-    offload_video_to_cpu: bool | None = None,
-    offload_state_to_cpu: bool = False,
-    cache_size: int = 8,
-    num_threads: int | None = None,
-    fill_holes: bool = True,
-    postprocessing: Any = "auto",
-    feature_cache: Any = DEFAULT_LIMIT,
-) -> SAM2Backend:
+#: the builders' own parameters: every other keyword is one of :func:`_build`'s options
+_BUILDER_ARGUMENTS = ("name", "config_path", "checkpoint", "device")
+
+
+def _options_checked(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` when each is one of :func:`_build`'s, of its type; else OptionError naming it (before any work)."""
+    check_call_options(_build, options, f"model {name}: options", ignore=_BUILDER_ARGUMENTS)
+    return options
+
+
+def build_medsam2(checkpoint: str | Path | None = None, device: Any = None, config: str | Path | None = None,
+                  **options: Any) -> SAM2Backend:
     """MedSAM2: SAM2.1 Hiera-T at 512 (config shipped here) with a MedSAM2 checkpoint.
 
     ``checkpoint``: e.g. ``MedSAM2_latest.pt`` (a dict whose ``model`` entry is the state
     dict; loaded strictly). ``device``: None/'auto', 'cpu', 'cuda', 'cuda:1'. ``config``:
-    another config (path or name) for checkpoints trained with one. ``dtype``: autocast
+    another config (path or name) for checkpoints trained with one. The options (keywords,
+    checked before any work; the defaults in :func:`_build`'s signature): ``dtype``: autocast
     on CUDA, bfloat16 by default as MedSAM2 runs; CPU runs float32.
-    ``random_init=True`` builds seeded random weights - for tests only, the masks are
+    ``random_init=True`` builds seeded random weights (``seed``) - for tests only, the masks are
     meaningless. ``offload_video_to_cpu`` (None: only videos over 2 GiB) and
     ``offload_state_to_cpu`` are the stock predictor's memory options; ``cache_size``
     is the number of slices whose image features :meth:`SAM2Backend.segment` keeps;
@@ -495,32 +493,14 @@ def build_medsam2(
     propagation over the same frames (a correction, a repeat, another protocol; :mod:`.sam2_features`):
     bytes or a size such as ``"2GiB"`` (default 1 GiB), ``"off"`` to encode every frame every time.
     """
-    _check_checkpoint_choice(checkpoint, random_init, "MedSAM2", MEDSAM2_CHECKPOINT_SOURCE)
+    options = _options_checked("medsam2", options)
+    _check_checkpoint_choice(checkpoint, bool(options.get("random_init")), "MedSAM2", MEDSAM2_CHECKPOINT_SOURCE)
     config_path = MEDSAM2_CONFIG if config is None else resolve_config(config)
-    return _build(
-        name="medsam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
-        random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
-        offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
-        fill_holes=fill_holes, postprocessing=postprocessing, feature_cache=feature_cache,
-    )
+    return _build(name="medsam2", config_path=config_path, checkpoint=checkpoint, device=device, **options)
 
 
-def build_sam2(
-    checkpoint: str | Path | None = None,
-    config: str | Path | None = None,
-    device: Any = None,
-    *,
-    dtype: Any = None,
-    random_init: bool = False,
-    seed: int = 0,
-    offload_video_to_cpu: bool | None = None,
-    offload_state_to_cpu: bool = False,
-    cache_size: int = 8,
-    num_threads: int | None = None,
-    fill_holes: bool = True,
-    postprocessing: Any = "auto",
-    feature_cache: Any = DEFAULT_LIMIT,
-) -> SAM2Backend:
+def build_sam2(checkpoint: str | Path | None = None, config: str | Path | None = None, device: Any = None,
+               **options: Any) -> SAM2Backend:
     """A stock SAM2/SAM2.1 model (or any SAM2-architecture checkpoint with its config).
 
     ``config`` defaults to the one matching Meta's checkpoint name
@@ -528,14 +508,10 @@ def build_sam2(
     other names. Other options as :func:`build_medsam2`; ``random_init=True`` (tests
     only) uses ``config`` or SAM2.1 Hiera-T.
     """
-    _check_checkpoint_choice(checkpoint, random_init, "SAM2", SAM2_CHECKPOINT_SOURCE)
+    options = _options_checked("sam2", options)
+    _check_checkpoint_choice(checkpoint, bool(options.get("random_init")), "SAM2", SAM2_CHECKPOINT_SOURCE)
     config_path = resolve_config(config, checkpoint)
-    return _build(
-        name="sam2", config_path=config_path, checkpoint=checkpoint, device=device, dtype=dtype,
-        random_init=random_init, seed=seed, offload_video_to_cpu=offload_video_to_cpu,
-        offload_state_to_cpu=offload_state_to_cpu, cache_size=cache_size, num_threads=num_threads,
-        fill_holes=fill_holes, postprocessing=postprocessing, feature_cache=feature_cache,
-    )
+    return _build(name="sam2", config_path=config_path, checkpoint=checkpoint, device=device, **options)
 
 
 __all__ = [
