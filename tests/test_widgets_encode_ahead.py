@@ -2,7 +2,8 @@
 
 The 13-slice DeepLesion npz: ticking *encode ahead* embeds every slice in a worker, nearest
 to the slice on screen first, while the GUI event loop keeps turning; a propagation afterwards makes no
-encoder call and gives the mask of a propagation without it; unticking stops it within a slice.
+encoder call and gives the mask of a propagation without it; unticking stops it within a slice. With
+*at* bf16, a first look at bf16 comes first and the status line says which precision made the mask.
 """
 from __future__ import annotations
 
@@ -78,4 +79,52 @@ def test_unticking_stops_encoding_within_a_slice(make_napari_viewer, shared_data
     assert 2 <= len(cached) <= 4 < n  # stopped after the slice in progress
     current = int(round(image.world_to_data(viewer.dims.point)[0]))
     assert cached == sorted(nearest_first(n, current)[:len(cached)])  # nearest to the slice on screen first
+    assert not widget.encoder.busy and not errors
+
+
+def test_a_first_look_at_bf16_then_the_model_at_fp32(make_napari_viewer, shared_data, backend, qtbot, errors):
+    """*at* bf16: the first look's pass, then fp32's; a propagation says (and keeps) which one made it."""
+    from napari_medsam_eval.models import build_backend
+
+    viewer = make_napari_viewer()
+    image, _gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
+    widget = _widget(viewer, build_backend("box"))
+    at = widget.encode_box.at
+    assert not at.enabled and "LiteMedSAM" in at.tooltip and at.value == "model's"  # another model: no first look
+    widget.set_backend(backend)
+    assert at.enabled and at.value == "model's"
+    backend.clear_cache()
+    n = image.data.shape[0]
+    widget.prompt_from_ground_truth()
+    at.value = "bf16"
+    counts: list[str] = []
+
+    def untick_in_fp32_pass(step):
+        counts.append(widget.encode_box.done.value)
+        if step[0] == n + 2:
+            widget.encode_box.tick.value = False
+
+    widget.encode_box.tick.value = True  # builds LiteMedSAM bf16 in the worker, then encodes twice
+    worker = widget.encoder.runner.worker
+    worker.yielded.connect(untick_in_fp32_pass)
+    _wait(qtbot, worker)
+    assert counts == [f"bf16 {d}/{n}" for d in range(1, n + 1)] + [f"fp32 {d}/{n}" for d in (1, 2)], counts
+    first_look = widget.session.first_look.backend
+    assert first_look is not None and first_look.precision == "bf16" and first_look is not backend
+
+    _wait(qtbot, widget.propagate())
+    layer = viewer.layers[f"{image.name} prediction"]
+    assert widget.status.value.endswith("(by litemedsam bf16 (first look))"), widget.status.value
+    assert layer.metadata["made_by"] == "by litemedsam bf16 (first look)"
+    quick = layer.data == 1
+
+    counts.clear()
+    widget.encode_box.tick.value = True  # both passes to the end: bf16's are cache hits now
+    _wait(qtbot, widget.encoder.runner.worker)
+    assert widget.encode_box.done.value == f"fp32 {n}/{n}"
+    assert widget.session.first_look.backend is first_look  # built once for this model
+    _wait(qtbot, widget.propagate())
+    assert widget.status.value.endswith("(by litemedsam fp32)"), widget.status.value
+    assert layer.metadata["made_by"] == "by litemedsam fp32"
+    assert ((layer.data == 1) != quick).any()  # fp32's mask is another than the first look's here
     assert not widget.encoder.busy and not errors

@@ -7,6 +7,12 @@ Segment slice, Propagate and Correct slice keep working meanwhile and find
 the slices already encoded (each waits one slice at most). Unticking,
 Cancel, another image or closing the widget stop it after the current slice;
 with the tick set, another image is encoded from the start.
+
+A quick first look: the *at* field (LiteMedSAM only) names a cheaper precision, bf16 or int8. Ticking
+then builds that backend in the worker (once per model spec), sets it as the session's first look
+(:mod:`napari_medsam_eval.session.first_look`) and encodes every slice with it, then with the model
+itself; the count names the pass (``bf16 5/13``, then ``fp32 2/13``). Until the second pass ends, a
+segmentation is the first look's, and the status line and the layer's ``made_by`` say so.
 """
 from __future__ import annotations
 
@@ -14,22 +20,29 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from magicgui.widgets import CheckBox, ComboBox, Container, Label, ProgressBar
 
+from ..models.base import made_by
 from ..session.encode_ahead import iter_encode_ahead
+from ..session.session import Session
 from . import _layers
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
     import napari
 
-    from ..session.session import Session
+#: the *at* field's choices: the model's own precision (no first look), or a cheaper first look
+AT_CHOICES = ("model's", "bf16", "int8")
+AT_TOOLTIP = ("encode first at this cheaper precision for a quick first look (LiteMedSAM only), then at the "
+              "model's own: until then the first look segments, and the status line says so")
+AT_OFF_TOOLTIP = "a first look at another precision is LiteMedSAM's only: {model} has one precision"
 
 
 def encode_ahead_controls() -> Container:
-    """The row of controls: the tick, a progress bar and its count."""
+    """The row of controls: the tick, the first look's precision, a progress bar and its count."""
     return Container(widgets=[
         CheckBox(name="tick", text="encode ahead", value=False,
                  tooltip="embed every slice of the image in the background, nearest to the slice on screen "
                          "first, so that segmenting and propagating run at decoder speed"),
+        ComboBox(name="at", choices=AT_CHOICES, value=AT_CHOICES[0], tooltip=AT_TOOLTIP),
         ProgressBar(name="bar", value=0, min=0, max=1, label="encoded"),
         Label(name="done", value=""),
     ], layout="horizontal", labels=False, name="encode_ahead")
@@ -44,8 +57,11 @@ class EncodeAhead:
         self.session, self.viewer, self.image_layer, self.with_model = session, viewer, image_layer, with_model
         self.controls = controls
         self.runner = WorkerRunner(controls.done, progress_bar=controls.bar)
+        self._first_looks: dict[tuple, Any] = {}  # first-look backends built, by model spec
         controls.tick.changed.connect(lambda on: self.start() if on else self.stop())
         image_layer.changed.connect(lambda _image: self.restart())
+        controls.at.changed.connect(lambda _at: self.restart())
+        session.backend_changed.connect(self._offer)
 
     @property
     def busy(self) -> bool:
@@ -61,10 +77,49 @@ class EncodeAhead:
 
         def run() -> Any:
             self.session.use_image(data, **kwargs)  # prepared in the worker, under the model lock
-            return self.runner.start(iter_encode_ahead, self.session, current, cancellable=True,
-                                     text="encoding ...", steps=lambda done, total: f"{done}/{total}",
-                                     returned=self._ended, error_prefix="encode ahead: ")
+            at = self.controls.at.value
+            return self.runner.start(self._passes, current, at, cancellable=True, text="encoding ...",
+                                     steps=self._steps(at), returned=self._ended, error_prefix="encode ahead: ")
         return self.with_model(run)
+
+    def _passes(self, current: int | None, at: str, cancel: Any) -> Any:
+        """The worker's job: the first look built and set (or none), then both passes of encoding ahead."""
+        first = self._first_look(at)
+        with self.session.lock:
+            self.session.set_first_look(first)  # (prepares the image named by use_image)
+        return (yield from iter_encode_ahead(self.session, current, cancel=cancel))
+
+    def _first_look(self, at: str) -> Any:
+        """The first-look backend at precision ``at`` (built once per model spec), or None for the model's own."""
+        spec = self.session.backend_spec
+        model, checkpoint, device, precision = spec if isinstance(spec, tuple) and len(spec) == 4 else (
+            self.session.model_name, None, "auto", None)
+        if at == AT_CHOICES[0] or model != "litemedsam" or at == getattr(self.session.backend, "precision", None):
+            return None
+        key = (model, checkpoint, device, at)
+        if key not in self._first_looks:
+            self._first_looks[key] = Session.build_backend(model, checkpoint, device, at)
+        return self._first_looks[key]
+
+    def _steps(self, at: str) -> Callable[[int, int], str]:
+        """The count's words: ``done/total``, or with a first look the pass's precision (``bf16 3/13``)."""
+        model = made_by(self.session.backend).rpartition(" ")[2]
+
+        def words(done: int, total: int) -> str:
+            if self.session.first_look.backend is None:
+                return f"{done}/{total}"
+            n = total // 2
+            return f"{at} {done}/{n}" if done <= n else f"{model} {done - n}/{n}"
+        return words
+
+    def _offer(self, backend: Any) -> None:
+        """The *at* field is LiteMedSAM's only: disabled (at the model's own precision) for another model."""
+        name = getattr(backend, "name", None)
+        at = self.controls.at
+        at.enabled = name in (None, "litemedsam")
+        at.tooltip = AT_TOOLTIP if at.enabled else AT_OFF_TOOLTIP.format(model=name)
+        if not at.enabled:
+            at.value = AT_CHOICES[0]
 
     def _ended(self, encoded: int) -> None:
         if encoded == 0 and not self.runner.cancelling:
@@ -83,4 +138,4 @@ class EncodeAhead:
             self.start()
 
 
-__all__ = ["EncodeAhead", "encode_ahead_controls"]
+__all__ = ["AT_CHOICES", "EncodeAhead", "encode_ahead_controls"]

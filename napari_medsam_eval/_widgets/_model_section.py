@@ -12,6 +12,7 @@ from magicgui.widgets import ComboBox, FileEdit, PushButton
 
 from ..cli.common import PRECISION_CHOICES
 from ..models import BACKENDS, DEFAULT_BACKEND
+from ..models.base import made_by
 from ..models.device import DEVICE_CHOICES as DEVICES
 from ..session.session import Session
 from ._section import Section
@@ -20,13 +21,6 @@ from ._worker import WorkerRunner
 #: models offered (those that segment from prompts alone)
 MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam") if name in BACKENDS]
 DEVICE_CHOICES = [name for name in DEVICES if ":" not in name]  # the device option's, but "cuda:N"
-
-
-def made_by(backend: object) -> str:
-    """Which model and precision made a mask, as the status line says it (``litemedsam int8``)."""
-    describe = getattr(backend, "describe", None)
-    facts = describe() if callable(describe) else {}
-    return " ".join(str(v) for v in (getattr(backend, "name", "model"), facts.get("precision")) if v)
 
 
 class ModelSection(Section):

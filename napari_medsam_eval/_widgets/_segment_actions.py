@@ -18,13 +18,14 @@ from magicgui.widgets import Label, ProgressBar, PushButton
 from napari.utils.notifications import show_info
 
 from ..core.prompt import Prompt
+from ..models.base import made_by
 from ..propagation import PropagationResult
 from . import _layers
 from ._dock_layout import button_row, wrap_status
 from ._drawing import warn_points
 from ._encode_ahead import EncodeAhead
 from ._image_section import ImageSection
-from ._model_section import ModelSection, made_by
+from ._model_section import ModelSection
 from ._objects import ObjectControls
 from ._paint import painted_anchor
 from ._propagation_options import PropagationSection
@@ -118,7 +119,8 @@ class SegmentActions:
             if propagate:
                 return self._propagate(prompt, correct)
             return self.runner.start(self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index}",
-                                     returned=lambda result: self.session.publish_slice(prompt, result.mask))
+                                     returned=lambda result: self.session.publish_slice(prompt, result.mask,
+                                                                                         result.made_by))
         return self.model.with_model(start)
 
     def _propagate(self, prompt: Prompt, correct: bool) -> Any:
@@ -137,11 +139,11 @@ class SegmentActions:
             progress=f"{verb} label {prompt.target_label}", returned=session.publish,
             steps=lambda done, total: f"{verb}: {done}/{total}", total=session.n_slices)
 
-    def _show_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
+    def _show_slice(self, prompt: Prompt, mask: np.ndarray, words: str = "") -> None:
         layer = self.objects.commit(prompt, mask, prompt.slice_index)
         if layer is not None:
             self.runner.status.value = (f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name} "
-                                        f"({self._mark(layer)})")
+                                        f"({self._mark(layer, words)})")
 
     def _show_result(self, result: PropagationResult) -> None:
         status = self.runner.status
@@ -152,11 +154,12 @@ class SegmentActions:
         layer = self.objects.commit(result.prompt, result.mask,
                                             stops=[s.to_dict() for s in result.record.stops])
         if layer is not None:
-            status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name} ({self._mark(layer)})"
+            status.value = f"{result.summary()} in {result.seconds:.1f} s -> {layer.name} ({self._mark(layer, result.made_by)})"
 
-    def _mark(self, layer: Any) -> str:
-        """Record on ``layer`` which model and precision made the mask on display; the words for the status."""
-        layer.metadata["made_by"] = words = f"by {made_by(self.session.backend)}"
+    def _mark(self, layer: Any, words: str) -> str:
+        """Record on ``layer`` which model and precision made the mask on display (the result's ``made_by``:
+        the first look or the session's backend); the words for the status."""
+        layer.metadata["made_by"] = words = f"by {words or made_by(self.session.backend)}"
         return words
 
 

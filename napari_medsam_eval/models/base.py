@@ -37,6 +37,8 @@ class SegmentResult:
     candidates: np.ndarray | None = None
     candidate_scores: np.ndarray | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    #: which model and precision made ``mask`` (:func:`made_by`), when a session says it
+    made_by: str = ""
 
 
 @dataclass
@@ -119,3 +121,10 @@ class SegmentationBackend(ABC):
                              f"(accepts {', '.join(sorted(self.accepts))})")
         if not used:
             raise ValueError(f"{self.name}: the prompt for label {prompt.target_label} is empty")
+
+
+def made_by(backend: object) -> str:
+    """Which model and precision made a mask, as a status line says it (``litemedsam int8``)."""
+    describe = getattr(backend, "describe", None)
+    facts = describe() if callable(describe) else {}
+    return " ".join(str(v) for v in (getattr(backend, "name", "model"), facts.get("precision")) if v)

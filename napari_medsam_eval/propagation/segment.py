@@ -54,6 +54,9 @@ class PropagationResult:
     total: int = 0
     seconds: float = 0.0
     record: PropagationRecord = field(default_factory=PropagationRecord)
+    #: which model and precision made ``mask`` (:func:`~napari_medsam_eval.models.base.made_by`), when a
+    #: session says it (``"litemedsam bf16 (first look)"``)
+    made_by: str = ""
 
     def summary(self) -> str:
         """What was segmented and where each direction stopped, for a status line."""

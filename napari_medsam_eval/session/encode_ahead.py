@@ -39,24 +39,31 @@ def iter_encode_ahead(session: "Session", current: int | None = None, *, cancel:
                       ) -> Generator[tuple[int, int], None, int]:
     """Encode the session's image slice by slice, nearest to ``current`` first; yields ``(done, total)``.
 
+    With a first look set (:meth:`Session.set_first_look`, :mod:`.first_look`) every slice is encoded
+    with it first, then with the session's backend: ``total`` counts both passes. Each finished slice
+    is marked in ``session.first_look`` (per image and backend), which decides what segments.
     Returns how many slices were encoded (fewer when cancelled, 0 for a model without a per-slice
     cache). Slices the backend already holds cost a cache look-up.
     """
     token = cancel if cancel is not None else threading.Event()
-    backend = session.backend
-    if backend is None:
+    if session.backend is None:
         raise RuntimeError("no model loaded: load one first")
+    with session.lock:
+        session.slice_image(0)  # prepares an image named by use_image
+    passes = [b for b in (session.first_look.backend, session.backend) if b is not None]
     order = nearest_first(session.n_slices, current)
-    done = 0
-    for z in order:
-        if token.is_set():
-            break
-        with session.lock:  # one model call at a time: a segmentation waits one slice at most
-            image = session.slice_image(z)  # (prepares the image first; a 2D image is its one slice)
-            if not backend.encode(image, session.cache_key(z)):
-                return 0
-        done += 1
-        yield done, len(order)
+    total, done = len(order) * len(passes), 0
+    for backend in passes:
+        for z in order:
+            if token.is_set():
+                return done
+            with session.lock:  # one model call at a time: a segmentation waits one slice at most
+                image = session.slice_image(z)  # (a 2D image is its one slice)
+                if not backend.encode(image, session.cache_key(z)):
+                    return 0
+                session.first_look.mark(session.image_id, backend, z)
+            done += 1
+            yield done, total
     return done
 
 

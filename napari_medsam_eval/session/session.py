@@ -46,6 +46,9 @@ prompt on a wrong slice to it (that slice is segmented again and propagated up t
 neighbouring anchors) and :meth:`Session.anchors` lists the anchors. Each target label keeps
 its own (several objects); they are dropped when the image or the backend changes.
 
+A quick first look (:mod:`.first_look`, :meth:`Session.set_first_look`): the model at a cheaper precision
+segments until encoding ahead has every slice with the backend; each result's ``made_by`` says which.
+
 This module is ~500 lines on purpose: :class:`Session` is the one object the Segment widget drives
 (napari-animation's model), with one thread and event contract (the class docstring). Each method is a
 short call into the core (:func:`~napari_medsam_eval.propagation.segment_by_kind`, the protocols,
@@ -71,6 +74,7 @@ from ..propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segm
 from ..propagation.anchors import AnchorSnapshot
 from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                                    volume_segmenter)
+from .first_look import FirstLook
 from .target_anchors import TargetAnchors
 
 
@@ -99,8 +103,8 @@ class Session:
     backend_changed = Signal(object)
     #: :meth:`prompt_from_ground_truth` made a prompt (remembered as :attr:`gt_prompt`)
     prompt_changed = Signal(object)
-    #: a slice was segmented: its prompt and its bool mask ``(H, W)`` (:meth:`publish_slice`)
-    slice_ready = Signal(object, object)
+    #: a slice was segmented: its prompt, its bool mask ``(H, W)`` and what made it (:meth:`publish_slice`)
+    slice_ready = Signal(object, object, str)
     #: a propagation ended, cancelled or not: its :class:`PropagationResult` (:meth:`publish`)
     result_ready = Signal(object)
 
@@ -124,6 +128,8 @@ class Session:
     #: each target label's anchors and mask (volumes/videos), see :meth:`correct`
     _targets: TargetAnchors = field(default_factory=TargetAnchors, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    #: the quick first look and what encoding ahead finished (:meth:`set_first_look`, :mod:`.first_look`)
+    first_look: FirstLook = field(default_factory=FirstLook, repr=False)
 
     # -- model and image ----------------------------------------------------
 
@@ -148,11 +154,20 @@ class Session:
         """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
         self.backend, self.backend_spec = backend, spec
         self._targets.drop()
+        self.first_look.drop()
         self.backend_changed.emit(backend)
 
     def has_backend(self, spec: Hashable) -> bool:
         """Whether a backend is set and was built from ``spec``."""
         return self.backend is not None and self.backend_spec == spec
+
+    def set_first_look(self, backend: SegmentationBackend | None) -> None:
+        """Use ``backend`` (the same model at a cheaper precision; None: none) for a quick first look
+        (:mod:`.first_look`) until this image's slices are all encoded ahead with :attr:`backend`; an image
+        named by :meth:`use_image` is prepared first (the first look is for it)."""
+        if self._pending is not None:
+            self._need_image()
+        self.first_look.set(backend)
 
     @property
     def model_name(self) -> str | None:
@@ -192,6 +207,7 @@ class Session:
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
         self._targets.drop()
+        self.first_look.drop()
         self._generation += 1
         # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
         # answer a new image from an old one's cache entry
@@ -311,9 +327,10 @@ class Session:
         index = prompt.slice_index if slice_index is None else slice_index
         image = self.slice_image(index)
         prompt = check_prompt_in_image(prompt, image.shape[:2])
-        backend = self._need_backend()
+        self._need_backend()
         with self._lock:
-            return backend.segment(image, prompt, cache_key=self.cache_key(index))
+            backend, words = self.segmenter()
+            return dataclasses.replace(backend.segment(image, prompt, cache_key=self.cache_key(index)), made_by=words)
 
     def cancel(self) -> None:
         """Ask the running propagation to stop after its current slice (sets its cancel event)."""
@@ -344,17 +361,19 @@ class Session:
         segmentation (:meth:`correct`) whose only anchor is ``prompt``.
         """
         self._need_image()
-        backend = self._need_backend()
+        self._need_backend()
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
         callback = until_cancelled(progress, token)
         margin = self.margin if margin is None else int(margin)
         with self._lock:  # one model call at a time, even when a cancelled run is ending its slice
+            backend, words = self.segmenter()
             if token.is_set():
                 empty = np.zeros(self.volume.shape[:2] if self.kind == "image" else self.volume.shape[:3], dtype=bool)
-                return PropagationResult(empty, prompt, cancelled=True)
+                return PropagationResult(empty, prompt, cancelled=True, made_by=words)
             result = segment_by_kind(backend, self.volume, self.kind, prompt, margin=margin, progress=callback,
                                      case_id=self.image_id, **options)
+            result.made_by = words
             if not result.cancelled:  # a cancelled run changes no layer: the anchors that match them stay
                 self._start_anchors(backend, prompt, result, margin, options)
             return result
@@ -376,19 +395,19 @@ class Session:
         slice order (empty when there is none); each target keeps its own.
 
         Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
-        anchored = self._targets.current(self.backend, self.image_id, target_label)
+        anchored = self._targets.current(self.first_look.owners(self.backend), self.image_id, target_label)
         anchors = {} if anchored is None else dict(anchored.anchors)
         return [anchors[k] for k in sorted(anchors)]
 
     def anchor_snapshot(self, target_label: int) -> AnchorSnapshot | None:
         """``target_label``'s anchors and mask as they are now (None without any), for :meth:`restore_anchors`."""
-        anchored = self._targets.current(self.backend, self.image_id, target_label)
+        anchored = self._targets.current(self.first_look.owners(self.backend), self.image_id, target_label)
         return None if anchored is None else anchored.snapshot()
 
     def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None) -> None:
         """Put ``target_label``'s anchors back as :meth:`anchor_snapshot` took them (an undo of a correction
         removes that correction's anchor only); None, or a snapshot of another image or backend, drops them."""
-        self._targets.restore(self.backend, self.image_id, target_label, snapshot, self._lock)
+        self._targets.restore(self.first_look.owners(self.backend), self.image_id, target_label, snapshot, self._lock)
 
     def drop_anchors(self, target_label: int | None = None) -> None:
         """Forget ``target_label``'s anchored segmentation (None: every target's, a GUI whose image changed);
@@ -417,12 +436,14 @@ class Session:
         token = cancel if cancel is not None else threading.Event()
         self._cancel = token
         with self._lock:
-            anchored = self._targets.current(self.backend, self.image_id, prompt.target_label)
+            anchored = self._targets.current(self.first_look.owners(self.backend), self.image_id, prompt.target_label)
             if anchored is None or anchored.mask is None:
                 return self.propagate(prompt, progress=progress, cancel=token, **options)
             if token.is_set():
                 return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
-            return self._targets.correct(anchored, prompt, until_cancelled(progress, token))
+            result = self._targets.correct(anchored, prompt, until_cancelled(progress, token))
+            result.made_by = self.first_look.made_by(anchored.backend)  # the backend that made its anchors
+            return result
 
     def iter_propagate(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any
@@ -454,7 +475,8 @@ class Session:
         the slices are encoded); keeps no anchor. Yields ``(runs done, runs)``; ``ground_truth`` (the
         target's bool mask) gives each run's DSC; ``cancel`` stops after the current slice."""
         self._need_image()
-        backend = self._need_backend()
+        self._need_backend()
+        backend, _words = self.segmenter()
         hw = self.volume.shape[:2] if self.kind == "image" else self.volume.shape[1:3]
         prompts = perturbed_prompts(prompt, hw, runs, perturbation, key=str(self.image_id))
         segment = volume_segmenter(backend, self.volume, self.kind, case_id=self.image_id, lock=self._lock,
@@ -473,9 +495,9 @@ class Session:
 
     # -- results (on the GUI's thread) -------------------------------------------
 
-    def publish_slice(self, prompt: Prompt, mask: np.ndarray) -> None:
-        """Hand a segmented slice to whoever listens: emits :attr:`slice_ready`."""
-        self.slice_ready.emit(prompt, np.asarray(mask, dtype=bool))
+    def publish_slice(self, prompt: Prompt, mask: np.ndarray, made_by: str = "") -> None:
+        """Hand a segmented slice (and what made it) to whoever listens: emits :attr:`slice_ready`."""
+        self.slice_ready.emit(prompt, np.asarray(mask, dtype=bool), made_by)
 
     def publish(self, result: PropagationResult) -> None:
         """Keep ``result`` as :attr:`last_result` and emit :attr:`result_ready`."""
@@ -483,6 +505,12 @@ class Session:
         self.result_ready.emit(result)
 
     # -- checks ---------------------------------------------------------------
+
+    def segmenter(self) -> tuple[SegmentationBackend, str]:
+        """The backend that segments this image now (the first look or :attr:`backend`,
+        :meth:`FirstLook.choose <.first_look.FirstLook.choose>`) and its ``made_by`` words."""
+        self._need_image()
+        return self.first_look.choose(self._need_backend(), self.image_id, self.n_slices)
 
     def _need_backend(self) -> SegmentationBackend:
         if self.backend is None:

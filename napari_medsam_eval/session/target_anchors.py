@@ -45,10 +45,10 @@ class TargetAnchors:
 
     def current(self, backend: Any, case_id: Hashable, target_label: int | None = None) -> AnchoredSegmentation | None:
         """``target_label``'s (default: the latest target's) anchored segmentation when it belongs to
-        ``backend`` and the image ``case_id``."""
+        ``backend`` (or one of a tuple of backends: a session's own and its first look) and the image ``case_id``."""
         target = self.latest if target_label is None else int(target_label)
         anchored = self._by_target.get(target) if target is not None else None
-        if anchored is None or anchored.backend is not backend or anchored.case_id != case_id:
+        if anchored is None or not _owned(anchored.backend, backend) or anchored.case_id != case_id:
             return None
         return anchored
 
@@ -57,7 +57,7 @@ class TargetAnchors:
         """Put ``target_label``'s anchors back as ``snapshot`` holds them; None, or a snapshot of another
         image or backend, drops them."""
         owner = None if snapshot is None else snapshot.owner
-        if owner is None or owner.backend is not backend or owner.case_id != case_id:
+        if owner is None or not _owned(owner.backend, backend) or owner.case_id != case_id:
             self.drop(target_label)
             return
         with lock:
@@ -90,3 +90,8 @@ class TargetAnchors:
             anchored.anchors, anchored.last = anchors, last
         self.latest = int(prompt.target_label)
         return result
+
+
+def _owned(backend: Any, owners: Any) -> bool:
+    """Whether ``backend`` is ``owners`` or one of them (a tuple), by identity."""
+    return any(backend is owner for owner in (owners if isinstance(owners, tuple) else (owners,)) if owner is not None)
