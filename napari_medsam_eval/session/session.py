@@ -49,7 +49,7 @@ its own (several objects); they are dropped when the image or the backend change
 A quick first look (:mod:`.first_look`, :meth:`Session.set_first_look`): the model at a cheaper precision
 segments until encoding ahead has every slice with the backend; each result's ``made_by`` says which.
 
-This module is ~500 lines on purpose: :class:`Session` is the one object the Segment widget drives
+This module is ~540 lines on purpose: :class:`Session` is the one object the Segment widget drives
 (napari-animation's model), with one thread and event contract (the class docstring). Each method is a
 short call into the core (:func:`~napari_medsam_eval.propagation.segment_by_kind`, the protocols,
 :class:`~.target_anchors.TargetAnchors`, :mod:`~napari_medsam_eval.studies.sensitivity`); splitting the
