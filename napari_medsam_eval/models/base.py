@@ -79,15 +79,8 @@ class SegmentationBackend(ABC):
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
         """Segment ``image`` from ``prompt``; several boxes are merged by union."""
 
-    def propagate(
-        self,
-        frames: np.ndarray,
-        prompt: Prompt,
-        *,
-        reverse: bool = True,
-        progress: SliceProgress | None = None,
-        **options: object,
-    ) -> np.ndarray:
+    def propagate(self, frames: np.ndarray, prompt: Prompt, *, reverse: bool = True,
+                  progress: SliceProgress | None = None, **options: object) -> np.ndarray:
         """Native propagation through ``frames`` (T, H, W[, 3]) from ``prompt.slice_index``.
 
         ``options`` a model with memory may take: ``seed`` (``"box"`` / ``"mask"``, what starts
