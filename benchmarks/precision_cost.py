@@ -1,10 +1,11 @@
 """What a cheaper precision costs, per dataset: LiteMedSAM's encoder at fp32, bf16 and int8.
 
-    python benchmarks/precision_cost.py [--quick] [--out DIR] [--precisions fp32 bf16 int8]
+    python benchmarks/precision_cost.py [--quick] [--out DIR] [--precisions fp32 bf16 int8] [--sets deeplesion ...]
 
 For each precision: the image encoder's seconds per pass (median over real slices, after a
 warm-up) and the rate it reaches (GFLOP/s: the fp32 encoder's FLOP count per pass divided by the
-time; bf16 and int8 operations counted as such, one per multiply-add half), then ``medsam-eval
+time; bf16 and int8 operations counted as such, one per multiply-add half) and how far its embedding
+lies from fp32's on those slices (median relative L2), then ``medsam-eval
 run`` (protocol medsam2, default rules) over each shared set: DeepLesion (6 CT volumes),
 hippocampus (80 MRI volumes; --quick: the first 10), CVC-ClinicDB (10 colonoscopy clips;
 --quick: 5) and the bundled phantoms (CT volume, video, 2D image). Per dataset it prints the
@@ -35,6 +36,7 @@ from _machine import cpu_line, encoder_gflop  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 PRECISIONS = ("fp32", "bf16", "int8")
+SETS = ("deeplesion", "hippocampus", "colonoscopy", "phantom_ct", "phantom_video", "phantom_2d")
 
 
 def datasets(quick: bool, out: Path) -> list[tuple[str, Path, int | None]]:
@@ -58,9 +60,10 @@ def options(precision: str) -> dict:
     return {} if precision == "fp32" else {"precision": precision}
 
 
-def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int) -> tuple[dict, dict]:
+def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int) -> tuple[dict, dict, dict]:
     """Median seconds per encoder pass of each precision over ``slices`` (each preprocessed), after two
-    warm-up passes; the precisions take turns pass by pass, so a change of the machine's load hits all alike."""
+    warm-up passes; the precisions take turns pass by pass, so a change of the machine's load hits all alike.
+    Also each precision's embedding distance from fp32's on the distinct slices (median relative L2)."""
     from napari_medsam_eval.models import build_backend
     from napari_medsam_eval.models.litemedsam import preprocess_slice
 
@@ -69,6 +72,10 @@ def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int
         backend = build_backend("litemedsam", engine="openvino", cache_size=0, **options(precision))
         engines[precision], facts[precision] = backend.encoder_engine, backend.describe()
     inputs = [preprocess_slice(s)[0] for s in slices]
+    distinct = inputs[:len({s.tobytes() for s in slices})]
+    ref = [engines["fp32"](padded).numpy() for padded in distinct]
+    errors = {p: float(np.median([np.linalg.norm(e(x).numpy() - r) / np.linalg.norm(r) for x, r in zip(distinct, ref)]))
+              for p, e in engines.items()}
     for engine in engines.values():
         for padded in inputs[:2]:
             engine(padded)
@@ -78,7 +85,7 @@ def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int
             start = time.perf_counter()
             engine(inputs[i % len(inputs)])
             times[precision].append(time.perf_counter() - start)
-    return {p: float(np.median(t)) for p, t in times.items()}, facts
+    return {p: float(np.median(t)) for p, t in times.items()}, facts, errors
 
 
 def real_slices(count: int) -> list[np.ndarray]:
@@ -119,6 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--precisions", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     parser.add_argument("--repeats", type=int, default=12, help="timed encoder passes per precision")
     parser.add_argument("--encoder-only", action="store_true", help="time the encoders only, no runs")
+    parser.add_argument("--sets", nargs="+", choices=SETS, default=list(SETS), help="the sets run (default: all)")
     args = parser.parse_args(argv)
     os.environ.setdefault("MEDSAM_EVAL_SHARED_DATA", str(SHARED_DATA))
     out = args.out or Path(tempfile.mkdtemp(prefix="precision-cost-"))
@@ -127,17 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_state())
     gflop = encoder_gflop()
     slices = real_slices(6)
-    speed, facts = encoder_speeds(precisions, slices, args.repeats)
+    speed, facts, errors = encoder_speeds(precisions, slices, args.repeats)
     for precision, seconds in speed.items():
         calibration = facts[precision].get("calibration")
         extra = f"  calibration {calibration['id']} ({calibration['files']} files)" if calibration else ""
+        extra += f"  [{facts[precision].get('quantization') or facts[precision].get('inference_precision')}]"
         print(f"encoder {precision:<5} {seconds:.3f} s/pass  {gflop / seconds:6.1f} GFLOP/s  "
-              f"x{speed['fp32'] / seconds:.2f} vs fp32 (median of {args.repeats}, taking turns){extra}", flush=True)
+              f"x{speed['fp32'] / seconds:.2f} vs fp32 (median of {args.repeats}, taking turns)  embedding vs fp32 "
+              f"{errors[precision]:.4f} (median relative L2, {len(slices)} slices){extra}", flush=True)
     if args.encoder_only:
         print(machine_state())
         return 0
     print(f"\nruns (protocol medsam2) into {out}; |dDSC| per (case, target) against fp32")
-    for name, folder, limit in datasets(args.quick, out):
+    for name, folder, limit in [d for d in datasets(args.quick, out) if d[0] in args.sets]:
         base = None
         for precision in precisions:
             target = out / precision / name

@@ -18,7 +18,8 @@ from napari_medsam_eval.models.checkpoint_files import ModelOptionError as Optio
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models.litemedsam import preprocess_slice
-from napari_medsam_eval.models.litemedsam_precision import CalibrationOverlapError, calibration_set
+from napari_medsam_eval.models import litemedsam_precision
+from napari_medsam_eval.models.litemedsam_precision import CalibrationOverlapError, calibration_set, int8_variant
 from napari_medsam_eval.core.prompt import Prompt
 
 pytestmark = pytest.mark.slow
@@ -72,15 +73,16 @@ def _dice(a: np.ndarray, b: np.ndarray) -> float:
 
 def test_int8_export_is_cached_under_its_own_key(fp32_backend, int8_backend, precision_cache, calibration):
     fp32_export = engines.export_key("openvino", fp32_backend.checkpoint_sha256)
-    int8_folder = precision_cache / engines.export_key("openvino", int8_backend.checkpoint_sha256,
-                                                        f"int8-{int8_backend.calibration.id}")
+    variant = int8_variant(int8_backend.calibration)
+    int8_folder = precision_cache / engines.export_key("openvino", int8_backend.checkpoint_sha256, variant.name)
     assert int8_folder.name != fp32_export and "int8" in int8_folder.name
     assert (int8_folder / "encoder.xml").is_file() and (precision_cache / fp32_export / "encoder.xml").is_file()
     manifest = json.loads((int8_folder / "manifest.json").read_text())
     assert manifest["calibration"]["id"] == int8_backend.calibration.id
     assert int8_backend.describe()["precision"] == "int8"
     assert int8_backend.describe()["export"] == str(int8_folder / "encoder.xml")
-    counted = f"openvino-int8-{int8_backend.calibration.id}"
+    assert manifest["unquantized_precision"] == variant.hint
+    counted = f"openvino-{variant.name}"
     before = engines.export_counts[counted]
     again = build_backend("litemedsam", engine="openvino", precision="int8", calibration=calibration)
     assert again.describe()["export"] == str(int8_folder / "encoder.xml")
@@ -106,6 +108,29 @@ def test_int8_masks_agree_with_fp32_on_a_real_slice(fp32_backend, int8_backend, 
     int8_mask = int8_backend.segment(image, prompt).mask
     assert fp32_mask.sum() > 50
     assert _dice(fp32_mask, int8_mask) >= MASK_AGREEMENT_MIN
+
+
+def test_int8_runs_what_stays_unquantized_in_bf16_where_the_cpu_has_it(int8_backend):
+    has_bf16 = litemedsam_precision.cpu_has_bf16()
+    described = int8_backend.describe()
+    assert described["inference_precision"] == described["unquantized_precision"] == ("bf16" if has_bf16 else "f32")
+    assert ("bf16 for what stays unquantized" if has_bf16 else "fp32 for what stays unquantized") \
+        in described["quantization"]
+    assert int8_backend.encoder_engine.compiled.get_property("INFERENCE_PRECISION_HINT").to_string() \
+        == described["inference_precision"]
+
+
+def test_a_cpu_without_bf16_gets_fp32_for_the_rest_under_another_key(int8_backend, monkeypatch):
+    variants = {}
+    for has_bf16 in (True, False):
+        monkeypatch.setattr(litemedsam_precision, "cpu_has_bf16", lambda has_bf16=has_bf16: has_bf16)
+        variants[has_bf16] = int8_variant(int8_backend.calibration)
+    assert (variants[True].hint, variants[False].hint) == ("bf16", "f32")
+    assert "this CPU lacks bf16" in variants[False].facts["quantization"]
+    assert "this CPU has bf16" in variants[True].facts["quantization"]
+    assert variants[True].name != variants[False].name  # their exports (fingerprints at that precision) never mix
+    planned = [engines.planned_description("openvino", "0" * 64, 2, variant=v) for v in variants.values()]
+    assert [p["inference_precision"] for p in planned] == ["bf16", "f32"]
 
 
 def test_precision_options_are_checked(precision_cache):

@@ -399,7 +399,8 @@ def build(
     store's own, else 4 GiB).
     ``precision``: the image encoder's, "fp32" (default), "bf16" (as ``dtype="bfloat16"``) or "int8"
     (OpenVINO only: the export quantized by NNCF on ``calibration``, a dataset folder that is not the
-    evaluated data; default: :data:`~.litemedsam_precision.DEFAULT_CALIBRATION`); :mod:`.litemedsam_precision`.
+    evaluated data; default: :data:`~.litemedsam_precision.DEFAULT_CALIBRATION`; int8 with bf16 for what stays
+    unquantized on a CPU with bf16, fp32 for it elsewhere, as ``describe()`` says); :mod:`.litemedsam_precision`.
     """
     if dtype not in (None, "float32", "fp32", "bfloat16", "bf16"):
         raise ModelOptionError(f"dtype must be float32 or bfloat16, got {plain(dtype)}")
