@@ -102,9 +102,9 @@ def test_shipped_checkpoint_is_verified_and_described(backend):
 
 
 def test_damaged_shipped_checkpoint_is_refused(monkeypatch):
-    import napari_medsam_eval.models.litemedsam as lm
+    import napari_medsam_eval.models.litemedsam_checkpoint as weights
 
-    monkeypatch.setattr(lm, "SHIPPED_CHECKPOINT_SHA256", "0" * 64)
+    monkeypatch.setattr(weights, "SHIPPED_CHECKPOINT_SHA256", "0" * 64)
     with pytest.raises(CheckpointError, match="damaged") as info:
         build(device="cpu")
     assert "lite_medsam.pth" in str(info.value)

@@ -116,6 +116,7 @@ def test_frames_are_normalised_as_the_scripts_do():
 
 def test_post_processing_switch_restores_the_model_and_options_are_checked():
     pytest.importorskip("sam2")
+    from napari_medsam_eval.core.errors import OptionError
     from napari_medsam_eval.models.checkpoint_files import ModelOptionError
     from napari_medsam_eval.models.sam2_backend import build_medsam2
     from napari_medsam_eval.models.sam2_build import check_postprocessing, postprocessing_off
@@ -133,8 +134,8 @@ def test_post_processing_switch_restores_the_model_and_options_are_checked():
     assert backend.describe()["postprocessing"] == "auto" and check_postprocessing(False) == "off"
     with pytest.raises(ModelOptionError, match="postprocessing must be one of auto, on, off"):
         check_postprocessing("sometimes")
-    with pytest.raises(ModelOptionError, match="fill_holes must be true or false"):
-        build_medsam2(random_init=True, device="cpu", fill_holes="no")
+    with pytest.raises(OptionError, match="model medsam2: options: fill_holes must be true or false, got 'no'"):
+        build_medsam2(random_init=True, device="cpu", fill_holes="no")  # checked before any work, as build_backend does
     no_fill = build_medsam2(random_init=True, device="cpu", fill_holes=False)
     assert no_fill.model.fill_hole_area == 0 and no_fill.model.cpu_fill_hole_area == 0
     assert no_fill.describe()["hole_filling"] == "off"
