@@ -3,16 +3,14 @@
 A section is built from what it works on (the ``Session``, the viewer, the
 widget's one :class:`._worker.WorkerRunner`, other sections), never from the
 widget that shows it; the widget only stacks its sections. Sections sit flush
-(no margins), and :func:`align_labels` gives the labels of all of them one
+(no margins), and :func:`._dock_layout.one_label_column` gives the labels of all of them one
 column, so the stack looks like one form.
 """
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
-from magicgui.application import use_app
 from magicgui.widgets import Container, Widget
-from magicgui.widgets.bases import ButtonWidget
 
 
 class Section(Container):
@@ -28,17 +26,4 @@ class Section(Container):
         return []
 
 
-def align_labels(sections: Iterable[Container]) -> None:
-    """One label column for ``sections``: every label as wide as the widest (as one labelled form)."""
-    labelled = [w for s in sections if s.labels for w in s if not isinstance(w, ButtonWidget)]
-    if not labelled:
-        return
-    measure = use_app().get_obj("get_text_width")
-    widest = max(measure(w.label) for w in labelled)
-    for widget in labelled:
-        wrapper = widget._labeled_widget()
-        if wrapper is not None:
-            wrapper.label_width = widest
-
-
-__all__ = ["Section", "align_labels"]
+__all__ = ["Section"]

@@ -29,14 +29,14 @@ from ..propagation import PropagationResult
 from ..session.session import Session
 from . import _layers
 from ._anchors import AnchorList, follow_anchors
-from ._dock_layout import fit_in_dock
+from ._dock_layout import fit_in_dock, one_label_column
 from ._ground_truth import GroundTruthSection
 from ._image_section import ImageSection
 from ._model_section import ModelSection
 from ._objects import ObjectSection
 from ._prompt_log import PromptLogger
 from ._propagation_options import PropagationSection
-from ._section import Section, align_labels
+from ._section import Section
 from ._segment_actions import ActionsFooter, SegmentActions
 from ._sessions import register_session
 from ._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
@@ -88,7 +88,7 @@ class SegmentWidget(Container):
     def _compose(self, sections: list[Section]) -> None:
         """Stack ``sections`` as one form, lend their controls (:data:`EXPOSED`), lock them while a job runs."""
         self.extend(sections)
-        align_labels(sections)
+        one_label_column(*sections)
         for section, names in EXPOSED.items():
             for name in names:
                 setattr(self, name, getattr(getattr(self, section), name))
