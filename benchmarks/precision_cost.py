@@ -60,6 +60,19 @@ def options(precision: str) -> dict:
     return {} if precision == "fp32" else {"precision": precision}
 
 
+def runs_here(precision: str) -> bool:
+    """False (and why, printed) for a precision this CPU does not compute (bf16 without bf16 arithmetic)."""
+    from napari_medsam_eval.core.errors import OptionError
+    from napari_medsam_eval.models.litemedsam_precision import check_precision_here
+
+    try:
+        check_precision_here(precision, "openvino", bf16_device=False)
+    except OptionError as error:
+        print(f"encoder {precision:<5} not run: {error}")
+        return False
+    return True
+
+
 def encoder_speeds(precisions: list[str], slices: list[np.ndarray], repeats: int) -> tuple[dict, dict, dict]:
     """Median seconds per encoder pass of each precision over ``slices`` (each preprocessed), after two
     warm-up passes; the precisions take turns pass by pass, so a change of the machine's load hits all alike.
@@ -130,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.environ.setdefault("MEDSAM_EVAL_SHARED_DATA", str(SHARED_DATA))
     out = args.out or Path(tempfile.mkdtemp(prefix="precision-cost-"))
-    precisions = ["fp32", *[p for p in args.precisions if p != "fp32"]]  # fp32 first: the baseline
     print(cpu_line())
     print(machine_state())
+    precisions = ["fp32", *[p for p in args.precisions if p != "fp32" and runs_here(p)]]  # fp32 first: the baseline
     gflop = encoder_gflop()
     slices = real_slices(6)
     speed, facts, errors = encoder_speeds(precisions, slices, args.repeats)

@@ -1,10 +1,12 @@
-"""A quick first look through the session (no GUI): LiteMedSAM bf16 first, fp32 once encoded ahead.
+"""A quick first look through the session (no GUI): LiteMedSAM at a cheaper precision first, fp32 once
+encoded ahead.
 
-Real data and the real LiteMedSAM: the 13-slice DeepLesion CT npz. Encoding ahead with a bf16 first
-look embeds every slice at bf16, then at fp32; a propagation in between is the first look's (the
-mask of a plain bf16 session, and it says so), one after both passes is fp32's (the mask of a plain
-fp32 session). On this case the two precisions' masks differ (by about a hundred voxels), so the
-equalities below tell which backend made each mask.
+Real data and the real LiteMedSAM: the 13-slice DeepLesion CT npz. The cheaper precision is bf16 where
+this CPU computes bf16, else int8 (:mod:`cheaper_precision`). Encoding ahead with a first look embeds
+every slice at the cheaper precision, then at fp32; a propagation in between is the first look's (the
+mask of a plain session at that precision, and it says so), one after both passes is fp32's (the mask
+of a plain fp32 session). On this case the precisions' masks differ (bf16 by about a hundred voxels),
+so the equalities below tell which backend made each mask.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import threading
 import numpy as np
 import pytest
 
+from cheaper_precision import cheaper_precision
 from deeplesion_cases import lesion_case
 from napari_medsam_eval.models.base import made_by
 from napari_medsam_eval.session.encode_ahead import iter_encode_ahead, nearest_first
@@ -30,8 +33,10 @@ def fp32():
 
 
 @pytest.fixture(scope="module")
-def bf16():
-    return Session.build_backend("litemedsam", device="cpu", precision="bf16")
+def cheap(shared_data):
+    """The first look's backend: LiteMedSAM at bf16 where this CPU computes bf16, else at int8 (a CPU
+    without bf16 refuses bf16), calibrated on the 5 SAM-Med2D CT slices (quick; not the evaluated data)."""
+    return Session.build_backend("litemedsam", device="cpu", **cheaper_precision(shared_data))
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +77,10 @@ def test_encoded_slices_are_kept_per_image_and_backend():
     assert look.backend is None and look.encoded("a", main) == set()
 
 
-def test_a_first_look_then_the_reference(fp32, bf16, lesion):
+def test_a_first_look_then_the_reference(fp32, cheap, lesion):
     case, prompt = lesion
     session = _session(fp32, case)
-    session.set_first_look(bf16)
+    session.set_first_look(cheap)
     n = session.n_slices
     assert session.propagate(prompt).made_by == "litemedsam fp32"  # nothing encoded ahead yet: the model's own
 
@@ -86,20 +91,20 @@ def test_a_first_look_then_the_reference(fp32, bf16, lesion):
         if step[0] == n + 3:  # three slices into the fp32 pass
             cancel.set()
     assert steps == [(done, 2 * n) for done in range(1, n + 4)]  # both passes counted; stopped after the slice
-    assert session.first_look.encoded(session.image_id, bf16) == set(range(n))
+    assert session.first_look.encoded(session.image_id, cheap) == set(range(n))
     fp32_done = session.first_look.encoded(session.image_id, fp32)
     assert fp32_done == set(nearest_first(n, prompt.slice_index)[:3])
-    assert all(bf16.is_cached(session.cache_key(z)) for z in range(n))
+    assert all(cheap.is_cached(session.cache_key(z)) for z in range(n))
 
     first = session.propagate(prompt)
-    assert first.made_by == "litemedsam bf16 (first look)" and not first.cancelled
-    assert session.segment_slice(prompt).made_by == "litemedsam bf16 (first look)"
+    assert first.made_by == f"litemedsam {cheap.precision} (first look)" and not first.cancelled
+    assert session.segment_slice(prompt).made_by == f"litemedsam {cheap.precision} (first look)"
     assert session.anchors() == [prompt]  # the first look's anchors are the session's
-    plain_bf16 = _session(bf16, case, "plain").propagate(prompt)
-    assert plain_bf16.made_by == "litemedsam bf16"
-    np.testing.assert_array_equal(first.mask, plain_bf16.mask)
+    plain_cheap = _session(cheap, case, "plain").propagate(prompt)
+    assert plain_cheap.made_by == f"litemedsam {cheap.precision}"
+    np.testing.assert_array_equal(first.mask, plain_cheap.mask)
 
-    for _step in iter_encode_ahead(session, prompt.slice_index):  # both passes to the end (bf16: cache hits)
+    for _step in iter_encode_ahead(session, prompt.slice_index):  # both passes to the end (the first look's: cache hits)
         pass
     assert session.first_look.encoded(session.image_id, fp32) == set(range(n))
     reference = session.propagate(prompt)
@@ -110,24 +115,24 @@ def test_a_first_look_then_the_reference(fp32, bf16, lesion):
     assert session.segment_slice(prompt).made_by == "litemedsam fp32"
 
 
-def test_the_first_look_goes_with_the_image_or_the_model(fp32, bf16, lesion):
+def test_the_first_look_goes_with_the_image_or_the_model(fp32, cheap, lesion):
     case, _prompt = lesion
     session = _session(fp32, case)
-    session.set_first_look(bf16)
+    session.set_first_look(cheap)
     for z in range(session.n_slices):
-        session.first_look.mark(session.image_id, bf16, z)
-    assert session.segmenter() == (bf16, "litemedsam bf16 (first look)")
+        session.first_look.mark(session.image_id, cheap, z)
+    assert session.segmenter() == (cheap, f"litemedsam {cheap.precision} (first look)")
 
     session.set_image(case.image[:5].copy(), kind=case.kind, modality=case.modality, image_id="other")
     assert session.first_look.backend is None and session.segmenter() == (fp32, "litemedsam fp32")
 
-    session.set_first_look(bf16)
+    session.set_first_look(cheap)
     session.set_backend(fp32)  # the model set again (a GUI's Load model): the first look goes too
     assert session.first_look.backend is None
 
     session.use_image(case.image[:3].copy(), kind=case.kind, modality=case.modality, image_id="third")
-    session.set_first_look(bf16)  # prepares the named image first: the first look is for it
-    assert session.image_name == "third" and session.first_look.backend is bf16
+    session.set_first_look(cheap)  # prepares the named image first: the first look is for it
+    assert session.image_name == "third" and session.first_look.backend is cheap
     for _step in iter_encode_ahead(session, 0):
         pass
     assert session.segmenter()[0] is fp32  # both passes ended

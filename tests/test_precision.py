@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -89,13 +90,54 @@ def test_int8_export_is_cached_under_its_own_key(fp32_backend, int8_backend, pre
     assert engines.export_counts[counted] == before, "a second int8 build must reuse the cached export"
 
 
-def test_the_precision_changes_the_embedding_store_key(fp32_backend, int8_backend, lesion_slice, precision_cache):
+def test_the_precision_changes_the_embedding_store_key(fp32_backend, int8_backend, lesion_slice, precision_cache,
+                                                       monkeypatch):
     padded = preprocess_slice(lesion_slice[0])[0]
+    # a CPU without bf16 refuses bf16 (next test): the key is what is checked here, so such a CPU is told it has it
+    monkeypatch.setattr(litemedsam_precision, "cpu_has_bf16", lambda: True)
     bf16 = build_backend("litemedsam", engine="openvino", precision="bf16")
     keys = [b.embedding_key(padded) for b in (fp32_backend, bf16, int8_backend)]
     assert len({k.digest() for k in keys}) == 3 and len({k.engine for k in keys}) == 3
     assert "calibration_id=" in keys[2].engine and "int8" in keys[2].engine
     assert len({k.content for k in keys}) == 1  # the same slice: only the precision differs
+
+
+def test_bf16_is_refused_where_it_would_run_as_fp32(precision_cache, monkeypatch):
+    """A CPU without bf16 arithmetic: OpenVINO would compute fp32 under a bf16 label; refused, saying why."""
+    if litemedsam_precision.cpu_has_bf16():  # this CPU computes bf16: it is taken away
+        monkeypatch.setattr(litemedsam_precision, "openvino_cpu_capabilities", lambda: ["FP32", "INT8", "BIN"])
+    with pytest.raises(OptionError, match=r"no bf16 arithmetic \(OpenVINO's CPU plugin offers FP32, INT8.*under a bf16 label"):
+        build_backend("litemedsam", engine="openvino", device="cpu", precision="bf16")
+    for engine in ("onnxruntime", "torch"):  # neither computes bf16 on a CPU
+        with pytest.raises(OptionError, match=f"precision bf16.*engine {engine}.*fp32"):
+            build_backend("litemedsam", engine=engine, device="cpu", precision="bf16")
+
+
+def test_bf16_where_the_cpu_has_it_moves_the_embedding(fp32_backend, lesion_slice):
+    """The other side: where bf16 is accepted, it is computed (the embedding is not fp32's)."""
+    padded = preprocess_slice(lesion_slice[0])[0]
+    if not litemedsam_precision.cpu_has_bf16():
+        with pytest.raises(OptionError, match="no bf16 arithmetic"):  # this CPU: refused, as above, for real
+            build_backend("litemedsam", engine="openvino", device="cpu", precision="bf16")
+        return
+    bf16 = build_backend("litemedsam", engine="openvino", device="cpu", precision="bf16")
+    ours, ref = bf16.encoder_engine(padded).numpy(), fp32_backend.encoder_engine(padded).numpy()
+    assert 0.005 < float(np.linalg.norm(ours - ref) / np.linalg.norm(ref)) < 0.25
+
+
+def test_int8_without_dot_product_instructions_warns(int8_backend, calibration, monkeypatch):
+    """Where int8 buys no speed (no VNNI, AVX-VNNI or AMX-INT8), a build says so; where it does, nothing."""
+    flags = "processor\t: 0\nflags\t\t: fpu sse2 avx2 fma {extra}\n"
+    assert litemedsam_precision.int8_dot_product(flags.format(extra="")) is None
+    assert litemedsam_precision.int8_dot_product(flags.format(extra="avx512f avx512_vnni")) == "AVX-512 VNNI"
+    assert litemedsam_precision.int8_dot_product(flags.format(extra="avx_vnni amx_int8")) == "AMX-INT8, AVX-VNNI"
+    monkeypatch.setattr(litemedsam_precision, "int8_dot_product", lambda: None)
+    with pytest.warns(RuntimeWarning, match="no int8 dot-product instructions.*no faster than fp32"):
+        build_backend("litemedsam", engine="openvino", precision="int8", calibration=calibration)
+    monkeypatch.setattr(litemedsam_precision, "int8_dot_product", lambda: "AVX-512 VNNI")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        build_backend("litemedsam", engine="openvino", precision="int8", calibration=calibration)
 
 
 def test_int8_masks_agree_with_fp32_on_a_real_slice(fp32_backend, int8_backend, lesion_slice):

@@ -3,7 +3,8 @@
 The 13-slice DeepLesion npz: ticking *encode ahead* embeds every slice in a worker, nearest
 to the slice on screen first, while the GUI event loop keeps turning; a propagation afterwards makes no
 encoder call and gives the mask of a propagation without it; unticking stops it within a slice. With
-*at* bf16, a first look at bf16 comes first and the status line says which precision made the mask.
+*at* a cheaper precision (bf16 where this CPU computes it, else int8: :mod:`cheaper_precision`), a first
+look at it comes first and the status line says which precision made the mask.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from napari_medsam_eval.session.encode_ahead import nearest_first
 from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.propagation import propagate_volume
+from cheaper_precision import use_cheaper_precision
 from gui_probe import LoopTurns, ThreadLog
 from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - the same fixtures and wait
 
@@ -82,10 +84,12 @@ def test_unticking_stops_encoding_within_a_slice(make_napari_viewer, shared_data
     assert not widget.encoder.busy and not errors
 
 
-def test_a_first_look_at_bf16_then_the_model_at_fp32(make_napari_viewer, shared_data, backend, qtbot, errors):
-    """*at* bf16: the first look's pass, then fp32's; a propagation says (and keeps) which one made it."""
+def test_a_first_look_at_a_cheaper_precision_then_the_model_at_fp32(make_napari_viewer, shared_data, backend, qtbot,
+                                                                     errors, monkeypatch):
+    """*at* bf16 (or int8): the first look's pass, then fp32's; a propagation says (and keeps) which one made it."""
     from napari_medsam_eval.models import build_backend
 
+    cheap = use_cheaper_precision(shared_data, monkeypatch)
     viewer = make_napari_viewer()
     image, _gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
     widget = _widget(viewer, build_backend("box"))
@@ -96,7 +100,7 @@ def test_a_first_look_at_bf16_then_the_model_at_fp32(make_napari_viewer, shared_
     backend.clear_cache()
     n = image.data.shape[0]
     widget.prompt_from_ground_truth()
-    at.value = "bf16"
+    at.value = cheap
     counts: list[str] = []
 
     def untick_in_fp32_pass(step):
@@ -106,22 +110,22 @@ def test_a_first_look_at_bf16_then_the_model_at_fp32(make_napari_viewer, shared_
         if step[0] == n + 2:
             widget.encode_box.tick.value = False
 
-    widget.encode_box.tick.value = True  # builds LiteMedSAM bf16 in the worker, then encodes twice
+    widget.encode_box.tick.value = True  # builds LiteMedSAM at that precision in the worker, then encodes twice
     worker = widget.encoder.runner.worker
     worker.yielded.connect(untick_in_fp32_pass)
     _wait(qtbot, worker)
-    assert counts == [f"bf16 {d}/{n}" for d in range(1, n + 1)] + [f"fp32 {d}/{n}" for d in (1, 2)], counts
+    assert counts == [f"{cheap} {d}/{n}" for d in range(1, n + 1)] + [f"fp32 {d}/{n}" for d in (1, 2)], counts
     first_look = widget.session.first_look.backend
-    assert first_look is not None and first_look.precision == "bf16" and first_look is not backend
+    assert first_look is not None and first_look.precision == cheap and first_look is not backend
 
     _wait(qtbot, widget.propagate())
     layer = viewer.layers[f"{image.name} prediction"]
-    assert widget.status.value.endswith("(by litemedsam bf16 (first look))"), widget.status.value
-    assert layer.metadata["made_by"] == "by litemedsam bf16 (first look)"
+    assert widget.status.value.endswith(f"(by litemedsam {cheap} (first look))"), widget.status.value
+    assert layer.metadata["made_by"] == f"by litemedsam {cheap} (first look)"
     quick = layer.data == 1
 
     counts.clear()
-    widget.encode_box.tick.value = True  # both passes to the end: bf16's are cache hits now
+    widget.encode_box.tick.value = True  # both passes to the end: the first look's are cache hits now
     _wait(qtbot, widget.encoder.runner.worker)
     assert widget.encode_box.done.value == f"fp32 {n}/{n}"
     assert widget.session.first_look.backend is first_look  # built once for this model

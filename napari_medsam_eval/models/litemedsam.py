@@ -57,7 +57,7 @@ from .checkpoint_files import CheckpointError, ModelOptionError, plain
 from .device import autocast_context, bf16_supported, configure_cpu_threads, resolve_device
 from .litemedsam_decoder import LazyDecoder, TorchDecoder, load_openvino_decoder
 from .litemedsam_engines import EncoderEngine, TorchEncoder, build_encoder, cache_dir, export_key, resolve_engine
-from .litemedsam_precision import CalibrationSet, calibration_set, int8_variant, resolve_precision
+from .litemedsam_precision import CalibrationSet, calibration_set, check_precision_here, int8_variant, resolve_precision
 from .litemedsam_preprocess import (  # noqa: F401 - re-exported: the official loop and tests import them from here
     BBOX_SHIFT_256,
     IMAGE_SIZE,
@@ -412,9 +412,7 @@ def build(
     if precision == "int8" and engine_name != "openvino":
         raise ModelOptionError(f"precision int8 runs on the OpenVINO engine (on a CPU); got engine {engine_name} "
                                f"on {torch_device}")
-    if precision == "bf16" and engine_name == "torch" and not bf16_supported(torch_device):
-        raise ModelOptionError(f"precision bf16 needs the OpenVINO engine or a GPU with bf16; {torch_device} with "
-                               "engine torch would run fp32")
+    check_precision_here(precision, engine_name, bf16_supported(torch_device))
     calibration_data = calibration_set(calibration) if precision == "int8" else None
     store = open_store(embeddings, dtype=embeddings_dtype, limit=embeddings_limit)
     threads = configure_cpu_threads(num_threads) if torch_device.type == "cpu" else torch.get_num_threads()

@@ -193,14 +193,64 @@ def calibration_set(calibration: str | Path | None = None) -> CalibrationSet:
     return CalibrationSet([(f.resolve(), c, s) for f, c, s in folders])
 
 
-def cpu_has_bf16() -> bool:
-    """True when OpenVINO's CPU plugin computes in bf16 here (AVX-512 BF16 or AMX: ``OPTIMIZATION_CAPABILITIES``)."""
+def openvino_cpu_capabilities() -> list[str]:
+    """What OpenVINO's CPU plugin computes in here (``OPTIMIZATION_CAPABILITIES``: FP32, INT8, BF16, ...)."""
     try:
         import openvino as ov
 
-        return "BF16" in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")
+        return [str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
     except Exception:  # pragma: no cover - no CPU plugin: the engine will fail to load and say so
-        return False
+        return []
+
+
+def cpu_has_bf16() -> bool:
+    """True when OpenVINO's CPU plugin computes in bf16 here (AVX-512 BF16 or AMX)."""
+    return "BF16" in openvino_cpu_capabilities()
+
+
+#: the instructions that give int8 its speed on a CPU (``/proc/cpuinfo`` flag: name)
+INT8_DOT_PRODUCT = {"amx_int8": "AMX-INT8", "avx512_vnni": "AVX-512 VNNI", "avx_vnni": "AVX-VNNI"}
+
+
+def int8_dot_product(cpuinfo: str | None = None) -> str | None:
+    """The int8 dot-product instructions this CPU has (e.g. "AVX-512 VNNI"); None when it has none;
+    "unknown" where ``/proc/cpuinfo`` is not there to tell (not Linux). ``cpuinfo``: its text, else read."""
+    try:
+        text = Path("/proc/cpuinfo").read_text() if cpuinfo is None else cpuinfo
+    except OSError:
+        return "unknown"
+    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
+    found = [name for flag, name in INT8_DOT_PRODUCT.items() if flag in flags]
+    return ", ".join(found) or None
+
+
+def check_precision_here(precision: str, engine: str, bf16_device: bool) -> None:
+    """Refuse a precision this machine would not compute in, rather than run fp32 under its label; warn
+    where int8 runs but buys nothing. ``engine``: the resolved encoder engine; ``bf16_device``: the torch
+    device computes in bf16 (a CUDA GPU with bf16).
+
+    bf16 on a CPU without bf16 arithmetic: OpenVINO silently computes fp32 (measured: the embedding equal
+    to fp32's, 1.02x its speed, on an AMD EPYC with AVX2 only), so the run would be fp32 named bf16.
+    int8 on a CPU without int8 dot-product instructions: OpenVINO's int8 encoder was slower than fp32
+    there (0.93x, the same machine, 2026-12-02), while its masks move."""
+    if precision == "bf16":
+        if engine == "torch" and not bf16_device:
+            raise ModelOptionError("precision bf16 needs the OpenVINO engine on a CPU with bf16 or a GPU with bf16; "
+                                   "engine torch here would run fp32")
+        if engine == "onnxruntime":
+            raise ModelOptionError("precision bf16 runs on the OpenVINO engine (or torch on a GPU with bf16); "
+                                   "engine onnxruntime runs fp32")
+        if engine == "openvino" and not cpu_has_bf16():
+            offers = ", ".join(openvino_cpu_capabilities()) or "nothing"
+            raise ModelOptionError(
+                f"precision bf16: this CPU has no bf16 arithmetic (OpenVINO's CPU plugin offers {offers}; bf16 needs "
+                "AVX-512 BF16 or AMX), so the encoder would run fp32 under a bf16 label: use fp32 (the same masks), "
+                "or a CPU or GPU with bf16")
+    if precision == "int8" and int8_dot_product() is None:
+        warnings.warn("precision int8: this CPU has no int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI or "
+                      "AMX-INT8), where the int8 encoder measured no faster than fp32 (0.93x on an AMD EPYC with "
+                      "AVX2 only) while masks move; `python benchmarks/precision_cost.py --encoder-only` measures "
+                      "it here", RuntimeWarning, stacklevel=3)
 
 
 def unquantized_precision() -> tuple[str, str]:
@@ -294,5 +344,6 @@ def int8_variant(calibration: CalibrationSet, fp32_folder: Path | None = None) -
 
 
 __all__ = ["CALIBRATION_ENV", "CalibrationOverlapError", "CalibrationSet", "QuantizationError", "DEFAULT_CALIBRATION", "PRECISIONS",
-           "QUANT_RECIPE", "calibration_set", "cpu_has_bf16", "int8_variant", "quantize_openvino", "resolve_precision",
+           "INT8_DOT_PRODUCT", "QUANT_RECIPE", "calibration_set", "check_precision_here", "cpu_has_bf16",
+           "int8_dot_product", "openvino_cpu_capabilities", "int8_variant", "quantize_openvino", "resolve_precision",
            "unquantized_precision"]
