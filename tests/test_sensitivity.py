@@ -12,6 +12,7 @@ import pytest
 from napari_medsam_eval.benchmark.store import load_table
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.models import build_backend
+from napari_medsam_eval.models.base import made_by
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.report.sensitivity_section import sensitivity_table
@@ -58,6 +59,7 @@ def test_agreement_map_on_a_real_case_reuses_the_slice_embeddings(session, lesio
     assert 0 < encoded <= n_slices, f"{RUNS} runs encoded {encoded} slices of {n_slices}: each at most once"
     assert steps[0] == (0, RUNS) and steps[-1] == (RUNS, RUNS)
     assert result.done == RUNS and not result.cancelled and len(result.prompts) == RUNS
+    assert result.made_by == made_by(backend)  # the session's own model made the runs (no first look)
     agreement = result.agreement
     assert agreement.shape == lesion["gt"].shape and agreement.dtype == np.float32
     assert agreement.min() >= 0.0 and agreement.max() <= 1.0

@@ -97,6 +97,7 @@ def test_a_first_look_at_a_cheaper_precision_then_the_model_at_fp32(make_napari_
     assert not at.enabled and "LiteMedSAM" in at.tooltip and at.value == "model's"  # another model: no first look
     widget.set_backend(backend)
     assert at.enabled and at.value == "model's"
+    assert cheap in at.choices and ("bf16" in at.choices) == (cheap == "bf16")  # bf16 only where the CPU has it
     backend.clear_cache()
     n = image.data.shape[0]
     widget.prompt_from_ground_truth()

@@ -36,6 +36,8 @@ def test_compare_shows_the_prompt_sensitivity_of_a_propagation(make_napari_viewe
     assert not errors
     result = compare.sensitivity.result
     assert result.done == 3 and not result.cancelled and len(result.dice) == 3
+    assert result.made_by == "litemedsam fp32"  # what made the runs, as a prediction says it
+    assert "(by litemedsam fp32)" in compare.sensitivity.status.value
     # the propagation encoded the slices it reached; the perturbed runs reach few others, if any
     n_slices = image.data.shape[0]
     assert backend.encoder_calls - calls <= n_slices - prediction.data.any(axis=(1, 2)).sum()
@@ -43,6 +45,7 @@ def test_compare_shows_the_prompt_sensitivity_of_a_propagation(make_napari_viewe
     np.testing.assert_array_equal(agreement.data, result.agreement)
     assert agreement.data.min() >= 0 and agreement.data.max() <= 1 and (agreement.data == 1).any()
     assert agreement.metadata["role"] == "agreement" and tuple(agreement.scale) == tuple(gt.scale)
+    assert agreement.metadata["made_by"] == "by litemedsam fp32"
     worst = viewer.layers[f"{image.name} worst run"]
     np.testing.assert_array_equal(worst.data > 0, result.worst_mask)
     spread = result.spread()

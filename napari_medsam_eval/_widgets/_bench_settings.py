@@ -58,8 +58,8 @@ TIPS = {
     "protocol_options": "the protocol's options as JSON, e.g. {\"margin\": 10} for a box 10 px wider "
                         "(medsam-eval run --protocol-options); empty: its defaults",
     "seed": "the seed of the protocol's random choices (jittered boxes, sampled points)",
-    "precision": "LiteMedSAM's image encoder precision: fp32 (exact), bf16 or int8 (faster; masks move: "
-                 "README 'Precision'); the rows' precision column records it",
+    "precision": "LiteMedSAM's image encoder precision: fp32 (exact), bf16 or int8 (faster where the CPU has "
+                 "bf16 / VNNI; masks move: README 'Precision'); the rows' precision column records it",
 }
 
 

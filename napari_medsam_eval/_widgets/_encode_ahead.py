@@ -29,10 +29,18 @@ from ._worker import WorkerRunner
 if TYPE_CHECKING:
     import napari
 
-#: the *at* field's choices: the model's own precision (no first look), or a cheaper first look
-AT_CHOICES = ("model's", "bf16", "int8")
+#: the *at* field's first choice: the model's own precision (no first look)
+MODELS_OWN = "model's"
 AT_TOOLTIP = ("encode first at this cheaper precision for a quick first look (LiteMedSAM only), then at the "
-              "model's own: until then the first look segments, and the status line says so")
+              "model's own: until then the first look segments, and the status line says so (bf16 is offered "
+              "where this CPU computes bf16)")
+
+
+def at_choices() -> tuple[str, ...]:
+    """The *at* field's choices: the model's own, then the cheaper precisions this CPU computes."""
+    from ..models.litemedsam_precision import precisions_here
+
+    return (MODELS_OWN, *[p for p in precisions_here() if p != "fp32"])
 AT_OFF_TOOLTIP = "a first look at another precision is LiteMedSAM's only: {model} has one precision"
 
 
@@ -42,7 +50,7 @@ def encode_ahead_controls() -> Container:
         CheckBox(name="tick", text="encode ahead", value=False,
                  tooltip="embed every slice of the image in the background, nearest to the slice on screen "
                          "first, so that segmenting and propagating run at decoder speed"),
-        ComboBox(name="at", choices=AT_CHOICES, value=AT_CHOICES[0], tooltip=AT_TOOLTIP),
+        ComboBox(name="at", choices=at_choices(), value=MODELS_OWN, tooltip=AT_TOOLTIP),
         ProgressBar(name="bar", value=0, min=0, max=1, label="encoded"),
         Label(name="done", value=""),
     ], layout="horizontal", labels=False, name="encode_ahead")
@@ -94,7 +102,7 @@ class EncodeAhead:
         spec = self.session.backend_spec
         model, checkpoint, device, precision = spec if isinstance(spec, tuple) and len(spec) == 4 else (
             self.session.model_name, None, "auto", None)
-        if at == AT_CHOICES[0] or model != "litemedsam" or at == getattr(self.session.backend, "precision", None):
+        if at == MODELS_OWN or model != "litemedsam" or at == getattr(self.session.backend, "precision", None):
             return None
         key = (model, checkpoint, device, at)
         if key not in self._first_looks:
@@ -119,7 +127,7 @@ class EncodeAhead:
         at.enabled = name in (None, "litemedsam")
         at.tooltip = AT_TOOLTIP if at.enabled else AT_OFF_TOOLTIP.format(model=name)
         if not at.enabled:
-            at.value = AT_CHOICES[0]
+            at.value = MODELS_OWN
 
     def _ended(self, encoded: int) -> None:
         if encoded == 0 and not self.runner.cancelling:
@@ -138,4 +146,4 @@ class EncodeAhead:
             self.start()
 
 
-__all__ = ["AT_CHOICES", "EncodeAhead", "encode_ahead_controls"]
+__all__ = ["EncodeAhead", "MODELS_OWN", "at_choices", "encode_ahead_controls"]

@@ -34,8 +34,9 @@ class ModelSection(Section):
                                    tooltip="empty: LiteMedSAM's shipped weights; MedSAM2/SAM2/SAM need a file")
         self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip="where the model runs")
         self.precision = ComboBox(label="precision", choices=list(PRECISION_CHOICES), value="fp32",
-                                  tooltip="LiteMedSAM's image encoder: fp32 (exact), bf16 or int8 (faster, masks "
-                                          "move; README 'Precision'); the status line names the precision of each mask")
+                                  tooltip="LiteMedSAM's image encoder: fp32 (exact), bf16 or int8 (faster where the "
+                                          "CPU has bf16 / VNNI; masks move; README 'Precision'); the status line "
+                                          "names the precision of each mask")
         self.load_button = PushButton(text="Load model", tooltip="build the model now (else on first use)")
         super().__init__([self.model, self.checkpoint, self.device, self.precision, self.load_button],
                          name="model_section")

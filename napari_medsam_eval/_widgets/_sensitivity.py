@@ -135,7 +135,10 @@ class SensitivitySection(Container):
 
     def _show(self, result: SensitivityResult) -> None:
         self.result = result
-        show_result(self.viewer, self._reference, result, self._name)
+        agreement, worst = show_result(self.viewer, self._reference, result, self._name)
+        for layer in (agreement, worst):  # which model and precision made them, as a prediction says
+            if layer is not None and result.made_by:
+                layer.metadata["made_by"] = f"by {result.made_by}"
         what = f"{result.done} of {len(result.prompts)} runs" + (" (cancelled)" if result.cancelled else "")
         if result.dice:
             s = result.spread()
@@ -144,7 +147,8 @@ class SensitivitySection(Container):
         else:
             self.spread.value = "no ground truth compared: agreement map only"
         self.legend.visible = True
-        self.status.value = f"{what}; agreement map: 1 where every run segmented"
+        by = f" (by {result.made_by})" if result.made_by else ""
+        self.status.value = f"{what}{by}; agreement map: 1 where every run segmented"
         self._plot(result)
 
     def _plot(self, result: SensitivityResult) -> None:

@@ -208,6 +208,12 @@ def cpu_has_bf16() -> bool:
     return "BF16" in openvino_cpu_capabilities()
 
 
+def precisions_here() -> tuple[str, ...]:
+    """The precisions LiteMedSAM's OpenVINO encoder computes on this CPU: fp32 and int8, and bf16 where the
+    CPU has bf16 arithmetic (elsewhere :func:`check_precision_here` refuses it)."""
+    return tuple(p for p in PRECISIONS if p != "bf16" or cpu_has_bf16())
+
+
 #: the instructions that give int8 its speed on a CPU (``/proc/cpuinfo`` flag: name)
 INT8_DOT_PRODUCT = {"amx_int8": "AMX-INT8", "avx512_vnni": "AVX-512 VNNI", "avx_vnni": "AVX-VNNI"}
 
@@ -345,5 +351,5 @@ def int8_variant(calibration: CalibrationSet, fp32_folder: Path | None = None) -
 
 __all__ = ["CALIBRATION_ENV", "CalibrationOverlapError", "CalibrationSet", "QuantizationError", "DEFAULT_CALIBRATION", "PRECISIONS",
            "INT8_DOT_PRODUCT", "QUANT_RECIPE", "calibration_set", "check_precision_here", "cpu_has_bf16",
-           "int8_dot_product", "openvino_cpu_capabilities", "int8_variant", "quantize_openvino", "resolve_precision",
+           "int8_dot_product", "openvino_cpu_capabilities", "precisions_here", "int8_variant", "quantize_openvino", "resolve_precision",
            "unquantized_precision"]

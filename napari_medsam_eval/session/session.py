@@ -476,12 +476,14 @@ class Session:
         target's bool mask) gives each run's DSC; ``cancel`` stops after the current slice."""
         self._need_image()
         self._need_backend()
-        backend, _words = self.segmenter()
+        backend, words = self.segmenter()
         hw = self.volume.shape[:2] if self.kind == "image" else self.volume.shape[1:3]
         prompts = perturbed_prompts(prompt, hw, runs, perturbation, key=str(self.image_id))
         segment = volume_segmenter(backend, self.volume, self.kind, case_id=self.image_id, lock=self._lock,
                                    cancel=cancel, margin=self.margin, **options)
-        return (yield from iter_sensitivity(segment, prompts, ground_truth, cancel))
+        result = yield from iter_sensitivity(segment, prompts, ground_truth, cancel)
+        result.made_by = words  # the backend chosen above made every run (a first look's says so)
+        return result
 
     def iter_correct(
         self, prompt: Prompt, *, cancel: threading.Event | None = None, **kwargs: Any

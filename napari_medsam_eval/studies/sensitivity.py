@@ -103,6 +103,8 @@ class SensitivityResult:
     #: runs finished (fewer than ``len(prompts)`` when cancelled)
     done: int = 0
     cancelled: bool = False
+    #: which model and precision made the runs (:func:`~napari_medsam_eval.models.base.made_by`), when known
+    made_by: str = ""
 
     @property
     def worst(self) -> int | None:
