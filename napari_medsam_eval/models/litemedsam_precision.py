@@ -247,7 +247,7 @@ def check_precision_here(precision: str, engine: str, bf16_device: bool) -> None
             raise ModelOptionError("precision bf16 runs on the OpenVINO engine (or torch on a GPU with bf16); "
                                    "engine onnxruntime runs fp32")
         if engine == "openvino" and not cpu_has_bf16():
-            offers = ", ".join(openvino_cpu_capabilities()) or "nothing"
+            offers = ", ".join(c for c in openvino_cpu_capabilities() if c != "EXPORT_IMPORT") or "nothing"
             raise ModelOptionError(
                 f"precision bf16: this CPU has no bf16 arithmetic (OpenVINO's CPU plugin offers {offers}; bf16 needs "
                 "AVX-512 BF16 or AMX), so the encoder would run fp32 under a bf16 label: use fp32 (the same masks), "
