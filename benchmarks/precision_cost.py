@@ -62,12 +62,12 @@ def options(precision: str) -> dict:
 
 def runs_here(precision: str) -> bool:
     """False (and why, printed) for a precision this CPU does not compute (bf16 without bf16 arithmetic)."""
-    from napari_medsam_eval.core.errors import OptionError
+    from napari_medsam_eval.core.errors import ModelOptionError
     from napari_medsam_eval.models.litemedsam_precision import check_precision_here
 
     try:
         check_precision_here(precision, "openvino", bf16_device=False)
-    except OptionError as error:
+    except ModelOptionError as error:
         print(f"encoder {precision:<5} not run: {error}")
         return False
     return True
