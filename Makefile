@@ -17,7 +17,7 @@ export MALLOC_TRIM_THRESHOLD_ ?= 4294967296
 export MALLOC_TOP_PAD_ ?= 1073741824
 export SAM2_BUILD_CUDA ?= 0
 
-.PHONY: install system-deps demo test test-quick docs bench sample-data clean
+.PHONY: install system-deps demo test test-quick reproduce docs bench sample-data clean
 
 install: $(STAMP)
 
@@ -52,8 +52,16 @@ demo: $(STAMP)
 		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
 	$(BIN)/medsam-eval score out/demo/kidney_litemedsam.nii.gz sample_data/phantom_ct/label.nii.gz --labels 2
 
+# Every behaviour check (pyproject's addopts leave out the tests marked reproduce).
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15
+
+# The dataset-scale figures the docs state (tests/figures.py): the official-script mode on 20 hippocampus
+# cases, DeepLesion, the phantoms, the 10 colonoscopy clips, MedSAM2's scripts on every case, the corrections
+# and paint curves, the whole clinician session, the precision rows (where the CPU has the instructions).
+# Each figure is printed beside the value the docs state; a miss fails. docs/performance.md says how long.
+reproduce: $(STAMP) system-deps
+	$(BIN)/python -m pytest -q -m reproduce --durations=15
 
 # The inner loop: every test but the GUI tests and those marked slow (dataset-scale figures, model
 # exports, Ray, killed processes: each over a few seconds); under 3 minutes on 2 cores.

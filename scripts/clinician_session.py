@@ -10,10 +10,14 @@ while a run is going. Exits 0 only when every step did what it should, and the r
 folder the window was closed on has no temporary left behind and resumes to a
 complete table. ``faulthandler`` is on: a crash prints where it happened.
 
-    xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/clinician_session.py [--shared-data DIR] [--out DIR]
+``--short`` (``make test``'s session) keeps every kind of step but does less of each:
+no prompt sensitivity, 2 hippocampus cases, one row opened, no second run or
+two-runs pair; still docked from the Plugins menu, still closed during a run.
+
+    xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/clinician_session.py [--short] [--shared-data DIR] [--out DIR]
 
 Without a display the script starts its own Xvfb (``pyvirtualdisplay``). About
-5 minutes on two CPU cores (LiteMedSAM on CPU).
+5 minutes on two CPU cores (LiteMedSAM on CPU), 2 with ``--short``.
 """
 from __future__ import annotations
 
@@ -78,7 +82,7 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-def segment_steps(viewer: Any, shared: Path, out: Path, errors: list[str]) -> tuple[Any, Any]:
+def segment_steps(viewer: Any, shared: Path, out: Path, errors: list[str], short: bool) -> tuple[Any, Any]:
     """Open a CT, prompt, segment, undo, propagate, correct, undo, next object; returns (segment, compare)."""
     from napari_medsam_eval._widgets._layers import from_image_coords
     from napari_medsam_eval._widgets._prompt_layers import box_vertices
@@ -119,6 +123,9 @@ def segment_steps(viewer: Any, shared: Path, out: Path, errors: list[str]) -> tu
     segment.objects.step(+1)
     segment.objects.step(-1)
     check(compare.update_comparison() is not None, "Compare compares the prediction")
+    if short:
+        check(not errors, f"no error notifications: {errors}")
+        return segment, compare
     say("prompt sensitivity, 3 runs")
     wait(segment.propagate(), "propagation before sensitivity", segment)
     compare.sensitivity.runs.value = 3
@@ -130,17 +137,23 @@ def segment_steps(viewer: Any, shared: Path, out: Path, errors: list[str]) -> tu
     return segment, compare
 
 
-def benchmark_steps(viewer: Any, shared: Path, out: Path, compare: Any, errors: list[str]) -> Any:
-    """Run 3 cases, cancel, resume, open 3 rows, a second run, two runs, open a pair; returns the widget."""
+def cases_run(short: bool) -> int:
+    """How many hippocampus cases each benchmark run of the session takes."""
+    return 2 if short else 3
+
+
+def benchmark_steps(viewer: Any, shared: Path, out: Path, compare: Any, errors: list[str], short: bool) -> Any:
+    """Run 3 cases, cancel, resume, open 3 rows, a second run, two runs, open a pair; returns the widget.
+    ``short``: 2 cases, one row, no second run."""
     from napari_medsam_eval.benchmark import CaseStep
 
     _, bench = viewer.window.add_plugin_dock_widget(PLUGIN, "Benchmark")
     bench.dataset.value = shared / "hippocampus_mri"
     bench.out_dir.value = out / "run_a"
     bench.model.value = "litemedsam"
-    bench.limit.value = 3
+    bench.limit.value = cases_run(short)
     bench.save_predictions.value = True
-    say("benchmark 3 hippocampus cases, cancel in the second")
+    say(f"benchmark {cases_run(short)} hippocampus cases, cancel in the second")
     steps: list[Any] = []
     worker = bench.run()
     worker.yielded.connect(steps.append)
@@ -151,14 +164,18 @@ def benchmark_steps(viewer: Any, shared: Path, out: Path, compare: Any, errors: 
     check(bench.last_status == "cancelled", f"the run was cancelled ({bench.last_status})")
     say("resume")
     wait(bench.run(resume=True), "the resumed run")
-    check(bench.last_status == "completed" and bench.results.table.rowCount() == 6, "the run completed, 6 rows")
-    for line in range(3):
+    rows = 2 * cases_run(short)
+    check(bench.last_status == "completed" and bench.results.table.rowCount() == rows, f"the run completed, {rows} rows")
+    for line in range(1 if short else 3):
         row = bench.results.row_at(line)
         wait(bench.open_row(row), f"opening row {line}")
         until(lambda: compare.comparison is not None and str(row["case_id"]) in compare.status.value,
               f"Compare to compare row {line}", 60)
         for role in ("image", "ground_truth", "prediction"):
             check(role in bench.opened and bench.opened[role] in viewer.layers, f"row {line}: its {role} is shown")
+    if short:
+        check(not errors, f"no error notifications: {errors}")
+        return bench
     say("a second run (box baseline) and the two runs side by side")
     bench.out_dir.value = out / "run_b"
     bench.model.value = "box"
@@ -191,21 +208,24 @@ def close_during_run(viewer: Any, segment: Any, bench: Any, out: Path) -> Path:
     return run
 
 
-def check_resumable(run: Path, dataset: Path) -> None:
-    """No temporary is left in ``run``, and ``medsam-eval run --resume`` completes it (3 cases, 6 rows)."""
+def check_resumable(run: Path, dataset: Path, short: bool) -> None:
+    """No temporary is left in ``run``, and ``medsam-eval run --resume`` completes it (3 cases, 6 rows; 2 and 4
+    when ``short``)."""
     from napari_medsam_eval.benchmark import load_table
     from napari_medsam_eval.cli import main
 
     leftovers = sorted(p.name for p in run.glob(".*.tmp"))
     check(not leftovers, f"temporaries left in the run folder: {leftovers}")
-    code = main(["run", str(dataset), "--resume", "--out", str(run), "--model", "litemedsam", "--limit", "3",
+    cases = cases_run(short)
+    code = main(["run", str(dataset), "--resume", "--out", str(run), "--model", "litemedsam", "--limit", str(cases),
                  "--save-predictions", "--quiet", "--no-report"])
     check(code == 0, f"the run folder resumes (exit {code})")
     table = load_table(run)
-    check(len(table) == 6 and set(table["status"]) == {"ok"}, f"the resumed run holds 6 ok rows ({len(table)})")
+    check(len(table) == 2 * cases and set(table["status"]) == {"ok"},
+          f"the resumed run holds {2 * cases} ok rows ({len(table)})")
 
 
-def session(shared: Path, out: Path) -> None:
+def session(shared: Path, out: Path, short: bool = False) -> None:
     import napari
     from napari.utils import notifications
 
@@ -214,11 +234,11 @@ def session(shared: Path, out: Path) -> None:
         lambda n: errors.append(str(n.message)) if n.severity >= notifications.NotificationSeverity.ERROR else None)
     viewer = napari.Viewer(title="clinician session")
     viewer.window._qt_window.resize(*WINDOW)
-    segment, compare = segment_steps(viewer, shared, out, errors)
-    bench = benchmark_steps(viewer, shared, out, compare, errors)
+    segment, compare = segment_steps(viewer, shared, out, errors, short)
+    bench = benchmark_steps(viewer, shared, out, compare, errors, short)
     run = close_during_run(viewer, segment, bench, out)
     say("checking the run folder the window was closed on")
-    check_resumable(run, shared / "hippocampus_mri")
+    check_resumable(run, shared / "hippocampus_mri", short)
     say("session done")
 
 
@@ -226,11 +246,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--out", type=Path, default=None, help="where the runs go (default: a temporary folder)")
+    parser.add_argument("--short", action="store_true", help="less of each step (make test's session)")
     args = parser.parse_args(argv)
     faulthandler.enable()
     out = args.out or Path(tempfile.mkdtemp(prefix="clinician_session_"))
     try:
-        on_display(lambda: session(args.shared_data, out))
+        on_display(lambda: session(args.shared_data, out, args.short))
     except SessionFailed as failure:
         print(f"session failed: {failure}", file=sys.stderr)
         return 1

@@ -15,6 +15,9 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 SHARED_REFERENCE = SHARED_DATA.parent / "reference"
 
+#: the run's caches in one temporary folder, and the check that nothing was written outside it (suite_isolation.py)
+pytest_plugins = ["suite_isolation"]
+
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
@@ -33,9 +36,13 @@ def shared_reference() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_embeddings(tmp_path_factory) -> str:
-    """One embedding store for the dataset-scale figure tests of a whole run: each slice they share is
-    encoded once (stored float32: the masks, and so the figures, are the encoder's own). Tests that count
-    encoder passes or test the store itself use their own stores."""
+    """The run's one embedding store (suite_isolation.py points ``MEDSAM_EVAL_EMBEDDINGS`` at it): each slice
+    the tests share is encoded once (stored float32: the masks, and so the figures, are the encoder's own).
+    Tests that count encoder passes or test the store itself use their own stores."""
+    from napari_medsam_eval.embeddings import ENV_DIR
+
+    if os.environ.get(ENV_DIR):
+        return os.environ[ENV_DIR]
     workers_share = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
     if workers_share is not None:  # one store for every pytest-xdist worker of the run (it is multi-process safe)
         return str(workers_share / "shared-embeddings" / "store")
@@ -107,7 +114,55 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist, the longest files first (a stable sort: each file's tests keep their order)."""
+    """A reproduce test is a slow one too (``make test-quick`` selects by slow). Under pytest-xdist, the longest
+    files first (a stable sort: each file's tests keep their order)."""
+    for item in items:
+        if item.get_closest_marker("reproduce") is not None and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
     if os.environ.get("PYTEST_XDIST_WORKER"):
         rank = {name: i for i, name in enumerate(LONGEST_FILES)}
         items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+class FigureCheck:
+    """``figure(key, measured)``: one figure of a reproduce test against the value the docs state
+    (``figures.STATED``), kept for the run's summary; ``figure.assert_all_match()`` fails the test on a miss."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.seen: list[tuple] = []
+
+    def __call__(self, key: str, measured: float | list[float]) -> bool:
+        from figures import STATED
+
+        entry = STATED[key]
+        matched = entry.matches(measured)
+        self.seen.append((entry, measured, matched))
+        self.config._figures_checked.append((entry, measured, matched))
+        return matched
+
+    def assert_all_match(self) -> None:
+        missed = [f"{entry.what}: {entry.written(measured)}, docs/{entry.page} states {entry.text}"
+                  for entry, measured, matched in self.seen if not matched]
+        assert not missed, "; ".join(missed)
+
+
+@pytest.fixture
+def figure(request) -> FigureCheck:
+    return FigureCheck(request.config)
+
+
+def pytest_sessionstart(session):
+    session.config._figures_checked = []
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """make reproduce's table: every figure checked, beside the value the docs state."""
+    checked = getattr(config, "_figures_checked", [])
+    if not checked:
+        return
+    terminalreporter.section("figures against the docs", sep="=", bold=True)
+    for entry, measured, matched in checked:
+        verdict = "ok" if matched else "MISSED"
+        terminalreporter.write_line(f"{verdict:7} {entry.what}: measured {entry.written(measured)}, "
+                                    f"docs/{entry.page} states {entry.text}", red=not matched, green=matched)

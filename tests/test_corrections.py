@@ -26,6 +26,8 @@ from napari_medsam_eval.protocols.corrections import correction, worst_slice
 from napari_medsam_eval.studies.corrections import run_corrections
 from napari_medsam_eval.protocols.geometry import tight_box
 
+from figures import scales
+
 OPEN_RULES = {"intensity_k": None, "min_iou": None}  # stop only when empty: the synthetic walks are predictable
 
 
@@ -183,18 +185,20 @@ def test_noc_counts_k_plus_one_when_never_reached():
 # --------------------------------------------------------------------------- real data
 
 
-@pytest.fixture(scope="module")
-def deeplesion_run(shared_data: Path, tmp_path_factory) -> pd.DataFrame:
-    out = tmp_path_factory.mktemp("corrections") / "run"
-    assert main(["run", str(shared_data / "deeplesion_ct_npz"), "--protocol", "corrections", "--limit", "3",
-                 "--out", str(out), "--quiet"]) == 0
-    return pd.read_csv(out / "results.csv"), out
+def median_curve(table: pd.DataFrame) -> list[float]:
+    """The median DSC after 0, 1, ..., K corrections over a run's rows (docs/corrections.md's tables)."""
+    curves = np.array([json.loads(cell) for cell in table["dice_after"]])
+    return np.median(curves, axis=0).tolist()
 
 
 @pytest.mark.slow
-def test_corrections_run_writes_the_curve_and_noc(deeplesion_run):
-    table, out = deeplesion_run
-    assert (table["status"] == "ok").all() and len(table) == 3
+@scales("limit", ["--limit", "3"], [], small_id="3-cases", full_id="6-cases")
+def test_corrections_run_writes_the_curve_and_noc(shared_data: Path, tmp_path: Path, limit, figure):
+    out = tmp_path / "run"
+    assert main(["run", str(shared_data / "deeplesion_ct_npz"), "--protocol", "corrections", *limit,
+                 "--out", str(out), "--quiet"]) == 0
+    table = pd.read_csv(out / "results.csv")
+    assert (table["status"] == "ok").all() and len(table) == (3 if limit else 6)
     for _, row in table.iterrows():
         curve = json.loads(row["dice_after"])
         assert len(curve) == 6 and curve[-1] == pytest.approx(row["dice"], abs=1e-4)
@@ -207,6 +211,9 @@ def test_corrections_run_writes_the_curve_and_noc(deeplesion_run):
     assert summary.loc[0, "dice_5"] > summary.loc[0, "dice_0"]  # five GT boxes help LiteMedSAM on these lesions
     report = (out / "report.md").read_text()
     assert "Effort (corrections)" in report and (out / "figures" / "dsc_vs_interactions.png").stat().st_size > 0
+    if not limit:
+        figure("corrections_box", median_curve(table))
+        figure.assert_all_match()
 
 
 @pytest.mark.slow

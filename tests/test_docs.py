@@ -159,3 +159,15 @@ def test_the_site_builds_strictly(tmp_path):
     cli = (tmp_path / "site" / "cli" / "index.html").read_text()
     assert all(f'id="medsam-eval-{name}"' in cli for name in COMMANDS)
     assert "--save-predictions" in cli and "screenshots" in (tmp_path / "site" / "napari" / "index.html").read_text()
+
+
+def test_every_figure_make_reproduce_checks_is_stated_where_it_says():
+    """``make reproduce`` prints each figure beside the value the docs state: that value is in the line named."""
+    from figures import STATED
+
+    missing = [f"{key}: docs/{entry.page} has no line with {entry.line!r} and {entry.text!r}"
+               for key, entry in STATED.items() if not entry.stated_in()]
+    assert not missing, missing
+    assert STATED["kidney"].matches(0.8694) and not STATED["kidney"].matches(0.8684)
+    assert STATED["corrections_box"].matches([0.8021, 0.806, 0.821, 0.834, 0.842, 0.841])
+    assert not STATED["corrections_box"].matches([0.802, 0.806, 0.821, 0.834, 0.842])

@@ -41,6 +41,8 @@ import SimpleITK as sitk
 from napari_medsam_eval.core.checksum import sha256_file
 from napari_medsam_eval.cli import main
 
+from figures import scales
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "medsam2_reference"
 #: SHA-256 of ``scripts/make_random_medsam2_checkpoint.py OUT.pt`` (seed 0), as PROVENANCE.md records it
@@ -160,9 +162,12 @@ def _tie_logits(stem: str, case_id: str, voxels: np.ndarray) -> np.ndarray:
 
 
 def _differences(run_dir: Path, stem: str) -> dict[str, Difference]:
+    """Per case of the run (every case it ran must have a reference), where ours differs from the reference."""
+    ran = sorted(p.name.split(".")[0] for p in (run_dir / "predictions").iterdir())
     with np.load(REFERENCE / f"{stem}.npz") as reference:
+        assert set(ran) <= set(reference.files), ran
         out = {}
-        for case_id in reference.files:
+        for case_id in ran:
             ours, theirs = _prediction(run_dir, case_id), reference[case_id]
             assert ours.shape == theirs.shape, case_id
             voxels = np.flatnonzero(ours != theirs)
@@ -186,39 +191,57 @@ def test_medsam2_reference_checkpoint_is_rebuilt_from_its_recipe(random_checkpoi
     assert sha256_file(random_checkpoint) == CHECKPOINT_SHA256
 
 
-def test_medsam2_reference_3d_ct_script(random_checkpoint, shared_data, tmp_path):
+def _reference_cases(stem: str, limit: str | None) -> set[str]:
+    """The cases a run with ``--limit limit`` (None: all) makes of the reference's, in the layout's order."""
+    cases = sorted(np.load(REFERENCE / f"{stem}.npz").files)
+    return set(cases[:int(limit)] if limit else cases)
+
+
+def _limit(limit: str | None) -> tuple[str, ...]:
+    return ("--limit", limit) if limit else ()
+
+
+#: make test runs each script on its first case (the layout's order), make reproduce on every case it was run on
+EACH_SCRIPT = scales("limit", "1", None, small_id="first-case", full_id="every-case")
+
+
+@EACH_SCRIPT
+def test_medsam2_reference_3d_ct_script(random_checkpoint, shared_data, tmp_path, limit):
     """``medsam2`` (default protocol) = ``medsam2_infer_3D_CT.py``: box both ways, union, largest 3D component."""
-    run = _run(shared_data / "deeplesion_ct_npz", random_checkpoint, tmp_path / "ct3d")
+    run = _run(shared_data / "deeplesion_ct_npz", random_checkpoint, tmp_path / "ct3d", *_limit(limit))
     found = assert_same_computation(run, "medsam2_infer_3D_CT")
-    assert set(found) == set(np.load(REFERENCE / "medsam2_infer_3D_CT.npz").files)
+    assert set(found) == _reference_cases("medsam2_infer_3D_CT", limit)
     other = _differing_counts(run, "medsam2_infer_CT_lesion_npz_recist")
     assert min(other.values()) > 1000, other  # the RECIST script's masks are not these
 
 
-def test_medsam2_reference_recist_npz_script(random_checkpoint, shared_data, tmp_path):
+@EACH_SCRIPT
+def test_medsam2_reference_recist_npz_script(random_checkpoint, shared_data, tmp_path, limit):
     """``medsam2-recist`` = ``medsam2_infer_CT_lesion_npz_recist.py --propagate_with_box``:
     the box's mask seeds both passes (``add_new_mask``), every component kept."""
     run = _run(shared_data / "deeplesion_ct_npz", random_checkpoint, tmp_path / "recist", "--protocol",
-               "medsam2-recist")
+               "medsam2-recist", *_limit(limit))
     found = assert_same_computation(run, "medsam2_infer_CT_lesion_npz_recist")
-    assert set(found) == set(np.load(REFERENCE / "medsam2_infer_CT_lesion_npz_recist.npz").files)
+    assert set(found) == _reference_cases("medsam2_infer_CT_lesion_npz_recist", limit)
     other = _differing_counts(run, "medsam2_infer_3D_CT")
     assert min(other.values()) > 1000, other
 
 
-def test_medsam2_reference_video_script(random_checkpoint, shared_data, tmp_path):
+@EACH_SCRIPT
+def test_medsam2_reference_video_script(random_checkpoint, shared_data, tmp_path, limit):
     """``medsam2_infer_video.py``: frame 0 seeded with its ground-truth mask, forward, no post-processing."""
     options = json.dumps({"video_frame": "first", "video_prompt": "mask"})
-    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video", "--limit", "2",
+    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video", "--limit", limit or "2",
                "--protocol-options", options)
-    assert set(assert_same_computation(run, "medsam2_infer_video")) == set(VIDEO_CLIPS)
+    assert set(assert_same_computation(run, "medsam2_infer_video")) == set(VIDEO_CLIPS[:int(limit or 2)])
 
 
-def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_data, tmp_path):
+@EACH_SCRIPT
+def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_data, tmp_path, limit):
     """The same script with frame 0 prompted by the ground truth's box (the ``medsam2`` default
     for videos); its masks differ from the mask-seeded ones by tens of thousands of pixels."""
-    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video_box", "--limit", "2",
+    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video_box", "--limit", limit or "2",
                "--protocol-options", json.dumps({"video_frame": "first"}))
-    assert set(assert_same_computation(run, "medsam2_infer_video_box")) == set(VIDEO_CLIPS)
+    assert set(assert_same_computation(run, "medsam2_infer_video_box")) == set(VIDEO_CLIPS[:int(limit or 2)])
     other = _differing_counts(run, "medsam2_infer_video")
     assert min(other.values()) > 1000, other

@@ -6,6 +6,7 @@ import pkgutil
 import shutil
 import subprocess
 import sys
+import tarfile
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -62,7 +63,7 @@ def wheel(tmp_path_factory) -> Path:
     source = out / "source"  # built from a copy: setuptools leaves build/ in the tree it builds
     shutil.copytree(REPO / "napari_medsam_eval", source / "napari_medsam_eval",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out),
                     str(source)], check=True, capture_output=True, cwd=out)
@@ -76,6 +77,24 @@ def test_wheel_carries_manifest_configs_and_sample_generator(wheel):
                      "napari_medsam_eval/_sample_data.py", "napari_medsam_eval/datasets/phantoms.py"):
         assert required in names
     assert not any(n.startswith(("tests/", "src/", "sample_data/")) for n in names)
+
+
+def test_the_license_travels_with_the_wheel_and_the_sdist(wheel, tmp_path):
+    """pyproject declares Apache-2.0: the license text itself goes with every form the package is given in."""
+    license_text = (REPO / "LICENSE").read_text()
+    assert "Apache License" in license_text and "Version 2.0" in license_text
+    wheel_files = zipfile.ZipFile(wheel)
+    (in_wheel,) = [n for n in wheel_files.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+    assert wheel_files.read(in_wheel).decode() == license_text
+    metadata = next(n for n in wheel_files.namelist() if n.endswith(".dist-info/METADATA"))
+    assert "License-File: LICENSE" in wheel_files.read(metadata).decode()
+    source = wheel.parent / "source"
+    script = "import sys; from setuptools import build_meta; print(build_meta.build_sdist(sys.argv[1]))"
+    built = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, cwd=source)
+    assert built.returncode == 0, built.stderr[-2000:]
+    with tarfile.open(tmp_path / built.stdout.strip().splitlines()[-1]) as sdist:
+        (member,) = [m for m in sdist.getnames() if m.count("/") == 1 and m.endswith("/LICENSE")]
+        assert sdist.extractfile(member).read().decode() == license_text
 
 
 def test_sample_data_opens_from_an_installed_wheel(wheel, tmp_path):

@@ -28,7 +28,8 @@ from napari_medsam_eval.propagation.rules import next_box, resolve_rules
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.protocols.corrections import correction, correction_type
 from napari_medsam_eval.studies.corrections import run_corrections
-from test_corrections import OPEN_RULES, _InsideBox, _stack
+from test_corrections import OPEN_RULES, _InsideBox, _stack, median_curve
+from figures import scales
 
 LESION = "CT_Lesion_000010_01_01_078-090"
 
@@ -251,17 +252,25 @@ def test_segment_takes_a_painted_slice_from_a_mask_file(lesion, tmp_path, capsys
     assert not (tmp_path / "bad.npz").exists()
 
 
+#: make test: 2 lesions, 3 paintings; make reproduce: docs/corrections.md's run, 6 lesions, 5 paintings
+PAINT_RUNS = scales("run", (["--limit", "2"], 3), ([], 5), small_id="2-cases", full_id="6-cases")
+
+
 @pytest.mark.slow
-def test_corrections_protocol_paints_two_lesions_and_writes_noc_and_the_curve(shared_data: Path, tmp_path: Path):
+@PAINT_RUNS
+def test_corrections_protocol_paints_the_lesions_and_writes_noc_and_the_curve(shared_data: Path, tmp_path: Path, run,
+                                                                               figure):
+    limit, interactions = run
     out = tmp_path / "paint"
-    assert main(["run", str(shared_data / "deeplesion_ct_npz"), "--protocol", "corrections", "--limit", "2",
-                 "--protocol-options", json.dumps({"correction": "paint", "interactions": 3}),
+    assert main(["run", str(shared_data / "deeplesion_ct_npz"), "--protocol", "corrections", *limit,
+                 "--protocol-options", json.dumps({"correction": "paint", "interactions": interactions}),
                  "--out", str(out), "--quiet"]) == 0
     table = pd.read_csv(out / "results.csv")
-    assert (table["status"] == "ok").all() and len(table) == 2
+    assert (table["status"] == "ok").all() and len(table) == (2 if limit else 6)
     for _, row in table.iterrows():
         curve = json.loads(row["dice_after"])
-        assert len(curve) == 4 and curve[-1] == pytest.approx(row["dice"], abs=1e-4) and curve[-1] > curve[0]
+        assert len(curve) == interactions + 1 and curve[-1] == pytest.approx(row["dice"], abs=1e-4)
+        assert curve[-1] > curve[0]
         assert row["noc80"] == noc(curve, 0.80) and row["noc90"] == noc(curve, 0.90)
         anchors = json.loads(row["prompt"])
         painted = [a for a in anchors if a["info"].get("painted")]
@@ -269,3 +278,6 @@ def test_corrections_protocol_paints_two_lesions_and_writes_noc_and_the_curve(sh
     report = (out / "report.md").read_text()
     assert "Effort (corrections)" in report and "paint" in report
     assert (out / "figures" / "dsc_vs_interactions.png").stat().st_size > 0
+    if not limit:
+        figure("corrections_paint", median_curve(table))
+        figure.assert_all_match()

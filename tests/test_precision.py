@@ -23,6 +23,8 @@ from napari_medsam_eval.models import litemedsam_precision
 from napari_medsam_eval.models.litemedsam_precision import CalibrationOverlapError, calibration_set, int8_variant
 from napari_medsam_eval.core.prompt import Prompt
 
+from figures import REPRODUCE
+
 pytestmark = pytest.mark.slow
 
 #: the measured agreement of int8 and fp32 masks on the DeepLesion slice below (DSC between them),
@@ -247,3 +249,23 @@ def test_the_benchmark_request_carries_the_precision(shared_data, tmp_path):
     assert checked_request(dataset, tmp_path / "a", "litemedsam", "medsam2", precision="int8").model_options == {
         "precision": "int8"}
     assert checked_request(dataset, tmp_path / "a", "litemedsam", "medsam2").model_options == {}
+
+
+@REPRODUCE
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_the_precision_table_on_deeplesion(shared_data, tmp_path, monkeypatch, precision, figure):
+    """docs/precision.md's DeepLesion rows (``precision_cost.py --sets deeplesion``: the medsam2 protocol, the
+    default calibration set), on a CPU with the instructions the precision is computed with (AVX-512 BF16 or
+    AMX for bf16; int8 runs bf16 for what stays unquantized there, and needs int8 dot products to pay)."""
+    if not litemedsam_precision.cpu_has_bf16():
+        pytest.skip("this CPU has no bf16 arithmetic: docs/precision.md's rows were measured with it")
+    if precision == "int8" and litemedsam_precision.int8_dot_product() is None:
+        pytest.skip("this CPU has no int8 dot-product instructions")
+    from napari_medsam_eval.benchmark import run_benchmark
+
+    monkeypatch.setenv("MEDSAM_EVAL_SHARED_DATA", str(shared_data))  # where the default calibration set is
+    table = run_benchmark(shared_data / "deeplesion_ct_npz", tmp_path / precision, "litemedsam", "medsam2",
+                          model_options={"precision": precision})
+    assert len(table) == 6 and (table["status"] == "ok").all() and set(table["precision"]) == {precision}
+    figure(f"precision_deeplesion_{precision}", float(table["dice"].median()))
+    figure.assert_all_match()

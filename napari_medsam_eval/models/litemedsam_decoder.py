@@ -92,7 +92,8 @@ class OpenVINODecoder:
     name = "openvino"
 
     def __init__(self, model_path: Path, num_threads: int) -> None:
-        import openvino as ov
+        from .openvino_quiet import import_openvino
+        ov = import_openvino()
 
         self.model_path = model_path
         self.num_threads = int(num_threads)
@@ -141,7 +142,10 @@ def decoder_key(checkpoint_sha256: str) -> str:
 def _export(graph: DecoderGraph, folder: Path) -> Path:
     """Export into a temporary sibling folder with a manifest of file hashes, then rename into place."""
     global export_count
-    import openvino as ov
+    from .openvino_quiet import import_openvino
+    ov = import_openvino()
+
+    from .openvino_quiet import convert_model
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
@@ -149,8 +153,8 @@ def _export(graph: DecoderGraph, folder: Path) -> Path:
         embedding, sparse = check_input(graph)
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")  # the tracer's warnings about python values
-            model = ov.convert_model(graph, example_input=(embedding, sparse),
-                                     input=[ov.PartialShape([1, 256, 64, 64]), ov.PartialShape([1, -1, 256])])
+            model = convert_model(graph, example_input=(embedding, sparse),
+                                  input=[ov.PartialShape([1, 256, 64, 64]), ov.PartialShape([1, -1, 256])])
         ov.save_model(model, str(tmp / "decoder.xml"), compress_to_fp16=False)
         export_count += 1
         publish_export(tmp, folder, {"entry": "decoder.xml"})

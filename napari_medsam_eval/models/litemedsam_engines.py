@@ -54,8 +54,10 @@ class EngineUnavailableError(MedsamEvalError, ImportError):
 
 
 def _importable(module: str) -> bool:
+    from .openvino_quiet import import_openvino
+
     try:
-        __import__(module)
+        import_openvino() if module == "openvino" else __import__(module)
     except ImportError:
         return False
     return True
@@ -168,7 +170,8 @@ class OpenVINOEncoder(EncoderEngine):
 
     def __init__(self, model_path: Path, num_threads: int, precision: str = "f32",
                  facts: dict[str, object] | None = None) -> None:
-        import openvino as ov
+        from .openvino_quiet import import_openvino
+        ov = import_openvino()
 
         self.model_path = model_path
         self.precision = precision
@@ -296,7 +299,8 @@ def planned_description(engine: str, checkpoint_sha256: str, num_threads: int, p
     """What :meth:`describe` of the exported ``engine`` will say once loaded (a sound export assumed)."""
     folder = (root or cache_dir()) / export_key(engine, checkpoint_sha256, variant.name if variant else "")
     if engine == "openvino":
-        import openvino as ov
+        from .openvino_quiet import import_openvino
+        ov = import_openvino()
 
         return {"engine": engine, "openvino": ov.__version__,
                 "inference_precision": variant.hint if variant else precision, **(variant.facts if variant else {}),

@@ -54,11 +54,14 @@ class ExportVariant:
 
 
 def _export_openvino(encoder: torch.nn.Module, folder: Path) -> str:
-    import openvino as ov
+    from .openvino_quiet import import_openvino
+    ov = import_openvino()
+
+    from .openvino_quiet import convert_model
 
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer and deprecation warnings of the torch frontend
-        model = ov.convert_model(encoder, example_input=torch.zeros(INPUT_SHAPE))
+        model = convert_model(encoder, example_input=torch.zeros(INPUT_SHAPE))
     ov.save_model(model, str(folder / "encoder.xml"), compress_to_fp16=False)
     return "encoder.xml"
 
@@ -80,7 +83,9 @@ _EXPORTERS: dict[str, Callable[[torch.nn.Module, Path], str]] = {
 def export_key(engine: str, checkpoint_sha256: str, variant: str = "", part: str = "encoder",
                recipe: int = EXPORT_FORMAT) -> str:
     """Folder name of a cached export of ``part``: checkpoint, torch, runtime, recipe version (and the variant's name)."""
-    runtime = __import__("openvino" if engine == "openvino" else "onnxruntime").__version__
+    from .openvino_quiet import import_openvino
+
+    runtime = (import_openvino() if engine == "openvino" else __import__("onnxruntime")).__version__
     key = f"litemedsam-{part}-{checkpoint_sha256[:16]}-{engine}{runtime}-torch{torch.__version__}-v{recipe}"
     key += f"-{variant}" if variant else ""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", key)  # OpenVINO's version holds '/' ("...-releases/2026/4")

@@ -196,7 +196,8 @@ def calibration_set(calibration: str | Path | None = None) -> CalibrationSet:
 def openvino_cpu_capabilities() -> list[str]:
     """What OpenVINO's CPU plugin computes in here (``OPTIMIZATION_CAPABILITIES``: FP32, INT8, BF16, ...)."""
     try:
-        import openvino as ov
+        from .openvino_quiet import import_openvino
+        ov = import_openvino()
 
         return [str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
     except Exception:  # pragma: no cover - no CPU plugin: the engine will fail to load and say so
@@ -271,14 +272,16 @@ def unquantized_precision() -> tuple[str, str]:
 
 def quantize_openvino(model_xml: Path, batches: list[np.ndarray], out_xml: Path) -> None:
     """Post-training INT8 quantization of an OpenVINO encoder with NNCF (:data:`QUANT_RECIPE`)."""
+    from .openvino_quiet import import_nncf, import_openvino, telemetry_off
+
     try:
-        import nncf
+        nncf = import_nncf()
     except ImportError as error:
         raise ModelOptionError("precision int8 needs the nncf package: pip install nncf") from error
-    import openvino as ov
+    ov = import_openvino()
 
     model = ov.Core().read_model(str(model_xml))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), telemetry_off():
         warnings.simplefilter("ignore")
         quantized = nncf.quantize(model, nncf.Dataset(batches), subset_size=len(batches),
                                   model_type=nncf.ModelType.TRANSFORMER, preset=nncf.QuantizationPreset.MIXED,
@@ -298,7 +301,9 @@ def _ignored_scope(model: Any):
     recipe 0.168, 0.054, 2.01x; every fc2 kept as well (recipe v1) 0.163, 0.043, 1.90x; everything quantized
     0.196, 0.077, 2.05x; the convolutions and the neck kept 0.188, 0.061; the fourth stage's fc2 instead of
     the third's 0.184, 0.067."""
-    import nncf
+    from .openvino_quiet import import_nncf
+
+    nncf = import_nncf()
 
     names = [(op.get_type_name(), op.get_friendly_name()) for op in model.get_ordered_ops()]
     first_convs = [name for kind, name in names if kind == "Convolution"][:3]

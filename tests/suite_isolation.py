@@ -1,0 +1,128 @@
+"""The suite keeps out of the user's files, and shares its caches for one run (a pytest plugin).
+
+At the start of a run (the controller, not a pytest-xdist worker, which inherits
+the environment) every cache a test could fill is pointed into one temporary
+folder of the run: the encoder exports and the embedding store of our own
+(``NAPARI_MEDSAM_EVAL_CACHE``, ``MEDSAM_EVAL_EMBEDDINGS``), and the XDG folders
+and matplotlib's, where napari, pip, fontconfig and matplotlib would write
+under the home folder. The store is how a slice or frame is encoded once per
+run for a given model, precision and input: every backend a test builds
+without an ``embeddings`` option of its own (in this process or in a command
+it starts) reads and writes it. Tests that count encoder passes or test the
+store itself pass their own store, or ``embeddings=False``.
+
+At the end the run fails (exit status 1) when anything under the home folder
+was written during the run (outside the checkout and the virtual environment),
+or when the checkout has files that git did not show at the start: tracked
+files changed, new untracked files, new ignored files other than Python's
+caches. The list is printed.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+#: what Python and pytest themselves leave in a checkout (bytecode, pytest's cache, an editable install's
+#: metadata): not a test's writing
+OWN_LEFTOVERS = ("__pycache__/", ".pytest_cache/", ".egg-info/")
+#: the variables each cache folder is read from, and the sub-folder of the run's folder it gets
+CACHE_VARIABLES = {
+    "NAPARI_MEDSAM_EVAL_CACHE": "medsam-eval-cache",
+    "MEDSAM_EVAL_EMBEDDINGS": "embeddings",
+    "XDG_CACHE_HOME": "xdg-cache",
+    "XDG_CONFIG_HOME": "xdg-config",
+    "XDG_DATA_HOME": "xdg-data",
+    "XDG_STATE_HOME": "xdg-state",
+    "MPLCONFIGDIR": "matplotlib",
+}
+#: set to keep the user's own cache variables (a run that should use warm caches): the end check still runs
+KEEP_CACHES = "MEDSAM_EVAL_TESTS_KEEP_CACHES"
+
+
+def _is_worker() -> bool:
+    return bool(os.environ.get("PYTEST_XDIST_WORKER"))
+
+
+def checkout_state(repo: Path = REPO) -> set[str]:
+    """The checkout's changed, untracked and ignored paths as git lists them, Python's own caches left out."""
+    command = ["git", "-C", str(repo), "status", "--porcelain=v1", "--untracked-files=normal", "--ignored=matching"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return set()
+    return {line for line in done.stdout.splitlines() if line and not any(part in line for part in OWN_LEFTOVERS)}
+
+
+def written_since(root: Path, since_ns: int, skip: tuple[Path, ...]) -> list[Path]:
+    """Files under ``root`` modified at or after ``since_ns`` (symbolic links not followed), ``skip`` left out."""
+    skipped = {str(path) for path in skip}
+    found: list[Path] = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in skipped]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if os.lstat(path).st_mtime_ns >= since_ns:
+                    found.append(Path(path))
+            except OSError:
+                continue
+    return sorted(found)
+
+
+def outside_writes(home: Path, since_ns: int, checkout_before: set[str], repo: Path = REPO) -> list[str]:
+    """What the run wrote where it should not: files under ``home`` and new lines of the checkout's status."""
+    skip = (repo.resolve(), Path(sys.prefix).resolve(), Path(tempfile.gettempdir()).resolve())
+    lines = [f"home: {path}" for path in written_since(home.resolve(), since_ns, skip)] if home.is_dir() else []
+    lines += [f"checkout: {line}" for line in sorted(checkout_state(repo) - checkout_before)]
+    return lines
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _is_worker() or hasattr(config, "_suite_isolation"):
+        return
+    run_folder = Path(tempfile.mkdtemp(prefix="medsam-eval-tests-"))
+    config._suite_isolation = {"folder": run_folder, "start_ns": time.time_ns() - 1_000_000_000,
+                               "checkout": checkout_state(), "home": Path.home(), "saved": {}}
+    if not os.environ.get(KEEP_CACHES):
+        for variable, sub in CACHE_VARIABLES.items():
+            config._suite_isolation["saved"][variable] = os.environ.get(variable)
+            os.environ[variable] = str(run_folder / sub)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = getattr(session.config, "_suite_isolation", None)
+    if state is None:
+        return
+    found = outside_writes(state["home"], state["start_ns"], state["checkout"])
+    state["found"] = found
+    if found and session.exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    state = getattr(config, "_suite_isolation", None)
+    if state and state.get("found"):
+        terminalreporter.section("written outside the run's temporary folders", sep="=", red=True, bold=True)
+        for line in state["found"][:50]:
+            terminalreporter.write_line(line)
+        if len(state["found"]) > 50:
+            terminalreporter.write_line(f"... and {len(state['found']) - 50} more")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = getattr(config, "_suite_isolation", None)
+    if state is None:
+        return
+    for variable, value in state["saved"].items():
+        if value is None:
+            os.environ.pop(variable, None)
+        else:
+            os.environ[variable] = value
+    shutil.rmtree(state["folder"], ignore_errors=True)
