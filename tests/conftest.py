@@ -50,6 +50,17 @@ def shared_embeddings(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
+def no_shared_store():
+    """The run's embedding store off for a module whose tests count encoder passes (or exports, which a
+    backend with a store makes at its first pass, not at its build): every slice is encoded where they say."""
+    from napari_medsam_eval.embeddings import ENV_DIR
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_DIR, "off")
+        yield
+
+
+@pytest.fixture(scope="module")
 def cache_root(tmp_path_factory) -> Path:
     """A private encoder-export cache for one test module (the user's cache is left alone)."""
     root = tmp_path_factory.mktemp("export-cache")

@@ -28,7 +28,11 @@ from napari_medsam_eval.models import litemedsam_fingerprint as fp
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend, build
 from napari_medsam_eval.core.prompt import Prompt
 
-import openvino  # noqa: E402,F401 - a dependency: its absence must fail, not skip
+from napari_medsam_eval.models.openvino_quiet import import_openvino
+
+pytestmark = pytest.mark.usefixtures("no_shared_store")  # they count encoder passes
+
+import_openvino()  # a dependency: its absence must fail, not skip (imported without Intel's telemetry)
 
 CASE = "CT_Lesion_000001_02_01_008-023.npz"
 
@@ -176,7 +180,7 @@ def test_a_read_only_cache_folder_falls_back_to_torch(tmp_path, monkeypatch, tor
         monkeypatch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(folder))
         with pytest.warns(RuntimeWarning, match=r"cannot be written to the cache folder .*read-only-cache.*"
                                                 r"Permission denied.*runs in torch instead of openvino"):
-            backend = build(device="cpu", cache_size=0)  # engine "auto": OpenVINO on a CPU
+            backend = build(device="cpu", cache_size=0, embeddings=False)  # engine "auto": OpenVINO on a CPU
         assert list(folder.iterdir()) == []
     finally:
         folder.chmod(0o755)

@@ -27,6 +27,8 @@ from napari_medsam_eval.models.litemedsam import (
 )
 from napari_medsam_eval.core.prompt import Prompt
 
+pytestmark = pytest.mark.usefixtures("no_shared_store")  # they count encoder passes
+
 LESION = "CT_Lesion_000009_03_01_036-048.npz"
 
 

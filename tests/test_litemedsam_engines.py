@@ -21,7 +21,11 @@ from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models import litemedsam_exports as exports
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend, build, preprocess_slice, resize_box_to_256
 
-import openvino  # noqa: E402,F401 - a dependency: its absence must fail, not skip
+from napari_medsam_eval.models.openvino_quiet import import_openvino
+
+pytestmark = pytest.mark.usefixtures("no_shared_store")  # they count encoder passes
+
+import_openvino()  # a dependency: its absence must fail, not skip (imported without Intel's telemetry)
 
 #: relative L2 error allowed between an exported fp32 encoder's embedding and eager torch's
 EMBEDDING_RTOL = 1e-4

@@ -50,12 +50,13 @@ def calibration(shared_data) -> str:
 
 @pytest.fixture(scope="session")
 def fp32_backend(precision_cache):
-    return build_backend("litemedsam", engine="openvino", device="cpu")
+    return build_backend("litemedsam", engine="openvino", device="cpu", embeddings=False)
 
 
 @pytest.fixture(scope="session")
 def int8_backend(precision_cache, calibration):
-    return build_backend("litemedsam", engine="openvino", device="cpu", precision="int8", calibration=calibration)
+    return build_backend("litemedsam", engine="openvino", device="cpu", precision="int8", calibration=calibration,
+                         embeddings=False)
 
 
 @pytest.fixture(scope="session")

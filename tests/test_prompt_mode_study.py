@@ -17,6 +17,8 @@ from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.report.prompt_mode_study import study_markdown, write_study
 from napari_medsam_eval.studies.prompt_mode_study import mazurowski_image, run_prompt_mode_study, score_result
 
+pytestmark = pytest.mark.usefixtures("no_shared_store")  # they count encoder passes
+
 H = W = 40
 
 

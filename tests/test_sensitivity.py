@@ -20,6 +20,8 @@ from napari_medsam_eval.studies.sensitivity import (Perturbation, check_runs, pe
                                             volume_segmenter)
 from napari_medsam_eval.session.session import Session
 
+pytestmark = pytest.mark.usefixtures("no_shared_store")  # they count encoder passes
+
 LESION = "CT_Lesion_000009_03_01_036-048.npz"
 RUNS = 4
 

@@ -18,7 +18,7 @@ from cheaper_precision import use_cheaper_precision
 from gui_probe import LoopTurns, ThreadLog
 from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - the same fixtures and wait
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("no_shared_store")]  # they count encoder passes
 
 LESION = "CT_Lesion_000002_03_01_035-047.npz"
 

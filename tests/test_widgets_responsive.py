@@ -37,7 +37,7 @@ from napari_medsam_eval.datasets import get_layout
 import napari_medsam_eval.models.litemedsam  # noqa: E402,F401 - imported for its side effect
 from napari_medsam_eval.models.litemedsam import LiteMedSAMBackend  # noqa: E402
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("no_shared_store")]  # they count encoder passes
 
 #: encoder passes a run may still start after Cancel is clicked: the one in flight finishes, the
 #: job checks its cancel event before the next slice

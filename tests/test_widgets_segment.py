@@ -21,7 +21,7 @@ from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.protocols import build_protocol
 from napari_medsam_eval.propagation import propagate_volume
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("no_shared_store")]  # they count encoder passes
 
 HIPPO = "hippocampus_015"
 LESION = "CT_Lesion_000002_03_01_035-047.npz"

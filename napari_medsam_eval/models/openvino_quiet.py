@@ -63,11 +63,13 @@ def telemetry_off() -> Iterator[None]:
 
 
 def import_openvino() -> types.ModuleType:
-    """The ``openvino`` package, imported with the telemetry off (its first import starts it)."""
-    if "openvino" not in sys.modules:
+    """The ``openvino`` package, imported with the telemetry off (its first import starts it); ImportError
+    where it is not installed."""
+    module = sys.modules.get("openvino")
+    if module is None:
         with telemetry_off():
-            import openvino as ov  # noqa: F401
-    return sys.modules["openvino"]
+            import openvino as module
+    return module
 
 
 def convert_model(model: Any, **options: Any) -> Any:
