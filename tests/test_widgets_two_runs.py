@@ -1,6 +1,6 @@
 """Two runs side by side in the Benchmark widget, in a real viewer (Xvfb), on real runs.
 
-Two LiteMedSAM runs made with the real CLI on 5 hippocampus MRI cases, the
+Two LiteMedSAM runs made with the real CLI on 3 hippocampus MRI cases, the
 medsam2 protocol with margins 0 (A) and 10 (B), predictions saved. The
 widget's statistics table must hold exactly the cells ``medsam-eval compare A B``
 prints; a case missing from one run is listed as unpaired; double-clicking a
@@ -32,6 +32,9 @@ from margin_runs import make_run, margin_runs
 pytestmark = pytest.mark.gui
 
 TIMEOUT_MS = 600_000
+#: cases in each run; the pairs: both targets of every case but the one dropped from B
+CASES = 3
+PAIRS = 2 * (CASES - 1)
 
 
 def medsam_eval(*args: str) -> str:
@@ -42,9 +45,9 @@ def medsam_eval(*args: str) -> str:
 
 @pytest.fixture(scope="module")
 def runs(shared_data, tmp_path_factory, shared_embeddings):
-    """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 5 hippocampus cases each (B reads the slices
-    A encoded from the shared embedding store)."""
-    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("two-runs"), "litemedsam", 5,
+    """(A, B): LiteMedSAM, medsam2 protocol with margin 0 and 10, 3 hippocampus cases each (the slices come from
+    the run's embedding store: other tests encode the first 3 cases too)."""
+    return margin_runs(shared_data / "hippocampus_mri", tmp_path_factory.mktemp("two-runs"), "litemedsam", CASES,
                        ("--embeddings", shared_embeddings))
 
 
@@ -117,7 +120,7 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     # the pairs: DSC A, B and B-A of every case scored in both, sorted by the difference
     pairs, _ = paired_scores(run_a, b_copy)
     pairs = pairs[pairs["paired"]]
-    assert view.table.rowCount() == len(pairs) == 8
+    assert view.table.rowCount() == len(pairs) == PAIRS
     diffs = [view.table.item(r, 4).data(Qt.UserRole) for r in range(view.table.rowCount())]
     assert diffs == sorted(diffs)
     by_key = {(r.case_id, r.task, r.target_label): r for r in pairs.itertuples()}
@@ -136,7 +139,7 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
 
     # the scatter: a dot per pair
     points = np.concatenate([c.get_offsets() for c in view.axes.collections])
-    assert len(points) == 8
+    assert len(points) == PAIRS
 
     # double-click the largest drop: image, ground truth, both predictions and the A/B overlay
     item = view.table.item(0, 0)
@@ -182,10 +185,10 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
 def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tmp_path, qtbot, messages):
     run_a, _ = runs
     box = tmp_path / "box"  # another model and margin: pairs as well
-    make_run(shared_data / "hippocampus_mri", box, 10, model="box", limit=5)
+    make_run(shared_data / "hippocampus_mri", box, 10, model="box", limit=CASES)
     _viewer, _bench, widget = _dock(make_napari_viewer)
     _wait(qtbot, widget.compare(run_a, box))
-    assert messages["error"] == [] and widget.view.table.rowCount() == 10 and widget.pair.unpaired.empty
+    assert messages["error"] == [] and widget.view.table.rowCount() == 2 * CASES and widget.pair.unpaired.empty
     assert "litemedsam" in widget.view.runs.text() and "box" in widget.view.runs.text()
 
     other = tmp_path / "other"
