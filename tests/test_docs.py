@@ -50,11 +50,11 @@ def test_readme_is_short_and_starts_with_the_two_commands():
     first_block = re.search(r"```bash\n(.*?)```", text, re.S).group(1).splitlines()
     assert tuple(first_block) == SET_UP
     assert text.index("```bash") < text.index("\n## ")  # before any section
-    assert "make test-quick" in text
+    assert "make test-quick" in text and "make reproduce" in text
     linked = set(re.findall(r"\]\(docs/(\w+\.md)\)", text))
     assert linked == {p.name for p in PAGES} - {"index.md"}  # a link into every page
     targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
-    assert {"demo", "test", "test-quick", "docs"} <= targets
+    assert {"demo", "test", "test-quick", "reproduce", "docs"} <= targets
 
 
 def test_every_page_is_in_the_navigation():
