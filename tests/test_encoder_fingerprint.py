@@ -110,6 +110,22 @@ def test_the_manifest_holds_the_torch_fingerprint_and_a_sound_export_matches_it(
     assert again.describe()["engine"] == "openvino"
 
 
+def test_a_load_of_files_checked_before_in_this_process_skips_the_check_pass(good_export, monkeypatch):
+    """The check pass runs once per export and state of its files in a process: loading the same files
+    again skips it; a file rewritten since (here with the same bytes) is checked again."""
+    backend, _ = good_export
+    folder = Path(backend.describe()["export"]).parent
+    checks = []
+    real = engines.fingerprint_mismatch
+    monkeypatch.setattr(engines, "fingerprint_mismatch", lambda *args: checks.append(args) or real(*args))
+    assert build(device="cpu", cache_size=0, engine="openvino").describe()["engine"] == "openvino"
+    assert checks == [], "good_export's load checked these files in this process"
+    weights = folder / "encoder.bin"
+    weights.write_bytes(weights.read_bytes())
+    assert build(device="cpu", cache_size=0, engine="openvino").describe()["engine"] == "openvino"
+    assert len(checks) == 1
+
+
 @pytest.mark.slow
 def test_a_damaged_export_with_a_matching_hash_is_found_and_rebuilt(
     good_export, torch_backend, real_slice, monkeypatch

@@ -15,8 +15,8 @@ An exported graph is made *locally, at first use*, from the loaded torch module
 checkpoint's SHA-256 and the versions of torch and of the runtime. It is
 written to a temporary name and renamed, with a manifest of its files'
 SHA-256 and a fingerprint of the torch encoder's output on a fixed input
-(:mod:`.litemedsam_fingerprint`). Every load runs the engine on that input
-and compares. A cached export that fails the hash check, fails to load or
+(:mod:`.litemedsam_fingerprint`). A load runs the engine on that input
+and compares (once per process for files unchanged since). A cached export that fails the hash check, fails to load or
 gives another output is removed and rebuilt with a warning; when the rebuilt
 one is wrong too, or the cache folder cannot be written (read-only, not a
 folder), the encoder runs in torch instead, with a warning, and
@@ -228,6 +228,21 @@ def _load(engine: str, path: Path, num_threads: int, precision: str,
     return OnnxRuntimeEncoder(path, num_threads)
 
 
+#: exports whose fingerprint this process has checked, with the state of their files then: a later load
+#: of the same unchanged files skips the check pass (a file rewritten since, even to the same bytes, is
+#: checked again: its change time differs)
+_CHECKED_EXPORTS: set[tuple[str, str, tuple]] = set()
+
+
+def _files_signature(folder: Path) -> tuple:
+    """Each file's name, size, inode and modification and change times (ns) in ``folder``."""
+    stats = []
+    for file in sorted(folder.iterdir()):
+        info = file.stat()
+        stats.append((file.name, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))
+    return tuple(stats)
+
+
 def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: str, num_threads: int,
                      precision: str, root: Path | None, variant: ExportVariant | None = None) -> EncoderEngine:
     """The cached export (made now when missing), loaded and checked; a cached export that fails
@@ -244,8 +259,11 @@ def _verified_engine(engine: str, encoder: torch.nn.Module, checkpoint_sha256: s
         else:
             if not getattr(loaded, "verifiable", False):
                 return loaded
-            problem = fingerprint_mismatch(loaded, manifest_fingerprint(path.parent), tolerance)
+            checked = (engine, str(tolerance), _files_signature(path.parent))
+            problem = None if checked in _CHECKED_EXPORTS else fingerprint_mismatch(
+                loaded, manifest_fingerprint(path.parent), tolerance)
             if problem is None:
+                _CHECKED_EXPORTS.add(checked)
                 return loaded
             del loaded
         if fresh:

@@ -10,7 +10,9 @@ a small summary of its output is stored in the manifest
 positions and the mean of every output channel. Every time an export is loaded
 its engine runs on the same input and :func:`fingerprint_mismatch` compares
 the summaries. That costs one encoder pass per load: ~0.25 s with OpenVINO
-on 2 idle cores, 1.5 s measured on 2 cores shared with a load average of 5.
+on 2 idle cores, 1.5 s measured on 2 cores shared with a load average of 5; a process that loads
+the same unchanged files again (a widget rebuilding its model, a test suite) skips it
+(``litemedsam_engines._CHECKED_EXPORTS``).
 
 Tolerances, as the relative L2 error of the summaries (sampled values and
 channel means, the larger of the two), measured on that input against eager
