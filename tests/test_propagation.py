@@ -201,7 +201,10 @@ def test_intensity_rule_stops_where_the_region_changes_and_the_record_says_why()
     leaky = propagate_volume(backend, volume, prompt, rules={"intensity_k": None})
     assert leaky[10:12].any()
     result = segment_by_kind(backend, volume, "volume", prompt)
-    assert "up: last 9, stopped at slice 10 (intensity)" in result.summary()
+    up = next(s for s in result.record.stops if s.direction == "up")
+    assert up.measured > up.limit > 0  # the brightness moved more than the rule allows, in grey levels
+    assert (f"up: kept to slice 9, stopped at slice 10: the mask's mean brightness moved too far from the prompted "
+            f"slice's ({up.measured:.0f} grey levels, more than {up.limit:.0f} allowed)") in result.summary()
     assert result.record.to_dict()["stops"][0]["reason"] in ("intensity", "empty")
 
 

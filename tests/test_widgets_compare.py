@@ -178,7 +178,7 @@ def test_widgets_open_from_the_manifest(make_napari_viewer):
 
 def test_plot_marks_where_propagation_stopped(viewer_with_pair):
     """A prediction that carries its propagation stops (layer metadata, as the Segment widget and a
-    benchmark row write it) gets a marker and the rule's name on the per-slice plot."""
+    benchmark row write it) gets a marker and the rule in words on the per-slice plot."""
     viewer, _gt_layer, pred_layer, _pred, gt = viewer_with_pair
     present = np.flatnonzero(gt.any(axis=(1, 2)))
     pred_layer.metadata["stops"] = [
@@ -190,10 +190,10 @@ def test_plot_marks_where_propagation_stopped(viewer_with_pair):
     assert widget.stop_markers == [(int(present[-1]) + 1, "intensity")]
     lines = [line for line in widget.axes.get_lines() if line.get_linestyle() == ":"]
     assert [float(line.get_xdata()[0]) for line in lines] == [float(present[-1] + 1)]
-    assert "intensity" in [text.get_text() for text in widget.axes.texts]
+    assert "brightness changed" in [text.get_text() for text in widget.axes.texts]  # the rule in words
     pred_layer.metadata["stops"] = []
     widget.update_comparison()
-    assert widget.stop_markers == [] and not [t for t in widget.axes.texts if t.get_text() == "intensity"]
+    assert widget.stop_markers == [] and not [t for t in widget.axes.texts if t.get_text() == "brightness changed"]
 
 
 def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_pair, monkeypatch):

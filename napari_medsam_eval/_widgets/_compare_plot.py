@@ -12,6 +12,7 @@ import numpy as np
 
 from ._dock_layout import fixed_margins
 from ._theme import plot_canvas, style_axes
+from ..propagation.stop_words import STOP_LABELS
 
 LINE_COLOR = "#4fc3f7"
 STOP_COLOR = "#ce93d8"
@@ -63,7 +64,7 @@ class SliceDicePlot:
         self.stops = stops
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
-            ax.annotate(reason, (at, 0.0), fontsize=STOP_FONT_PT, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
+            ax.annotate(STOP_LABELS.get(reason, reason), (at, 0.0), fontsize=STOP_FONT_PT, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         ax.set_xlabel(xlabel, fontsize=8)

@@ -188,30 +188,43 @@ def reference_from(mask: np.ndarray, image: np.ndarray, score: float | None) -> 
     return Reference(int(values.size), float(values.mean()), float(values.std()), score)
 
 
-def stop_reason(rules: PropagationRules, reference: Reference, previous: np.ndarray, mask: np.ndarray,
-                score: float | None, image: np.ndarray, box: tuple[float, ...] | None) -> str | None:
-    """The first rule (a :data:`STOP_REASONS` name) that ends the object at this slice, or None to keep it."""
+@dataclass(frozen=True)
+class StopFinding:
+    """The rule (a :data:`STOP_REASONS` name) that ended an object at a slice, with the value it measured
+    there and the limit that value crossed (None where the rule has no number: ``empty``, ``lost``)."""
+
+    reason: str
+    measured: float | None = None
+    limit: float | None = None
+
+
+def stop_finding(rules: PropagationRules, reference: Reference, previous: np.ndarray, mask: np.ndarray,
+                 score: float | None, image: np.ndarray, box: tuple[float, ...] | None) -> StopFinding | None:
+    """The first rule that ends the object at this slice (with what it measured), or None to keep it."""
     area = int(np.count_nonzero(mask))
     if area == 0:
-        return "empty" if rules.stop_when_empty else "lost"
+        return StopFinding("empty" if rules.stop_when_empty else "lost")
     if rules.intensity_k is not None and np.isfinite(reference.mean):
-        mean = float(_grey_values(image, mask).mean())
-        if abs(mean - reference.mean) > rules.intensity_k * max(reference.std, rules.intensity_std_floor):
-            return "intensity"
+        moved = abs(float(_grey_values(image, mask).mean()) - reference.mean)
+        allowed = rules.intensity_k * max(reference.std, rules.intensity_std_floor)
+        if moved > allowed:
+            return StopFinding("intensity", moved, allowed)
     if score is not None and np.isfinite(score):
         if rules.min_score is not None and score < rules.min_score:
-            return "score"
+            return StopFinding("score", float(score), rules.min_score)
         if rules.score_ratio is not None and np.isfinite(reference.score) and score < rules.score_ratio * reference.score:
-            return "score"
+            return StopFinding("score", float(score), rules.score_ratio * reference.score)
     if rules.min_iou is not None and previous.any():
-        if np.count_nonzero(mask & previous) / np.count_nonzero(mask | previous) < rules.min_iou:
-            return "iou"
+        iou = np.count_nonzero(mask & previous) / np.count_nonzero(mask | previous)
+        if iou < rules.min_iou:
+            return StopFinding("iou", float(iou), rules.min_iou)
     if rules.max_area_growth is not None and previous.any() and area > rules.max_area_growth * np.count_nonzero(previous):
-        return "area"
+        return StopFinding("area", area / np.count_nonzero(previous), rules.max_area_growth)
     if rules.max_box_fill is not None and box is not None:
         x0, y0, x1, y1 = (int(round(v)) for v in box)
-        if area / max(1, (x1 - x0 + 1) * (y1 - y0 + 1)) > rules.max_box_fill:
-            return "box_fill"
+        fill = area / max(1, (x1 - x0 + 1) * (y1 - y0 + 1))
+        if fill > rules.max_box_fill:
+            return StopFinding("box_fill", fill, rules.max_box_fill)
     return None
 
 
@@ -227,5 +240,6 @@ __all__ = [
     "next_box",
     "reference_from",
     "resolve_rules",
-    "stop_reason",
+    "StopFinding",
+    "stop_finding",
 ]

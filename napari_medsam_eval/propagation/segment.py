@@ -63,7 +63,8 @@ class PropagationResult:
         if self.mask.ndim < 3:
             return f"{int(self.mask.sum())} pixels"
         slices = np.flatnonzero(self.mask.reshape(self.mask.shape[0], -1).any(axis=1))
-        span = f"slices {slices[0]}-{slices[-1]} ({len(slices)} with the target)" if len(slices) else "nothing"
+        unit = self.record.unit
+        span = f"{unit}s {slices[0]}-{slices[-1]} ({len(slices)} with the target)" if len(slices) else "nothing"
         stops = self.record.summary()
         return f"segmented {span}" + ("" if stops == "no propagation" else f"; {stops}")
 
@@ -102,7 +103,7 @@ def segment_by_kind(
     check_prompt_in_image(prompt, image.shape[:2] if kind == "image" else image.shape[1:3],
                           None if kind == "image" else image.shape[0], clip=False)  # a named error, not an empty mask
     start = time.perf_counter()
-    record = PropagationRecord()
+    record = PropagationRecord(unit="frame" if kind == "video" else "slice")
     try:
         mask = _dispatch(backend, np.asarray(image), kind, prompt, how, margin, report, case_id,
                          {**options, "record": record})

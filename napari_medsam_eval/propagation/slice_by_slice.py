@@ -42,7 +42,8 @@ from ..core.anchor_prompts import painted_answer
 from ..protocols.geometry import interior_point
 from .similarity import SimilarityLocator
 from ..core.postprocess import seed_of
-from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_reason, widen_box
+from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_finding, widen_box
+from .stop_words import stop_text
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)
 DEFAULT_MARGIN = PropagationRules().margin
@@ -61,13 +62,19 @@ class DirectionStop:
     last: int
     at: int | None
     reason: str
+    #: what the rule measured at ``at`` and the limit it crossed (:class:`.rules.StopFinding`)
+    measured: float | None = None
+    limit: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def text(self, unit: str = "slice") -> str:
+        """In words, with the rule explained (:func:`.stop_words.stop_text`)."""
+        return stop_text(self.direction, self.last, self.at, self.reason, self.measured, self.limit, unit)
+
     def __str__(self) -> str:
-        where = "end of stack" if self.at is None else f"slice {self.at}"
-        return f"{self.direction}: last {self.last}, stopped at {where} ({self.reason})"
+        return self.text()
 
 
 @dataclass
@@ -77,10 +84,13 @@ class PropagationRecord:
     rules: dict[str, Any] | None = None
     stops: list[DirectionStop] = field(default_factory=list)
     scores: dict[int, float] = field(default_factory=dict)
+    #: what one step is called: ``slice`` (volumes) or ``frame`` (videos)
+    unit: str = "slice"
 
     def summary(self) -> str:
-        """One line for a status bar: each direction's stop (and what the largest-component step removed)."""
-        text = "; ".join(str(stop) for stop in self.stops) or "no propagation"
+        """One line for a status bar: each direction's stop in words (and what the largest-component step
+        removed)."""
+        text = "; ".join(stop.text(self.unit) for stop in self.stops) or "no propagation"
         removed = (self.rules or {}).get("largest_component")
         if removed is not None and not isinstance(removed, bool):
             text += f"; largest 3D component kept ({removed} voxels removed)"
@@ -177,14 +187,15 @@ def _walk(
         answer = backend.segment(stack[z], slice_prompt, cache_key=(case_id, z))
         mask = np.asarray(answer.mask, dtype=bool)
         record.scores[z] = float("nan") if answer.score is None else float(answer.score)
-        reason = stop_reason(rules, reference, good, mask, answer.score, stack[z], box)
+        finding = stop_finding(rules, reference, good, mask, answer.score, stack[z], box)
         stop = False
-        if reason is None:
+        if finding is None:
             result[z], good, last_kept, misses = mask, mask, z, 0
-        elif reason == "lost" or rules.hold is None or misses < rules.hold:
+        elif finding.reason == "lost" or rules.hold is None or misses < rules.hold:
             misses += 1  # left empty; the last good box is tried again on the next slice
         else:
-            record.stops.append(DirectionStop(direction, last_kept, z, reason))
+            record.stops.append(DirectionStop(direction, last_kept, z, finding.reason, finding.measured,
+                                              finding.limit))
             stop = True
         progress.step()  # after the slice is written: a cancel here keeps it in the partial result
         if stop:

@@ -27,6 +27,7 @@ from .folder import REPORT_FILES, check_apart, check_output_folder, record_writt
 from .sensitivity_section import sensitivity_blocks
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
+from ..propagation.stop_words import STOP_LABELS, stop_sentence
 from .stats import (DEFAULT_METRICS, METRIC_LABELS, failed_cases, overall_summary, slice_dice_summary,
                     stop_reason_counts, stops_text, summarize_tasks, worst_cases)
 
@@ -34,6 +35,12 @@ MANIFEST_SECTIONS = ("model", "checkpoint", "protocol", "dataset", "seed", "date
                      "versions", "arguments")
 MAX_FACTS, MAX_FAILED, MAX_VALUE = 60, 200, 160
 FIGURES = "figures"
+
+
+def _stop_legend(reason: str) -> str:
+    """``shape changed: the mask changed too much from the slice before`` (a column of the stops table)."""
+    why = "the end of the volume or video" if reason == "end" else stop_sentence(reason)
+    return f"{STOP_LABELS.get(reason, reason)}: {why}"
 
 
 def median_iqr(row: pd.Series | dict, metric: str) -> str:
@@ -181,10 +188,9 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     reasons = stop_reason_counts(table)
     if len(reasons.columns) > 1:
         blocks += [mk.heading("Why propagation stopped"),
-                   mk.paragraph("Directions of propagation per task, by the rule that ended them (empty: an "
-                                "empty prediction; intensity/score/iou/area/box_fill: a stop rule; end: the end of "
-                                "the stack; model: a model with its own memory; box_3d: the official 3D box).", True),
-                   mk.table(list(reasons.columns), reasons.values.tolist(),
+                   mk.paragraph("Directions of propagation per task, by the rule that ended them: "
+                                + "; ".join(_stop_legend(c) for c in reasons.columns[1:]) + ".", True),
+                   mk.table(["task", *(STOP_LABELS.get(c, c) for c in reasons.columns[1:])], reasons.values.tolist(),
                             numeric=[False] + [True] * (len(reasons.columns) - 1))]
     failed = failed_cases(table)
     blocks.append(mk.heading(f"Failed cases ({len(failed)})"))

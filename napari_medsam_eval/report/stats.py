@@ -137,11 +137,15 @@ def row_stops(row: pd.Series | dict) -> list[dict]:
 
 
 def stops_text(row: pd.Series | dict) -> str:
-    """``up: intensity at 17; down: end`` - one row's stops, short."""
+    """``up: brightness changed at 17; down: end reached`` - one row's stops, short
+    (:data:`~napari_medsam_eval.propagation.stop_words.STOP_LABELS`)."""
+    from ..propagation.stop_words import STOP_LABELS
+
     parts = []
     for stop in row_stops(row):
         where = "" if stop.get("at") is None else f" at {stop['at']}"
-        parts.append(f"{stop.get('direction')}: {stop.get('reason')}{where}")
+        reason = str(stop.get("reason"))
+        parts.append(f"{stop.get('direction')}: {STOP_LABELS.get(reason, reason)}{where}")
     return "; ".join(parts) or "n/a"
 
 
