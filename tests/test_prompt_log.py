@@ -141,3 +141,13 @@ def test_cli_prompts_refuses_another_protocol(tmp_path, capsys):
     assert "cannot be combined with --protocol medsam2" in capsys.readouterr().err
     assert main(["run", str(tmp_path), "--prompts", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "r")]) == 2
     assert "no such prompt log" in capsys.readouterr().err
+
+
+def test_the_log_path_is_shown_with_the_home_folder_as_a_tilde(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from napari_medsam_eval.protocols.prompt_log import shown_path
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert shown_path(tmp_path / "medsam-eval" / "prompt_log.csv") == "~/medsam-eval/prompt_log.csv"
+    assert shown_path(Path("/elsewhere/log.csv")) == "/elsewhere/log.csv"

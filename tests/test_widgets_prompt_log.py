@@ -41,8 +41,11 @@ def test_drawn_box_logged_and_replayed(make_napari_viewer, shared_data, backend,
     widget = _widget(viewer, backend)
     log = tmp_path / "prompt_log.csv"
     assert not widget.prompt_log.log_drawn.value  # the suite's MEDSAM_EVAL_PROMPT_LOG=off
+    assert widget.prompt_log.summary.value.startswith("off: drawn prompts are not logged")
     widget.prompt_log.log_drawn.value = True
     widget.prompt_log.path.value = log
+    assert widget.prompt_log.summary.value.startswith(  # the screen says where it writes, and what
+        f"on: each drawn prompt, with its case id and image path, is added to {log}")
     assert widget.gt_layer.value is gt and widget.protocol.value == "medsam2"
     z = int(np.argmax((gt.data == 1).sum(axis=(1, 2))))
     x0, y0, x1, y1 = tight_box(gt.data[z] == 1)
@@ -58,6 +61,7 @@ def test_drawn_box_logged_and_replayed(make_napari_viewer, shared_data, backend,
     assert (row.case_id, row.target_label, row.slice_index, row.operation) == (CASE, 1, z, "slice")
     assert row.values["model"] == "litemedsam" and row.values["protocol"] == "medsam2"
     assert row.image_path.endswith(f"{CASE}.npz")
+    assert widget.prompt_log.summary.value.endswith(f"; logged in {log}")
     np.testing.assert_allclose(row.boxes[0], drawn, atol=1e-6)
     their = [float(v) for v in row.values["protocol_box"].strip("[]").split(",")]
     assert their == [float(v) for v in (x0, y0, x1, y1)]  # medsam2 on this slice: the tight box

@@ -6,7 +6,8 @@ chosen protocol makes from the ground truth for the same target and slice: box I
 offset (px, mm) and the DSC of each. The protocol's prompt is segmented the user's way (that
 slice, or propagated with the same options) in a worker of its own, from the session's cached
 embeddings; the row is appended there. The controls: *log drawn prompts*, the *prompt log*
-file (empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line comparing the
+file (empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line that says
+whether the log is on and which file it writes (it holds case ids and image paths), then compares the
 last drawn prompt with the protocol's. Prompts made by a protocol (*Prompt from ground truth*,
 unchanged) are not logged.
 """
@@ -22,7 +23,8 @@ from magicgui.widgets import CheckBox, Container, FileEdit, Label
 from ..evaluation.metrics import compute_dice
 from ..core.prompt import Prompt
 from ..session.segmenter import SessionSegmenter
-from ..protocols.prompt_log import append_row, default_log_path, logging_off, make_row, slice_dice, whole_mask
+from ..protocols.prompt_log import (append_row, default_log_path, logging_off, make_row, shown_path, slice_dice,
+                                    whole_mask)
 from . import _layers
 from ._dock_layout import wrap_status
 from ._ground_truth import GroundTruthSection
@@ -50,8 +52,11 @@ class PromptLogger(Container):
                                 tooltip="with ground truth open: log each drawn prompt beside the protocol's")
         self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
                              tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
-        self.summary = Label(label="drawn vs protocol", value="no prompt logged yet")
+        self.summary = Label(label="drawn vs protocol", value="")
         wrap_status(self.summary)  # a long line wraps instead of widening the dock
+        self.summary.value = self.where()
+        self.log_drawn.changed.connect(self._show_where)
+        self.path.changed.connect(self._show_where)
         super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
                          tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
                                  "(docs: Using it in napari, 'Prompt log')")
@@ -66,6 +71,17 @@ class PromptLogger(Container):
     def log_path(self) -> Path:
         value = self.path.value
         return Path(value) if value not in (None, "") and str(value) not in ("", ".") else default_log_path()
+
+    def where(self) -> str:
+        """What the log does now, in words: off, or the file each drawn prompt's row goes to (with what it holds)."""
+        if not self.log_drawn.value:
+            return "off: drawn prompts are not logged (tick 'log drawn prompts' to log them)"
+        return (f"on: each drawn prompt, with its case id and image path, is added to {shown_path(self.log_path)} "
+                "(untick 'log drawn prompts' to stop)")
+
+    def _show_where(self, _value: Any = None) -> None:
+        if not self.pending:
+            self.summary.value = self.where()
 
     @property
     def pending(self) -> int:
@@ -135,7 +151,7 @@ class PromptLogger(Container):
 
     def _written(self, row: dict[str, Any]) -> None:
         self.last_row, self.rows_written = row, self.rows_written + 1
-        self.summary.value = describe_row(row)
+        self.summary.value = f"{describe_row(row)}; logged in {shown_path(self.log_path)}"
 
 
 def describe_row(row: dict[str, Any]) -> str:

@@ -96,6 +96,14 @@ def default_log_path() -> Path:
     return Path(named).expanduser() if named and not logging_off() else DEFAULT_LOG.expanduser()
 
 
+def shown_path(path: Path) -> str:
+    """``path`` as a person reads it on screen: the home folder as ``~``."""
+    try:
+        return str(Path("~") / Path(path).relative_to(Path.home()))
+    except ValueError:
+        return str(path)
+
+
 def logging_off() -> bool:
     """``$MEDSAM_EVAL_PROMPT_LOG=off``: the widget starts with logging off (the test suite sets it)."""
     return os.environ.get(LOG_ENV, "").strip().lower() == "off"
@@ -368,5 +376,4 @@ def _json_list(values: dict[str, str], column: str) -> list:
 __all__ = [
     "COLUMNS", "DEFAULT_LOG", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError",
     "append_row", "box_iou", "centre_offset", "default_log_path", "logging_off", "make_row", "prompt_centre", "read_log",
-    "slice_dice", "whole_mask",
-]
+    "slice_dice", "whole_mask", "shown_path"]
