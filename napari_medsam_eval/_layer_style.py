@@ -1,17 +1,16 @@
-"""How predictions and ground truth look in napari, defined once (docs/napari.md, "Colours").
+"""How predictions and ground truth look in napari: the roles of :mod:`napari_medsam_eval.core.palette`
+as napari colormaps (docs/napari.md, "Colours").
 
-Ground truth is drawn *filled* in cool colours (label 1 deep sky blue, 2 sea
-green, ...); a prediction is drawn as a *contour* in warm colours (label 1
-orange, 2 hot pink, ...; never the yellow of prompt boxes), so the two are
-told apart without toggling layers and the ground truth stays visible under
-the prediction's outline. The TP / FP /
-FN overlay of a comparison has its own colours (:data:`OVERLAY_COLORS`: lime /
-magenta / cyan), and so has the "what an attempt changed" layer
-(:data:`CHANGE_COLORS`: added lime, removed red). Colours cycle for label values past the
-palette's length; values above :data:`PALETTE_SIZE` are drawn in the
-palette's first colour.
+Ground truth is drawn *filled* (label 1 blue, then lavender, violet, periwinkle); a prediction is
+drawn as a *contour* (label 1 orange, then crimson, salmon, brown; never the yellow of prompt
+boxes), so the two are told apart without toggling layers and the ground truth stays visible under
+the prediction's outline. The TP / FP / FN overlay of a comparison has its own colours
+(:data:`OVERLAY_COLORS`: bluish green / vermillion / reddish purple), and so have the "what an
+attempt changed" layer (:data:`CHANGE_COLORS`: added bluish green, removed vermillion) and the two
+runs' overlay (:data:`AB_COLORS`). Colours cycle for label values past the palette's length; values
+above :data:`PALETTE_SIZE` are drawn in the palette's first colour.
 
-Plain data (colour names, a dict colormap), so the reader imports no napari:
+Plain data (hex strings, a dict colormap), so the reader imports no napari:
 ``Labels(..., colormap=ground_truth_colormap())`` and napari turns the dict
 into a direct colormap.
 """
@@ -19,35 +18,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from .core import palette
+from .core.palette import GROUND_TRUTH_PALETTE, PREDICTION_PALETTE
 from .session.attempts import ADDED, REMOVED
 from .evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 
-#: fill colours of ground-truth labels 1, 2, ... (cycled)
-GROUND_TRUTH_PALETTE = ("deepskyblue", "mediumseagreen", "royalblue", "turquoise", "mediumpurple",
-                        "lightskyblue", "seagreen", "slateblue")
-#: contour colours of predicted labels 1, 2, ... (cycled)
-PREDICTION_PALETTE = ("orange", "hotpink", "orangered", "violet", "coral", "deeppink", "darkorange", "plum")
 #: how many label values get a palette colour (the rest: the first colour)
 PALETTE_SIZE = 255
 #: a prediction's contour width in screen pixels, and its opacity
 PREDICTION_CONTOUR = 2
 PREDICTION_OPACITY = 1.0
 GROUND_TRUTH_OPACITY = 0.45
-#: overlay colours: TP green, FP magenta (predicted, not true), FN cyan (missed)
-OVERLAY_COLORS = {OVERLAY_TP: "lime", OVERLAY_FP: "magenta", OVERLAY_FN: "cyan"}
+#: overlay colours: TP, FP (predicted, not true), FN (missed; not the ground truth's blue)
+OVERLAY_COLORS = {OVERLAY_TP: palette.TRUE_POSITIVE, OVERLAY_FP: palette.FALSE_POSITIVE,
+                  OVERLAY_FN: palette.FALSE_NEGATIVE}
 #: an attempt's changes (Segment widget, *Changes*): pixels added, removed
-CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: "lime", REMOVED: "red"}
-#: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A red, only run B chartreuse (no
-#: blue: that is the ground truth's; no orange: a prediction's), both white
-AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: "red", AB_B_ONLY: "chartreuse", AB_BOTH: "white"}
-#: the worst run of a prompt sensitivity (Compare widget): a white contour, not a prediction's warm colour
-WORST_RUN_COLOR = "white"
+CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: palette.ADDED, REMOVED: palette.REMOVED}
+#: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A, only run B, both
+AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: palette.A_ONLY, AB_B_ONLY: palette.B_ONLY,
+             AB_BOTH: palette.BOTH}
+#: the worst run of a prompt sensitivity (Compare widget): a contour in the highlight colour
+WORST_RUN_COLOR = palette.HIGHLIGHT
 
 
-def palette_colormap(palette: tuple[str, ...]) -> dict[Any, str]:
-    """``{value: colour}`` for values 1..:data:`PALETTE_SIZE` cycling ``palette``; 0 transparent."""
-    colors: dict[Any, str] = {None: palette[0], 0: "transparent"}
-    colors.update({value: palette[(value - 1) % len(palette)] for value in range(1, PALETTE_SIZE + 1)})
+def palette_colormap(cycle: tuple[str, ...]) -> dict[Any, str]:
+    """``{value: colour}`` for values 1..:data:`PALETTE_SIZE` cycling ``cycle``; 0 transparent."""
+    colors: dict[Any, str] = {None: cycle[0], 0: "transparent"}
+    colors.update({value: cycle[(value - 1) % len(cycle)] for value in range(1, PALETTE_SIZE + 1)})
     return colors
 
 

@@ -59,3 +59,16 @@ def test_two_identical_attempts_are_two_attempts():
     np.testing.assert_array_equal(before, mask)  # back to the first attempt's mask
     attempt, before = history.undo()
     assert attempt is first and not before.any()
+
+
+def test_each_image_has_its_own_undo():
+    """Issue 42: Undo on one image goes back one attempt of that image; another image's stay."""
+    mask = np.zeros((3, 8, 8), dtype=bool)
+    mask[1, 2:6, 2:6] = True
+    history = AttemptHistory()
+    ct = history.record(Attempt.of("ct", 1, mask, action="propagate"))
+    mr = history.record(Attempt.of("mr", 2, mask, action="propagate"))
+    attempt, before = history.undo("ct")
+    assert attempt is ct and not before.any() and history.attempts == [mr]
+    assert history.undo("ct") is None and history.attempts == [mr]
+    assert history.undo()[0] is mr  # no image named: the last attempt of any

@@ -129,3 +129,39 @@ def test_anchors_are_dropped_with_the_image_the_backend_or_another_target(sessio
     session.set_image(case.image[prompt.slice_index], kind="image", modality=case.modality, image_id="slice")
     flat = session.correct(dataclasses.replace(prompt, slice_index=None))
     assert flat.mask.shape == case.image.shape[1:] and flat.mask.any() and session.anchors() == []
+
+
+def test_each_image_keeps_its_anchors_and_cache_id_across_a_switch():
+    """Issue 42: another image set, then the first again: its anchors and image_id come back and a correction
+    goes on from its propagation; another array under its name, or another backend, starts over (box model)."""
+    box = Session.build_backend("box")
+    ct = np.zeros((8, 32, 32), dtype=np.uint8)
+    ct[1:7, 8:20, 8:20] = 200
+    mr = np.zeros((5, 24, 24), dtype=np.uint8)
+    prompt = Prompt(1, slice_index=2, boxes=[(8, 8, 19, 19)])
+    fix = Prompt(1, slice_index=6, boxes=[(10, 10, 16, 16)])
+    unswitched = Session(box)
+    unswitched.set_image(ct, kind="volume", image_id="ct")
+    unswitched.propagate(prompt)
+    expected = unswitched.correct(fix).mask
+
+    session = Session(box)
+    session.set_image(ct, kind="volume", image_id="ct")
+    propagated = session.propagate(prompt).mask
+    ct_id = session.image_id
+    session.set_image(mr, kind="volume", image_id="mr")
+    session.propagate(Prompt(2, slice_index=1, boxes=[(2, 2, 9, 9)]))
+    assert session.anchors(1) == [] and session.anchors(1, image="ct") == [prompt]
+    session.set_image(ct, kind="volume", image_id="ct")
+    assert session.image_id == ct_id and session.anchors(1) == [prompt] and session.anchors(2, image="mr")
+    corrected = session.correct(fix).mask
+    np.testing.assert_array_equal(corrected, expected)
+    np.testing.assert_array_equal(corrected[prompt.slice_index], propagated[prompt.slice_index])
+
+    session.set_image(mr, kind="volume", image_id="mr")
+    session.set_backend(box, spec="the same model, set again")  # another backend: no kept anchors either
+    assert session.anchors(1, image="ct") == []
+    session.set_image(ct.copy(), kind="volume", image_id="ct")  # another array named ct: a new image
+    assert session.image_id != ct_id and session.anchors(1) == []
+    session.forget_image("mr")
+    assert session.anchors(2, image="mr") == []

@@ -78,10 +78,12 @@ def test_correct_slice_updates_that_slice_and_lists_the_anchors(make_napari_view
     assert lines == sorted(lines, key=lambda line: int(line.split(":")[0].split()[1]))  # slice order
     assert describe_anchor(first) in lines
 
-    # another image chosen: the anchors are dropped and the list empties
+    # another image chosen: the list shows its anchors (none); the first image chosen again: its own come back
     other = viewer.add_image(np.zeros((4, 16, 16), dtype=np.uint8), name="other")
     widget.image_layer.value = other
-    assert _lines(widget) == [] and widget.session.anchors() == []
+    assert _lines(widget) == [] and widget.session.anchors(image=other.name) == []
+    widget.image_layer.value = image
+    assert _lines(widget) == lines
     assert errors == [errors[0]]
 
 

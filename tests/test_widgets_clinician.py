@@ -12,6 +12,7 @@ import pytest
 
 from plugin_dock import dock
 from napari_medsam_eval._layer_style import GROUND_TRUTH_PALETTE, PREDICTION_CONTOUR, PREDICTION_PALETTE
+from napari_medsam_eval.core.palette import NEGATIVE_POINT, POSITIVE_POINT, hex_to_rgb
 from napari_medsam_eval._widgets import _drawing as drawing_module
 from napari_medsam_eval._widgets._layers import from_image_coords
 from napari_medsam_eval._widgets._prompt_layers import box_vertices
@@ -70,8 +71,8 @@ def test_user_layers_polarity_and_box_only_hint(make_napari_viewer, shared_data,
     assert widget.polarity.value == "negative"
     points.add([[z, 5, 30]])
     assert points.features["label"].tolist() == [0, 1, 1, 0]
-    red, green = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
-    np.testing.assert_allclose(points.face_color[:, :3], [red, green, green, red])
+    negative, positive = hex_to_rgb(NEGATIVE_POINT), hex_to_rgb(POSITIVE_POINT)
+    np.testing.assert_allclose(points.face_color[:, :3], [negative, positive, positive, negative])
 
     # points with LiteMedSAM (trained on boxes): a hint, the points still used
     shapes.data = []
@@ -94,7 +95,7 @@ def test_colours_objects_undo_and_changes(make_napari_viewer, shared_data, backe
     # prediction and ground truth are told apart: other colours, the prediction as a contour
     assert not np.allclose(prediction.get_color(1), gt.get_color(1))
     assert prediction.contour == PREDICTION_CONTOUR and gt.contour == 0
-    from matplotlib.colors import to_rgb  # the documented colours: ground truth label 1 deep sky blue, prediction orange
+    from matplotlib.colors import to_rgb  # the documented colours: ground truth label 1 blue, prediction orange
 
     np.testing.assert_allclose(gt.get_color(1)[:3], to_rgb(GROUND_TRUTH_PALETTE[0]), atol=1e-6)
     np.testing.assert_allclose(prediction.get_color(1)[:3], to_rgb(PREDICTION_PALETTE[0]), atol=1e-6)
@@ -125,7 +126,7 @@ def test_colours_objects_undo_and_changes(make_napari_viewer, shared_data, backe
     changes = widget.objects.show_changes()
     assert changes is not None and set(np.unique(changes.data)) - {0} and "added" in widget.status.value
     np.testing.assert_array_equal(changes.data == 1, (second == 1) & (first != 1))
-    _key(viewer, SEGMENT_SHORTCUTS["undo"])(viewer)  # Ctrl+Z
+    _key(viewer, SEGMENT_SHORTCUTS["undo"])(viewer)  # Shift+Z
     np.testing.assert_array_equal(prediction.data, both)
     assert widget.status.value.startswith("undid")
     widget.objects.undo()  # object 2's attempt
@@ -143,7 +144,7 @@ def test_inputs_locked_progress_options_and_shortcuts(make_napari_viewer, shared
     prompt = widget.prompt_from_ground_truth()
     z0 = prompt.slice_index
     widget.propagation_box.direction.value = "forward"
-    worker = _key(viewer, SEGMENT_SHORTCUTS["propagate"])(viewer) or widget.runner.worker  # Shift+P
+    worker = _key(viewer, SEGMENT_SHORTCUTS["propagate"])(viewer) or widget.runner.worker  # Shift+T
     inputs = (widget.image_layer, widget.model, widget.checkpoint, widget.target_label, widget.gt_layer,
               widget.box_layer, widget.point_layer, widget.propagation_box, widget.objects, widget.protocol)
     assert widget.busy and not any(control.enabled for control in inputs)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from napari_medsam_eval.core.case import infer_kind
+from napari_medsam_eval.core.palette import NEGATIVE_POINT, POSITIVE_POINT, hex_to_rgb
 from napari_medsam_eval.evaluation.mask_comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP, binary_target, compare_masks
 from napari_medsam_eval.session.session import NoImageError, NoModelError, Session
 from napari_medsam_eval.io import read_case
@@ -207,5 +208,5 @@ def test_prompt_layers_round_trip_with_scale(hippo):
     points.selected_data = {0}  # napari copies a selected point's features into its defaults ...
     points.add([[11, 6, 6]])
     assert points.features["label"].tolist() == [1, 1, 0, 0]  # ... the chosen polarity wins
-    assert tuple(points.face_color[-1][:3]) == (1.0, 0.0, 0.0)  # negative: red
-    assert tuple(points.face_color[0][:3]) == (0.0, 1.0, 0.0)  # positive: green
+    assert tuple(points.face_color[-1][:3]) == hex_to_rgb(NEGATIVE_POINT)  # negative: black
+    assert tuple(points.face_color[0][:3]) == hex_to_rgb(POSITIVE_POINT)  # positive: white

@@ -16,6 +16,7 @@ from plugin_dock import dock
 from napari_medsam_eval._widgets import _worker as worker_module
 from napari_medsam_eval._widgets._prompt_layers import prompt_from_layers
 from napari_medsam_eval.core.intensity import prepare_intensity
+from napari_medsam_eval.core.palette import POSITIVE_POINT, hex_to_rgb
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.protocols import build_protocol
@@ -153,7 +154,7 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     np.testing.assert_array_equal(layer.data[z] == 2, expected)
     assert backend.encoder_calls == calls  # still that slice's one encoding
 
-    # Mazurowski points on the current slice: positive points, green
+    # Mazurowski points on the current slice: positive points, in the positive colour
     assert widget.mode.native.isHidden()
     widget.protocol.value = "mazurowski"
     assert not widget.mode.native.isHidden()  # shown for mazurowski only
@@ -163,7 +164,7 @@ def test_prompt_from_ground_truth_and_segment_slice(make_napari_viewer, shared_d
     points_prompt = widget.prompt_from_ground_truth()
     assert points_prompt.slice_index == z + 1 and points_prompt.points and not points_prompt.boxes
     assert len(boxes.data) == 0 and len(points.data) == len(points_prompt.points)
-    assert np.allclose(points.face_color[:, :3], [0.0, 1.0, 0.0])
+    assert np.allclose(points.face_color[:, :3], hex_to_rgb(POSITIVE_POINT))
     assert points.features["label"].tolist() == [1] * len(points_prompt.points)
     assert errors == [errors[0]]  # nothing else went wrong
 

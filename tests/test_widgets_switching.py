@@ -4,6 +4,10 @@ Two hippocampus cases open at once: choosing the other image switches the ground
 the prompt layers, the object and the anchors with it, so a prompt from ground truth
 fits, each object's propagation writes only its own label, and nothing of the first
 image is touched. Undo of a correction removes that correction's anchor only.
+
+Nothing is lost on a switch (issue 42): a CT propagated, an MR worked on, the CT chosen
+again - its prediction, anchors, object and undo history are its own again, and a
+correction there is the one made without the switch (the ``box`` baseline: fast).
 """
 from __future__ import annotations
 
@@ -11,13 +15,21 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
+from napari_medsam_eval._widgets._layers import go_to_index, image_args
 from napari_medsam_eval.protocols.geometry import tight_box
+from napari_medsam_eval.session.session import Session
 from test_widgets_clinician import _draw_box
 from test_widgets_segment import _wait, backend, errors  # noqa: F401 - shared fixtures
 
 pytestmark = pytest.mark.gui
 
 CASES = ("hippocampus_015", "hippocampus_007")
+LESION = "CT_Lesion_000002_03_01_035-047.npz"
+
+
+@pytest.fixture
+def box_backend():
+    return Session.build_backend("box")
 
 
 def _open(viewer, shared_data, case):
@@ -90,3 +102,63 @@ def test_undo_of_a_correction_removes_its_anchor_only(make_napari_viewer, shared
     widget.objects.undo()
     widget.objects.undo()  # the propagation itself: no anchor left
     assert widget.anchor_list.lines == [] and not viewer.layers[f"{image.name} prediction"].data.any()
+
+
+def test_switching_to_another_image_and_back_loses_nothing(make_napari_viewer, shared_data, box_backend, qtbot,
+                                                           errors):
+    """Issue 42: CT propagated, MR worked on, CT again: its result, anchors, object and undo come back, and
+    Correct slice there equals the same correction made without the switch."""
+    viewer = make_napari_viewer()
+    ct, ct_truth = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
+    widget = dock(viewer, "segment", box_backend)
+    assert widget.image_layer.value is ct
+    prompt = widget.prompt_from_ground_truth()
+    _wait(qtbot, widget.propagate())
+    propagation = widget.last_result.prompt  # what the propagation ran with
+    ct_prediction = viewer.layers[f"{ct.name} prediction"]
+    propagated = ct_prediction.data.copy()
+    ct_lines = list(widget.anchor_list.lines)
+    assert (propagated == 1).sum(axis=(1, 2)).astype(bool).sum() > 1 and len(ct_lines) == 1
+
+    mr, _mr_truth = _open(viewer, shared_data, CASES[0])  # the MR: another object, propagated there
+    widget.image_layer.value = mr
+    assert widget.anchor_list.lines == []
+    widget.target_label.value = 2
+    widget.prompt_from_ground_truth()
+    _wait(qtbot, widget.propagate())
+    mr_prediction = viewer.layers[f"{mr.name} prediction"].data.copy()
+    assert mr_prediction.any() and widget.anchor_list.lines and not errors, errors
+
+    widget.image_layer.value = ct  # back: the CT's result, anchors and object as they were
+    np.testing.assert_array_equal(ct_prediction.data, propagated)
+    assert widget.anchor_list.lines == ct_lines and int(widget.target_label.value) == 1
+
+    # Correct slice on a slice the propagation did not prompt: only what that correction changes changes
+    z = max(np.nonzero((ct_truth.data == 1).any(axis=(1, 2)))[0], key=lambda k: abs(int(k) - prompt.slice_index))
+    box = tight_box(ct_truth.data[int(z)] == 1)
+    boxes = widget.box_layer.value
+    assert boxes.metadata["image"] == ct.name
+    _draw_box(boxes, ct, box, int(z))
+    go_to_index(viewer, ct, int(z))
+    _wait(qtbot, widget.correct_slice())
+    assert not errors, errors
+    fix = widget.last_result.prompt
+    assert fix.slice_index == int(z) and len(widget.anchor_list.lines) == 2
+
+    # the same correction without any switch, through the core session
+    data, kwargs = image_args(ct)
+    reference = Session(box_backend)
+    reference.set_image(data, **kwargs)
+    options = widget.propagation_section.session_options("volume", reference.n_slices, prompt.slice_index)
+    reference.propagate(propagation, **options)
+    expected = reference.correct(fix).mask
+    corrected = ct_prediction.data == 1
+    np.testing.assert_array_equal(corrected, expected)
+    np.testing.assert_array_equal(corrected[prompt.slice_index], propagated[prompt.slice_index] == 1)
+    assert corrected.sum() > (corrected[int(z)]).sum()  # more than the corrected slice alone
+
+    # Undo on the CT undoes the CT's correction (its own history), the MR's result stays
+    widget.objects.undo()
+    np.testing.assert_array_equal(ct_prediction.data, propagated)
+    assert widget.anchor_list.lines == ct_lines
+    np.testing.assert_array_equal(viewer.layers[f"{mr.name} prediction"].data, mr_prediction)

@@ -168,6 +168,9 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     np.testing.assert_array_equal(layers["prediction"].data, read_label(run_a / row_a["prediction_path"]).array)
     np.testing.assert_array_equal(layers["prediction_b"].data, read_label(b_copy / row_b["prediction_path"]).array)
     assert "A only" in layers["ab_overlay"].name and layers["prediction_b"].metadata["target_label"] == target
+    order = list(viewer.layers)  # both predictions' contours are drawn over the overlay, the overlay over the truth
+    assert order.index(layers["ground_truth"]) < order.index(layers["ab_overlay"]) < min(
+        order.index(layers["prediction"]), order.index(layers["prediction_b"]))
 
     # a prediction file that is gone: said clearly, the case opens without the overlay
     other = next(view.key_at(view.table, r) for r in range(view.table.rowCount())

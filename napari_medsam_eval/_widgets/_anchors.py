@@ -11,7 +11,8 @@ per anchor, in slice order::
     slice 4: absent
     slice 6: painted (412 pixels)
 
-A slice painted on the prediction layer is a painted anchor (:mod:`._paint`).
+A slice painted on the prediction layer is a painted anchor (:mod:`._paint`). Each image keeps
+its anchors: the list shows the chosen image's, and choosing an image again brings its own back.
 """
 from __future__ import annotations
 
@@ -54,9 +55,10 @@ class AnchorList(Select):
     refresh rebuilds the list, since magicgui would append a new line at the end.
     """
 
-    def __init__(self, session: "Session", target: Callable[[], int | None] = lambda: None) -> None:
+    def __init__(self, session: "Session", target: Callable[[], int | None] = lambda: None,
+                 image: Callable[[], str | None] = lambda: None) -> None:
         super().__init__(label="anchors", choices=lambda _widget: [describe_anchor(p) for p in
-                                                                   session.anchors(target())],
+                                                                   session.anchors(target(), image())],
                          tooltip="the prompts of the current segmentation, one per slice (Propagate, Correct slice)")
         try:
             from qtpy.QtWidgets import QAbstractItemView
@@ -78,13 +80,9 @@ class AnchorList(Select):
 
 def follow_anchors(anchor_list: AnchorList, session: "Session", image_layer: ComboBox, target_label: SpinBox
                    ) -> AnchorList:
-    """Keep ``anchor_list`` on the session: it refreshes after every published result and when the backend
-    or the object changes, and a new image choice drops the anchors (a correction then starts over)."""
-    def drop(_value: Any = None) -> None:
-        session.drop_anchors()
-        anchor_list.reset_choices()
-
-    image_layer.changed.connect(drop)
+    """Keep ``anchor_list`` on the session: it refreshes after every published result and when the backend,
+    the object or the image changes (each image keeps its anchors: the chosen one's are shown)."""
+    image_layer.changed.connect(lambda _value: anchor_list.reset_choices())
     target_label.changed.connect(lambda _value: anchor_list.reset_choices())  # that object's anchors
     for event in (session.result_ready, session.backend_changed):
         event.connect(lambda *_args: anchor_list.reset_choices())

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
+from ..core.palette import PLOT_SERIES, PLOT_SUMMARY
 from ..report.stats import natural_key
 from ._theme import style_axes
 
@@ -41,8 +42,8 @@ def draw_boxes(ax: Axes, boxes: Boxes, text_color: str) -> None:
         return
     positions = np.arange(1, len(data) + 1)
     ax.boxplot(data, positions=positions, widths=0.5, showfliers=False, patch_artist=True,
-               boxprops={"facecolor": "#4fc3f7", "alpha": 0.4, "edgecolor": text_color},
-               medianprops={"color": "orange", "linewidth": 1.5},
+               boxprops={"facecolor": PLOT_SERIES, "alpha": 0.4, "edgecolor": text_color},
+               medianprops={"color": PLOT_SUMMARY, "linewidth": 1.5},
                whiskerprops={"color": text_color}, capprops={"color": text_color})
     rng = np.random.default_rng(0)
     for position, values in zip(positions, data):

@@ -2,8 +2,8 @@
 
 :class:`ComparisonSection` compares the pair a :class:`._compare_layers.LayerChoice`
 holds (:func:`napari_medsam_eval.evaluation.mask_comparison.compare_masks`): a TP/FP/FN
-Labels layer with fixed colours (each comparison replaces the one overlay
-layer, :func:`._result_layers.write_overlay`), the DSC of the whole mask and of
+Labels layer with fixed colours, drawn under the prediction's contour (each comparison replaces
+the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of the whole mask and of
 the slice on screen (updated as the dims move), the per-slice plot
 (:class:`._compare_plot.SliceDicePlot`) and "Next worst slice". Without a pair
 the status line (:class:`CompareFooter`'s) says what to choose.
@@ -112,7 +112,7 @@ class ComparisonSection(Container):
     def _show(self, comparison: Comparison, pred: Labels, gt: Labels, target: int) -> None:
         """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``."""
         self.comparison = comparison
-        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target)
+        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred)
         self._worst = comparison.worst_slices()
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)

@@ -10,12 +10,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..core.palette import PLOT_CURSOR, PLOT_SERIES, PLOT_STOP
 from ._dock_layout import fixed_margins
 from ._theme import plot_canvas, style_axes
 from ..propagation.stop_words import STOP_LABELS
 
-LINE_COLOR = "#4fc3f7"
-STOP_COLOR = "#ce93d8"
+LINE_COLOR = PLOT_SERIES
+STOP_COLOR = PLOT_STOP
 #: the stop markers' text size in points (readable beside the 8 pt axis labels)
 STOP_FONT_PT = 9
 
@@ -60,7 +61,7 @@ class SliceDicePlot:
         self.per_slice = per_slice = np.asarray(per_slice, dtype=float)
         index = np.arange(len(per_slice))
         (self.line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color=LINE_COLOR, picker=5)
-        self.cursor = ax.axvline(0, color="orange", linewidth=1)
+        self.cursor = ax.axvline(0, color=PLOT_CURSOR, linewidth=1)
         self.stops = stops
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)

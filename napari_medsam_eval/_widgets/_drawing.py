@@ -4,7 +4,7 @@ A Shapes or Points layer the user makes with napari's own buttons is a prompt
 layer as soon as it is the active layer (of the image's dimensionality). The
 polarity of a point is chosen *before* it is placed (the widget's *next point*
 buttons, or key ``T`` on the point layer), and the points' colours show it
-(green positive, red negative; :mod:`._prompt_points`).
+(white positive, black negative, each ringed in the other; :mod:`._prompt_points`).
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ BOX_ONLY_HINT = ("{model} was trained on boxes: points alone give poor masks. Dr
 
 def polarity_control() -> RadioButtons:
     return RadioButtons(label="next point", choices=list(POLARITIES), value="positive", orientation="horizontal",
-                        tooltip="the label of the next point you place: positive (green) or negative (red); "
+                        tooltip="the label of the next point you place: positive (white) or negative (black); "
                                 f"key {_prompt_points.TOGGLE_KEY.upper()} switches")
 
 

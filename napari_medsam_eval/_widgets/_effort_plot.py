@@ -19,14 +19,15 @@ from typing import Any
 import pandas as pd
 from qtpy.QtWidgets import QTableWidget, QVBoxLayout, QWidget
 
+from ..core.palette import PLOT_LIGHT_THEME, PLOT_SERIES, PLOT_SUMMARY
 from ..evaluation.interaction_effort import correction_tools, curve_summary, curves_by_task, has_curves
 from ..report.stats import natural_key
 from ._dock_layout import fixed_margins
 from ._results_table import ResultsView
 from ._theme import plot_canvas, style_axes
 
-LINE_COLOR = "#4fc3f7"
-MEAN_COLOR = "orange"
+LINE_COLOR = PLOT_SERIES
+MEAN_COLOR = PLOT_SUMMARY
 
 
 def effort_summaries(rows: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
@@ -51,7 +52,7 @@ def _selected_line(table: QTableWidget) -> int | None:
 class EffortPlot(QWidget):
     """Median DSC (IQR band, dashed mean) after 0..K interactions of one task; hidden when no row has curves."""
 
-    def __init__(self, colors: tuple[str, str] = ("white", "black")) -> None:
+    def __init__(self, colors: tuple[str, str] = PLOT_LIGHT_THEME) -> None:
         super().__init__()
         #: task -> its curve summary (interactions, n, mean, median, q25, q75)
         self.summaries: dict[str, pd.DataFrame] = {}

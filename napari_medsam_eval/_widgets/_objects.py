@@ -4,20 +4,21 @@ Each object is a target label; all of an image's objects live in one
 prediction layer (:mod:`._prediction_layer`), one value each. *Next* /
 *previous object* step through the label values present in the ground truth
 (without one: +1 / -1), named from the ground truth's ``label_names``; the
-prompt layers keep each object's boxes and points apart (switching saves the
-current object's and shows the next one's). Every published result is an
-:class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Ctrl+Z) puts back the
-object's mask before the last attempt and *Changes* shows what the last
-attempt of the object changed (added green, removed red).
+prompt layers keep each object's boxes and points apart, and each image its
+object (:mod:`._object_memory`). Every published result is an
+:class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Shift+Z) puts back the
+object's mask before the chosen image's last attempt (each image has its own undo)
+and *Changes* shows what the last attempt of the object changed (added bluish green,
+removed vermillion).
 """
 from __future__ import annotations
 
 import time
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import ComboBox, Container, Label, PushButton, SpinBox
+from magicgui.widgets import Container, Label, PushButton, SpinBox
 from napari.layers import Labels
 from psygnal import Signal
 
@@ -26,6 +27,7 @@ from ..session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
 from ..core.case import present_label_values
 from ..core.prompt import Prompt
 from ._layers import find_layer, transform_kwargs
+from ._object_memory import ObjectMemory, PromptLayerChoices
 from ._prediction_layer import object_mask, write_object
 from ._section import Section
 from ._shortcuts import with_shortcut
@@ -35,14 +37,6 @@ if TYPE_CHECKING:
     import napari
 
     from ..session.session import Session
-
-
-class PromptLayerChoices(Protocol):
-    """The chosen image and prompt layers (the image section's combo boxes)."""
-
-    image_layer: ComboBox
-    box_layer: ComboBox
-    point_layer: ComboBox
 
 
 _PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()
@@ -84,8 +78,7 @@ class ObjectControls(Container):
         self.history = AttemptHistory()
         #: each attempt's object anchors after it (Undo puts back the previous attempt's)
         self._anchors: "weakref.WeakKeyDictionary[Attempt, Any]" = weakref.WeakKeyDictionary()
-        self._prompts: dict[tuple[str, int], tuple[Any, Any]] = {}  # (image, label) -> (boxes, points) data
-        self._shown = int(target_label.value)
+        self.memory = ObjectMemory(layers, target_label)  # each object's prompts, each image's object
         #: when the last action started and its name (``segment slice``, ``propagate``, ``correct``); None: none yet
         self.started: tuple[float, str] | None = None
         self.previous_button = PushButton(text="< object", tooltip=with_shortcut(
@@ -94,17 +87,17 @@ class ObjectControls(Container):
             "the next object: the next higher label value in the ground truth (its prompts kept apart)",
             "next_object"))
         self.undo_button = PushButton(text="Undo", tooltip=with_shortcut(
-            "put back the prediction before the last attempt (any object)", "undo"))
+            "put back the prediction before the last attempt on this image (any object)", "undo"))
         self.changes_button = PushButton(text="Changes", tooltip="show what the last attempt of this object "
-                                         "changed: added pixels green, removed red")
-        self.title = Label(value=object_name(None, self._shown))
+                                         "changed: added pixels bluish green, removed vermillion")
+        self.title = Label(value=object_name(None, self.memory.shown))
         super().__init__(widgets=[self.previous_button, self.title, self.next_button, self.undo_button,
                                   self.changes_button], layout="horizontal", labels=False)
         self.previous_button.changed.connect(lambda: self.step(-1))
         self.next_button.changed.connect(lambda: self.step(+1))
         self.undo_button.changed.connect(lambda: self.undo())
         self.changes_button.changed.connect(lambda: self.show_changes())
-        target_label.changed.connect(self._on_target)
+        target_label.changed.connect(lambda value: setattr(self.title, "value", object_name(self.truth(), int(value))))
 
     def begin(self, action: str) -> None:
         """An action starts now: its result's attempt is timed from here and named ``action``."""
@@ -130,26 +123,6 @@ class ObjectControls(Container):
             value = max(1, current + direction)
         self.target_label.value = value
         return value
-
-    def _on_target(self, value: int) -> None:
-        """The target changed: keep the old object's prompts, show the new one's, name it."""
-        image = self.layers.image_layer.value
-        boxes, points = self.layers.box_layer.value, self.layers.point_layer.value
-        if image is not None and value != self._shown:
-            self._prompts[(image.name, self._shown)] = (
-                [np.array(s) for s in boxes.data] if boxes is not None else [],
-                (np.array(points.data), points.features.copy()) if points is not None else None)
-            boxes_data, points_data = self._prompts.get((image.name, int(value)), ([], None))
-            if boxes is not None:
-                boxes.data = []
-                if boxes_data:
-                    boxes.add_rectangles(boxes_data)
-            if points is not None:
-                points.data = points_data[0] if points_data else np.empty((0, points.ndim))
-                if points_data is not None:
-                    points.features = points_data[1]
-        self._shown = int(value)
-        self.title.value = object_name(self.truth(), int(value))
 
     # -- attempts ---------------------------------------------------------------
 
@@ -182,10 +155,12 @@ class ObjectControls(Container):
         return layer
 
     def undo(self) -> Attempt | None:
-        """Put back the object's mask before the last attempt (the corrections start over); None: nothing."""
+        """Put back the object's mask before the chosen image's last attempt (its anchors as they were
+        then); None: nothing to undo."""
         if self.runner.busy:
             return None
-        undone = self.history.undo()
+        image = self.layers.image_layer.value
+        undone = self.history.undo(image.name if image is not None else None)
         if undone is None:
             self.runner.status.value = "nothing to undo"
             return None
@@ -196,7 +171,8 @@ class ObjectControls(Container):
             return None
         write_object(viewer, viewer.layers[attempt.image], attempt.target_label, before)
         previous = self.history.last(attempt.image, attempt.target_label)
-        self.session.restore_anchors(attempt.target_label, self._anchors.get(previous) if previous else None)
+        self.session.restore_anchors(attempt.target_label, self._anchors.get(previous) if previous else None,
+                                     image=attempt.image)
         self.target_label.value = attempt.target_label
         self.undone.emit(attempt)
         self.runner.status.value = f"undid: {attempt.describe()}"

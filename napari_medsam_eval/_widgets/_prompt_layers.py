@@ -1,8 +1,8 @@
 """Prompt layers <-> :class:`~napari_medsam_eval.core.prompt.Prompt`, without Qt.
 
 A box prompt is a rectangle in a Shapes layer, point prompts are a Points
-layer whose ``features['label']`` is 1 (positive, green) or 0 (negative,
-red); key ``T`` toggles a point's label (the points' polarity:
+layer whose ``features['label']`` is 1 (positive, white) or 0 (negative,
+black); key ``T`` toggles a point's label (the points' polarity:
 :mod:`._prompt_points`, re-exported here). Both are made with their image's
 transform (see :mod:`._layers` for the coordinates).
 
@@ -21,12 +21,14 @@ from typing import Any, Iterable
 import numpy as np
 from napari.layers import Image, Points, Shapes
 
+from ..core.palette import BOX_PROMPT
 from ..core.prompt import Prompt
 from ._layers import current_index, from_image_coords, layer_kind, spatial_shape, to_image_coords, transform_kwargs
-from ._prompt_points import (NEXT_LABEL_KEY, POINT_COLORS, TOGGLE_KEY, adopt_point_layer, keep_point_polarity,
-                             next_point_label, point_labels, set_next_point_label, toggle_point_label)
+from ._prompt_points import (NEXT_LABEL_KEY, POINT_BORDER_COLORS, POINT_COLORS, TOGGLE_KEY, adopt_point_layer,
+                             keep_point_polarity, next_point_label, point_labels, set_next_point_label,
+                             toggle_point_label)
 
-BOX_COLOR = "yellow"
+BOX_COLOR = BOX_PROMPT
 
 
 def add_prompt_layers(viewer: Any, image: Image) -> tuple[Shapes, Points]:
@@ -51,13 +53,14 @@ def make_box_layer(image: Image, name: str | None = None) -> Shapes:
 
 def make_point_layer(image: Image, name: str | None = None) -> Points:
     """An empty Points layer for point prompts over ``image``: ``features['label']``
-    1 (positive, green) or 0 (negative, red); key ``T`` toggles a label."""
+    1 (positive, white) or 0 (negative, black), each ringed in the other; key ``T`` toggles a label."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "label looks categorical": it is
         layer = Points(
             np.empty((0, image.ndim)), ndim=image.ndim, name=name or f"{image.name} points",
             features={"label": np.array([], dtype=int)}, face_color="label",
-            face_color_cycle=dict(POINT_COLORS), border_color="white", size=3,
+            face_color_cycle=dict(POINT_COLORS), border_color="label",
+            border_color_cycle=dict(POINT_BORDER_COLORS), size=3,
             metadata={"role": "prompt_points", "image": image.name}, **transform_kwargs(image),
         )
     layer.feature_defaults["label"] = 1
@@ -198,7 +201,7 @@ def show_prompt(prompt: Prompt, image: Image, boxes: Shapes, points: Points) -> 
     points.refresh_colors(update_color_mapping=False)
 
 
-__all__ = ["BOX_COLOR", "NEXT_LABEL_KEY", "POINT_COLORS", "TOGGLE_KEY", "add_prompt_layers", "adopt_point_layer",
-           "box_from_vertices", "box_vertices", "drawn_prompt", "keep_point_polarity", "make_box_layer",
-           "make_point_layer", "next_point_label", "point_labels", "prompt_from_layers", "prompt_slices",
+__all__ = ["BOX_COLOR", "NEXT_LABEL_KEY", "POINT_BORDER_COLORS", "POINT_COLORS", "TOGGLE_KEY", "add_prompt_layers",
+           "adopt_point_layer", "box_from_vertices", "box_vertices", "drawn_prompt", "keep_point_polarity",
+           "make_box_layer", "make_point_layer", "next_point_label", "point_labels", "prompt_from_layers", "prompt_slices",
            "set_next_point_label", "show_prompt", "toggle_point_label"]

@@ -1,11 +1,11 @@
 """The polarity of prompt points: each point's 1 / 0 label, the next point's, and key ``T``, without Qt.
 
-A prompt Points layer holds ``features['label']``: 1 (positive, green) or 0
-(negative, red). The label of the *next* point is chosen before it is placed
-(:func:`set_next_point_label`, kept in the layer's metadata) and given to each
-point added (:func:`keep_point_polarity`); key ``T`` flips it
-(:func:`toggle_point_label`). A user's own Points layer becomes a prompt layer
-with :func:`adopt_point_layer`.
+A prompt Points layer holds ``features['label']``: 1 (positive, white with a black
+ring) or 0 (negative, black with a white ring; :mod:`napari_medsam_eval.core.palette`).
+The label of the *next* point is chosen before it is placed (:func:`set_next_point_label`,
+kept in the layer's metadata) and given to each point added (:func:`keep_point_polarity`);
+key ``T`` flips it (:func:`toggle_point_label`). A user's own Points layer becomes a prompt
+layer with :func:`adopt_point_layer`.
 """
 from __future__ import annotations
 
@@ -15,8 +15,11 @@ from typing import Any
 import numpy as np
 from napari.layers import Points
 
-#: colours of positive / negative prompt points
-POINT_COLORS = {1: "lime", 0: "red"}
+from ..core.palette import NEGATIVE_POINT, POINT_BORDERS, POSITIVE_POINT
+
+#: colours of positive / negative prompt points, and of their rings
+POINT_COLORS = {1: POSITIVE_POINT, 0: NEGATIVE_POINT}
+POINT_BORDER_COLORS = dict(POINT_BORDERS)
 #: the key that toggles a prompt point's label (selected points, else the next one)
 TOGGLE_KEY = "t"
 
@@ -46,7 +49,8 @@ def set_next_point_label(layer: Points, label: int) -> None:
 
 def adopt_point_layer(layer: Points) -> Points:
     """Make a user's own Points layer a prompt layer: a ``label`` feature coloured
-    green / red (:data:`POINT_COLORS`), and the polarity rule of :func:`keep_point_polarity`."""
+    white / black (:data:`POINT_COLORS`, ringed in :data:`POINT_BORDER_COLORS`), and the polarity
+    rule of :func:`keep_point_polarity`."""
     if "label" not in layer.features:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -55,6 +59,8 @@ def adopt_point_layer(layer: Points) -> Points:
         warnings.simplefilter("ignore", RuntimeWarning)  # "label looks categorical": it is
         layer.face_color_cycle = dict(POINT_COLORS)
         layer.face_color = "label"
+        layer.border_color_cycle = dict(POINT_BORDER_COLORS)
+        layer.border_color = "label"
     keep_point_polarity(layer)
     return layer
 
@@ -114,5 +120,5 @@ def toggle_point_label(layer: Points) -> int | None:
     return new
 
 
-__all__ = ["NEXT_LABEL_KEY", "POINT_COLORS", "TOGGLE_KEY", "adopt_point_layer", "keep_point_polarity",
-           "next_point_label", "point_labels", "set_next_point_label", "toggle_point_label"]
+__all__ = ["NEXT_LABEL_KEY", "POINT_BORDER_COLORS", "POINT_COLORS", "TOGGLE_KEY", "adopt_point_layer",
+           "keep_point_polarity", "next_point_label", "point_labels", "set_next_point_label", "toggle_point_label"]

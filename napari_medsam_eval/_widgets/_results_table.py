@@ -27,6 +27,7 @@ from qtpy.QtCore import QItemSelectionModel, Qt, QTimer
 from qtpy.QtWidgets import QVBoxLayout, QWidget
 
 from ..benchmark.store import table_of_rows
+from ..core.palette import PLOT_LIGHT_THEME
 from ..report import summarize_tasks
 from ._bench_boxes import Boxes, box_data, draw_boxes
 from ._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
@@ -61,7 +62,7 @@ class ResultsView(QWidget):
     """
 
     def __init__(self, on_open: Callable[[dict[str, Any]], Any] | None = None,
-                 colors: tuple[str, str] = ("white", "black"), open_hint: str = "") -> None:
+                 colors: tuple[str, str] = PLOT_LIGHT_THEME, open_hint: str = "") -> None:
         super().__init__()
         self.rows: list[dict[str, Any]] = []
         self.on_open = on_open

@@ -7,8 +7,9 @@ in a worker; Cancel stops within a run), with the model and image of the
 viewer's Segment widget (the :class:`~napari_medsam_eval.session.session.Session`
 the section is given a way to ask for, :func:`._sessions.session_of`: the
 Segment widget may be docked later), so the slices' embeddings are computed once. It shows the agreement map (the fraction of runs that
-segmented each voxel) as an Image layer, the worst run as a Labels contour,
-the runs' DSC against the ground truth compared (min / median / max) and a
+segmented each voxel) as an Image layer, drawn opaque in a few bins under the prediction's contour so
+that its legend shows the colours on screen (:func:`._result_layers.agreement_colormap`), the worst
+run as a Labels contour, the runs' DSC against the ground truth compared (min / median / max) and a
 histogram of them.
 """
 from __future__ import annotations
@@ -20,20 +21,24 @@ from magicgui.widgets import Container, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels
 
 from .._layer_style import WORST_RUN_COLOR, style_prediction
+from ..core.palette import PLOT_SERIES, color_name
 from ..evaluation.mask_comparison import binary_target
 from ..core.prompt import Prompt
 from ..studies.sensitivity import DEFAULT_RUNS, SensitivityResult
 from ._dock_layout import wrap_status
 from ._compare_layers import LayerChoice
 from ._layers import add_inactive, find_layer, transform_kwargs
+from ._result_layers import agreement_colormap, agreement_legend, draw_under, swatch
 from ._theme import plot_canvas, style_axes, theme_colors
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
     from ..session.session import Session
 
-#: what the agreement map's colours mean (its colormap: inferno, 0..1)
-AGREEMENT_LEGEND = "0 (black: no run segmented the pixel) .. 1 (yellow: every run); worst run: white contour"
+#: what the agreement map's colours mean (rich text: a chip per bin, in the colours drawn)
+AGREEMENT_LEGEND = ("share of the runs: " + " ".join(swatch(text, color) for text, color in agreement_legend())
+                    + " (no run: not drawn); worst run: " + swatch(f"{color_name(WORST_RUN_COLOR)} contour",
+                                                                    WORST_RUN_COLOR))
 NEEDS_SEGMENT = ("prompt sensitivity uses the Segment widget's model and image: dock it, load a model and "
                  "segment or propagate the target first")
 
@@ -48,15 +53,20 @@ def prompt_of(prediction: Labels, target_label: int) -> Prompt | None:
     return None if data is None else Prompt.from_dict(data)
 
 
-def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name: str) -> tuple[Image, Labels | None]:
-    """The agreement map (Image, 0..1) and the worst run (Labels contour) over ``reference``'s transform."""
+def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name: str,
+                under: Labels | None = None) -> tuple[Image, Labels | None]:
+    """The agreement map (Image, 0..1; opaque, so drawn in its legend's colours) under ``under`` (the
+    prediction tested, whose contour stays visible) and the worst run (Labels contour) over
+    ``reference``'s transform."""
     agreement = find_layer(viewer, f"{name} agreement", Image, result.agreement.shape)
     if agreement is None:
-        agreement = add_inactive(viewer, Image(result.agreement, name=f"{name} agreement", colormap="inferno",
-                                               contrast_limits=(0.0, 1.0), opacity=0.6, blending="additive",
-                                               metadata={"role": "agreement"}, **transform_kwargs(reference)))
+        agreement = add_inactive(viewer, Image(result.agreement, name=f"{name} agreement",
+                                               colormap=agreement_colormap(), contrast_limits=(0.0, 1.0),
+                                               opacity=1.0, blending="translucent", metadata={"role": "agreement"},
+                                               **transform_kwargs(reference)))
     else:
         agreement.data = result.agreement
+    draw_under(viewer, agreement, under, floor=reference)
     worst = None
     if result.worst_mask is not None:
         data = result.worst_mask.astype(np.uint8)
@@ -128,6 +138,7 @@ class SensitivitySection(Container):
                                      f"{session.image_name} {spatial}: choose that image's prediction")
         truth = None if gt is None else binary_target(gt.data, target)
         self._reference, self._name = gt if gt is not None else pred, str(pred.metadata.get("image", pred.name))
+        self._tested = pred
         runs = int(self.runs.value)
         return self.runner.start(session.iter_sensitivity, prompt, runs, ground_truth=truth, cancellable=True,
                                  text=f"prompt sensitivity: {runs} runs of label {target}", total=runs,
@@ -135,7 +146,7 @@ class SensitivitySection(Container):
 
     def _show(self, result: SensitivityResult) -> None:
         self.result = result
-        agreement, worst = show_result(self.viewer, self._reference, result, self._name)
+        agreement, worst = show_result(self.viewer, self._reference, result, self._name, under=self._tested)
         for layer in (agreement, worst):  # which model and precision made them, as a prediction says
             if layer is not None and result.made_by:
                 layer.metadata["made_by"] = f"by {result.made_by}"
@@ -157,7 +168,7 @@ class SensitivitySection(Container):
         style_axes(self.axes, self.figure.get_facecolor(), self._text)
         if result.dice:
             counts, edges = result.histogram(bins=20)
-            self.axes.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color="#4fc3f7")
+            self.axes.bar(edges[:-1], counts, width=np.diff(edges), align="edge", color=PLOT_SERIES)
             self.axes.set_xlim(0, 1)
             self.axes.set_xlabel("DSC of the perturbed runs", color=self._text)
         self.canvas.draw_idle()

@@ -1,10 +1,18 @@
 """Keyboard shortcuts of the dock widgets, defined once: bound on the viewer, shown in tooltips.
 
-Keys are napari key names (``Shift-S``); they are bound on the viewer
-(napari's keymap: an active layer's own binding of the same key wins, so
-every key here is one napari's layers leave free; Ctrl+Z is also bound on
-the prediction layer, whose own Ctrl+Z would undo a paint stroke) and unbound
-when the widget closes. docs/napari.md, "Keyboard shortcuts", lists the same table (tests/test_docs.py compares).
+Keys are napari key names (``Shift-S``); they are bound on the viewer and
+unbound when the widget closes. In napari's keymap an active layer's own
+binding of the same key wins (Shift+P is the Shapes layer's polygon lasso,
+Ctrl+Z the Labels layer's paint undo), and the window's menu shortcuts come
+before any layer's, so every key here is one that napari leaves free for every
+layer type, the viewer and the window: tests/test_key_clash.py enumerates
+napari's own bindings (each layer class's keymap with the shortcuts napari's
+action manager binds there from its settings, the viewer's keymap, the
+app-model keybindings of the menus) and fails on a clash, and presses every
+key through the canvas with each kind of layer active. Ctrl+Z is bound on the
+prediction layer as well (``_objects.py``: its own Ctrl+Z would undo a paint
+stroke). docs/napari.md, "Keyboard shortcuts", lists the same table
+(tests/test_docs.py compares).
 """
 from __future__ import annotations
 
@@ -13,10 +21,10 @@ from typing import Any, Callable, Mapping
 #: action (a widget method's name) -> key
 SEGMENT_SHORTCUTS: dict[str, str] = {
     "segment_slice": "Shift-S",
-    "propagate": "Shift-P",
+    "propagate": "Shift-T",  # through the volume (Shift+P: the Shapes lasso)
     "correct_slice": "Shift-C",
     "cancel": "Shift-X",
-    "undo": "Control-Z",
+    "undo": "Shift-Z",  # the Ctrl+Z letter (Ctrl+Z: the Labels paint undo)
     "next_object": "Shift-N",
     "previous_object": "Shift-B",
 }

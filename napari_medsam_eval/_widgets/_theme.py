@@ -7,6 +7,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_qtagg import FigureCanvasQTAgg
 from matplotlib.figure import Figure
 
+from ..core.palette import PLOT_LIGHT_THEME
+
 
 def theme_colors(viewer: Any) -> tuple[str, str]:
     """(background, text) colours of the viewer's theme, for the plots."""
@@ -16,7 +18,7 @@ def theme_colors(viewer: Any) -> tuple[str, str]:
         theme = get_theme(viewer.theme)
         return theme.canvas.as_hex(), theme.text.as_hex()
     except Exception:  # a theme without those fields: matplotlib's defaults
-        return "white", "black"
+        return PLOT_LIGHT_THEME
 
 
 def plot_canvas(background: str, min_height: int) -> tuple[Figure, Axes, FigureCanvasQTAgg]:

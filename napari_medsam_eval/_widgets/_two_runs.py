@@ -7,9 +7,9 @@ shows the per-task statistics, the per-case DSC A / B / B-A, the rows that do
 not pair and a scatter of A against B. Double-clicking a case reads it with
 both saved predictions in a worker (:func:`~napari_medsam_eval.report.run_pairs.load_case_pair`)
 and opens image, ground truth, prediction A, prediction B and the A-only /
-B-only / both overlay (:data:`~napari_medsam_eval._layer_style.AB_COLORS`) as
-the Benchmark widget opens a row (:mod:`._open_row`: one layer per turn of the
-event loop, the last row's layers reused), then goes to the slice where A and
+B-only / both overlay (:data:`~napari_medsam_eval._layer_style.AB_COLORS`, drawn under the two
+predictions' contours; its name says its colours) as the Benchmark widget opens a row
+(:mod:`._open_row`: one layer per turn of the event loop, the last row's layers reused), then goes to the slice where A and
 B differ most. A prediction that is missing is said (a warning naming the
 file); the case still opens with what there is.
 """
@@ -25,6 +25,7 @@ from napari.utils.notifications import show_warning
 from qtpy.QtCore import QTimer
 
 from .._layer_style import AB_COLORS, style_prediction
+from ..core.palette import color_name
 from ..report.stats import row_stops
 from ..evaluation.mask_comparison import AB_NAMES
 from ..report.run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
@@ -45,7 +46,8 @@ AB_OPACITY = 0.6
 
 def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
     """The layers of a case pair, off the GUI thread: the case as run A's row opens (image, ground
-    truth, prediction A, A's prompt), prediction B and the A/B overlay."""
+    truth, prediction A, A's prompt), prediction B and the A/B overlay; the overlay is added right after
+    the ground truth, so both predictions' contours are drawn over it."""
     steps = _open_row.open_steps(pair.run_case())
     image = steps[0].layer
     case_id = pair.case.case_id
@@ -62,13 +64,19 @@ def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
             pair.prediction_b, name=f"{case_id} prediction B ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
     if pair.overlay is not None:
-        legend = ", ".join(f"{name} {AB_COLORS[value]}" for value, name in AB_NAMES.items())
+        legend = ab_legend()
         metadata = {"role": "ab_overlay", "legend": legend, "slice": pair.slice_index,
                     "target_label": pair.target_label, _open_row.OPENED_KEY: "ab_overlay"}
-        steps.append(_open_row.OpenStep("ab_overlay", Labels(
+        after = 1 + max((i for i, step in enumerate(steps) if step.role in ("image", "ground_truth")), default=0)
+        steps.insert(after, _open_row.OpenStep("ab_overlay", Labels(
             pair.overlay, name=f"{case_id} A vs B ({legend})", colormap=AB_COLORS, opacity=AB_OPACITY,
             metadata=metadata, **transform_kwargs(image))))
     return steps
+
+
+def ab_legend() -> str:
+    """The A/B overlay's colours in words ("A only vermillion, B only bluish green, both sky blue")."""
+    return ", ".join(f"{name} {color_name(AB_COLORS[value])}" for value, name in AB_NAMES.items())
 
 
 def open_pair_job(run_a: Path, run_b: Path, row_a: dict | None, row_b: dict | None, ack: threading.Event,
@@ -169,4 +177,4 @@ class TwoRunsWidget(Container):
             show_warning(f"{pair.case.case_id}: " + "; ".join(pair.notes))
 
 
-__all__ = ["TwoRunsWidget", "open_pair_job", "pair_steps"]
+__all__ = ["TwoRunsWidget", "ab_legend", "open_pair_job", "pair_steps"]

@@ -18,6 +18,7 @@ import pandas as pd
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel, QSizePolicy, QTableWidget, QVBoxLayout, QWidget
 
+from ..core.palette import PLOT_CATEGORIES, PLOT_LIGHT_THEME
 from ..report.compare_report import comparison_rows
 from ..report.markup import cell_text
 from ..report.paired import COLUMNS
@@ -31,7 +32,8 @@ PAIR_HEADERS = ("case", "target", "DSC A", "DSC B", "B-A")
 UNPAIRED_HEADERS = ("case", "target", "DSC A", "DSC B", "why not paired")
 #: Qt item role holding a line's pair key (on its first item)
 KEY_ROLE = Qt.UserRole + 1
-POINT_COLORS = ("#4fc3f7", "orange", "#ce93d8", "#81c784", "#e57373", "#fff176")
+#: one colour per task in the scatter
+POINT_COLORS = PLOT_CATEGORIES
 
 
 def _target(row: Any) -> str:
@@ -43,7 +45,7 @@ class TwoRunsView(QWidget):
     """What a :class:`RunPair` holds, in tables and a scatter; :meth:`show_pair` fills them."""
 
     def __init__(self, on_open: Callable[[PairKey], Any] | None = None,
-                 colors: tuple[str, str] = ("white", "black")) -> None:
+                 colors: tuple[str, str] = PLOT_LIGHT_THEME) -> None:
         super().__init__()
         self.on_open = on_open
         self.pair: RunPair | None = None

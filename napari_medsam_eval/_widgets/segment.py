@@ -74,7 +74,8 @@ class SegmentWidget(Container):
         self.object_section = objects = ObjectSection(viewer, session, runner, image, lambda: truth.gt_layer.value)
         self.truth_section = truth = GroundTruthSection(viewer, session, runner, image, objects.target_label)
         self.propagation_section = propagation = PropagationSection(session.margin)
-        self.anchor_list = follow_anchors(AnchorList(session, lambda: int(objects.target_label.value)),
+        self.anchor_list = follow_anchors(AnchorList(session, lambda: int(objects.target_label.value),
+                                                     lambda: getattr(image.image_layer.value, "name", None)),
                                           session, image.image_layer, objects.target_label)
         objects.objects.undone.connect(lambda _attempt: self.anchor_list.reset_choices())
         self.actions = SegmentActions(viewer, session, runner, model, image, objects.objects, propagation,
@@ -136,6 +137,8 @@ class SegmentWidget(Container):
         removed = getattr(event, "type", None) == "removed" and getattr(event.value, "name", None)
         if removed and removed == self.session.image_name and self.busy:
             self.cancel()  # its image is gone: the job stops, its result is dropped (ObjectControls.commit)
+        elif removed:
+            self.session.forget_image(removed)  # what the session kept of it (its anchors) goes
         self.reset_choices()
         self.truth_section.pick_layers()
 

@@ -10,4 +10,5 @@
 - :mod:`.postprocess`: what a protocol asks to be done to a propagated mask (largest component, mask seed)
 - :mod:`.checksum`, :mod:`.cache`, :mod:`.ownership`: SHA-256 of files, the package's cache folder, no output
   overlapping an input
+- :mod:`.palette`: every colour the package draws, named by its meaning (Okabe-Ito)
 """

@@ -21,6 +21,7 @@ from ..evaluation.aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
 from ..benchmark.schema import is_missing
 from ..core.ownership import overlap
+from ..core.palette import REPORT_MARK, REPORT_PROMPT, REPORT_STOP, color_name
 from . import markup as mk
 from .effort_section import effort_blocks
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
@@ -219,8 +220,10 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
                                 "propagation stopped"],
                                worst_rows, numeric=[True, False, False, False, True, True, True, False]))
         blocks.append(mk.paragraph("Per-slice (volumes, along z) or per-frame (videos, along t) DSC; the dashed "
-                                   "line marks the prompted slice, the red dot the lowest DSC, dotted purple "
-                                   "lines where propagation stopped and why.", note=True))
+                                   f"{color_name(REPORT_PROMPT)} line marks the prompted slice, the "
+                                   f"{color_name(REPORT_MARK)} dot the lowest DSC, dotted "
+                                   f"{color_name(REPORT_STOP)} lines where propagation stopped and why.",
+                                   note=True))
         blocks += images
     else:
         blocks.append(mk.paragraph("No scored cases."))

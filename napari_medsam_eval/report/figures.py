@@ -18,12 +18,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..benchmark.schema import is_missing
+from ..core.palette import (REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
+                            REPORT_SERIES, REPORT_STOP)
 from ..evaluation.interaction_effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
 
 DPI = 120
-BOX_COLOR = "#4C72B0"
-POINT_COLOR = "#333333"
+BOX_COLOR = REPORT_SERIES
+POINT_COLOR = REPORT_POINTS
 
 
 def _new_figure(width: float, height: float) -> Figure:
@@ -68,7 +70,7 @@ def plot_task_boxes(table: pd.DataFrame, path: str | Path, metric: str = "dice",
     if groups:
         axes.boxplot(data, positions=np.arange(1, len(groups) + 1), widths=0.6, showfliers=False,
                      patch_artist=True, boxprops={"facecolor": BOX_COLOR, "alpha": 0.35},
-                     medianprops={"color": "black", "linewidth": 1.5})
+                     medianprops={"color": REPORT_REFERENCE, "linewidth": 1.5})
         for position, values in enumerate(data, start=1):
             axes.scatter(position + _jitter(rng, values.size), values, s=9, color=POINT_COLOR, alpha=0.6,
                          linewidths=0, zorder=3)
@@ -98,14 +100,14 @@ def plot_slice_dice(row: pd.Series, path: str | Path) -> Path:
         axes.plot(index, values, marker="o", markersize=3, linewidth=1.2, color=BOX_COLOR)
         prompt = row.get("prompt_slice")
         if not is_missing(prompt):
-            axes.axvline(float(prompt), color="tab:orange", linestyle="--", linewidth=1, label="prompt")
+            axes.axvline(float(prompt), color=REPORT_PROMPT, linestyle="--", linewidth=1, label="prompt")
             axes.legend(loc="lower right", fontsize=8)
         if summary["argmin"] is not None:
-            axes.scatter([summary["argmin"]], [summary["min"]], color="tab:red", zorder=4, s=20)
+            axes.scatter([summary["argmin"]], [summary["min"]], color=REPORT_MARK, zorder=4, s=20)
         for stop in row_stops(row):  # where each direction stopped, and why
             if stop.get("at") is not None:
-                axes.axvline(float(stop["at"]), color="tab:purple", linestyle=":", linewidth=1)
-                axes.annotate(str(stop.get("reason")), (float(stop["at"]), 0.02), fontsize=7, color="tab:purple",
+                axes.axvline(float(stop["at"]), color=REPORT_STOP, linestyle=":", linewidth=1)
+                axes.annotate(str(stop.get("reason")), (float(stop["at"]), 0.02), fontsize=7, color=REPORT_STOP,
                               rotation=90, va="bottom", ha="right")
     else:
         axes.text(0.5, 0.5, "no per-slice DSC recorded", ha="center", va="center", transform=axes.transAxes)
@@ -134,10 +136,10 @@ def plot_paired_differences(pairs: pd.DataFrame, comparison: pd.DataFrame, path:
         if np.isfinite(row["median_diff"]):
             low, high = row["ci_low"], row["ci_high"]
             if np.isfinite(low) and np.isfinite(high):
-                axes.errorbar([position], [row["median_diff"]], fmt="none", ecolor="tab:red", capsize=4,
+                axes.errorbar([position], [row["median_diff"]], fmt="none", ecolor=REPORT_MARK, capsize=4,
                               yerr=[[row["median_diff"] - low], [high - row["median_diff"]]], zorder=4)
-            axes.scatter([position], [row["median_diff"]], marker="D", color="tab:red", s=25, zorder=5)
-    axes.axhline(0.0, color="black", linewidth=0.8)
+            axes.scatter([position], [row["median_diff"]], marker="D", color=REPORT_MARK, s=25, zorder=5)
+    axes.axhline(0.0, color=REPORT_REFERENCE, linewidth=0.8)
     axes.set_xticks(np.arange(1, len(tasks) + 1))
     axes.set_xticklabels(tasks, fontsize=8, **_tick_style(tasks))
     label = METRIC_LABELS.get(metric, metric)
@@ -156,7 +158,7 @@ def plot_dsc_vs_interactions(curves: dict[str, np.ndarray], path: str | Path) ->
     """
     figure = _new_figure(6.0, 4.0)
     axes = figure.add_subplot()
-    colors = [f"C{i % 10}" for i in range(len(curves))]
+    colors = [REPORT_CATEGORIES[i % len(REPORT_CATEGORIES)] for i in range(len(curves))]
     steps = 0
     for (task, values), color in zip(sorted(curves.items(), key=lambda item: natural_key(item[0])), colors):
         summary = curve_summary(values)

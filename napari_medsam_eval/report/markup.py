@@ -16,10 +16,13 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..core.palette import REPORT_SERIES
+
+#: the page's style: neutral greys for text and table lines, the report's series colour for the title rule
 CSS = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto; max-width: 72em;
        padding: 0 1em; color: #222; line-height: 1.45; }
-h1 { border-bottom: 2px solid #4C72B0; padding-bottom: .2em; }
+h1 { border-bottom: 2px solid REPORT_SERIES; padding-bottom: .2em; }
 h2 { margin-top: 1.6em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; margin: .8em 0; font-size: .92em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; }
@@ -29,7 +32,7 @@ tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; border: 1px solid #eee; margin: .4em 0; }
 code { background: #f4f4f4; padding: 0 .25em; }
 .note { color: #666; font-size: .9em; }
-"""
+""".replace("REPORT_SERIES", REPORT_SERIES)
 
 
 def heading(text: str, level: int = 2) -> tuple:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from ..core.palette import REPORT_CATEGORIES
 from ..studies.prompt_mode_table import study_table  # noqa: F401 - the report names the study's table here too
 from ..protocols.mazurowski import MODES
 from .markup import cell_text, table, to_markdown
@@ -39,7 +40,7 @@ FILES = {
     "iterative_figure": "iterative_points.png",
     "config": "study.json",
 }
-_COLORS = ["#4C72B0", "#55A868", "#C44E52", "#8172B2", "#CCB974"]
+_COLORS = REPORT_CATEGORIES
 
 
 def markdown_table(frame: pd.DataFrame, digits: int = 4) -> str:

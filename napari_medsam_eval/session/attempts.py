@@ -4,9 +4,9 @@ An *attempt* is one press of Segment slice, Propagate or Correct slice that
 changed an object's mask: which object (target label) of which image, the
 prompt, the model, the object's whole mask after it, when and how long it
 took. :class:`AttemptHistory` keeps them in order; :meth:`AttemptHistory.undo`
-drops the last attempt and returns the object's mask before it (the previous
-attempt's mask of the same object and image, or an empty one), so a GUI can
-put that mask back. Masks are kept bit-packed (a 512x512x100 volume: 3.3 MB).
+drops the last attempt (of an image: each image has its own undo) and returns the
+object's mask before it (the previous attempt's mask of the same object and image,
+or an empty one), so a GUI can put that mask back. Masks are kept bit-packed (a 512x512x100 volume: 3.3 MB).
 
 No Qt and no napari: the Segment widget records and undoes through this
 module, and a script can do the same.
@@ -65,7 +65,7 @@ class Attempt:
 
 
 class AttemptHistory:
-    """The attempts of a session in order; undo goes back one attempt of any object."""
+    """The attempts of a session in order; undo goes back one attempt of any object (of one image)."""
 
     def __init__(self, limit: int = MAX_ATTEMPTS) -> None:
         self.limit = int(limit)
@@ -97,13 +97,14 @@ class AttemptHistory:
         earlier = self.last(attempt.image, attempt.target_label, before=index)
         return earlier.mask if earlier is not None else np.zeros(attempt.shape, dtype=bool)
 
-    def undo(self) -> tuple[Attempt, np.ndarray] | None:
-        """Drop the last attempt; returns it and the object's mask before it (None: nothing to undo)."""
-        if not self.attempts:
+    def undo(self, image: str | None = None) -> tuple[Attempt, np.ndarray] | None:
+        """Drop the last attempt (of ``image`` when given: the other images' stay); returns it and the
+        object's mask before it (None: nothing to undo)."""
+        attempt = self.last(image)
+        if attempt is None:
             return None
-        attempt = self.attempts[-1]
         before = self.previous_mask(attempt)
-        self.attempts.pop()
+        self.attempts = [kept for kept in self.attempts if kept is not attempt]
         return attempt, before
 
     def changes(self, image: str, target_label: int) -> np.ndarray | None:

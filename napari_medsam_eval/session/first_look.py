@@ -13,7 +13,7 @@ which slices encoding ahead has finished; :func:`choose_backend` decides which b
 
 Every result says what made it (:func:`~napari_medsam_eval.models.base.made_by`, with
 ``" (first look)"`` for the first look). No Qt, no napari; the session drops the first look when its
-backend or its image changes, as it drops its anchors.
+backend or its image changes (its anchors only with the backend: each image keeps its own).
 """
 from __future__ import annotations
 

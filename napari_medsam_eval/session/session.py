@@ -44,12 +44,14 @@ Corrections: a propagation of a volume or video starts an
 anchor is its prompt; :meth:`Session.correct` / :meth:`Session.iter_correct` add a
 prompt on a wrong slice to it (that slice is segmented again and propagated up to the
 neighbouring anchors) and :meth:`Session.anchors` lists the anchors. Each target label keeps
-its own (several objects); they are dropped when the image or the backend changes.
+its own (several objects); they are dropped when the backend changes. Each image keeps its own too:
+switching to another image and back brings them back, with the image's slice-cache id
+(:mod:`.kept_images`).
 
 A quick first look (:mod:`.first_look`, :meth:`Session.set_first_look`): the model at a cheaper precision
 segments until encoding ahead has every slice with the backend; each result's ``made_by`` says which.
 
-This module is ~540 lines on purpose: :class:`Session` is the one object the Segment widget drives
+This module is ~580 lines on purpose: :class:`Session` is the one object the Segment widget drives
 (napari-animation's model), with one thread and event contract (the class docstring). Each method is a
 short call into the core (:func:`~napari_medsam_eval.propagation.segment_by_kind`, the protocols,
 :class:`~.target_anchors.TargetAnchors`, :mod:`~napari_medsam_eval.studies.sensitivity`); splitting the
@@ -75,6 +77,7 @@ from ..propagation.anchors import AnchorSnapshot
 from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                                    volume_segmenter)
 from .first_look import FirstLook
+from .kept_images import KeptImage, KeptImages
 from .target_anchors import TargetAnchors
 
 
@@ -127,6 +130,8 @@ class Session:
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     #: each target label's anchors and mask (volumes/videos), see :meth:`correct`
     _targets: TargetAnchors = field(default_factory=TargetAnchors, repr=False)
+    #: the images set before this one, each with its anchors and image_id (:mod:`.kept_images`)
+    _kept: KeptImages = field(default_factory=KeptImages, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     #: the quick first look and what encoding ahead finished (:meth:`set_first_look`, :mod:`.first_look`)
     first_look: FirstLook = field(default_factory=FirstLook, repr=False)
@@ -154,6 +159,7 @@ class Session:
         """Use ``backend`` (built from ``spec``, for :meth:`has_backend`); emits :attr:`backend_changed`."""
         self.backend, self.backend_spec = backend, spec
         self._targets.drop()
+        self._kept.drop_anchors()
         self.first_look.drop()
         self.backend_changed.emit(backend)
 
@@ -194,8 +200,10 @@ class Session:
         Setting the same array again (same object, kind, modality, window and
         ``image_id``) does nothing, so a GUI can call this before every job.
         Every newly prepared image gets a distinct :attr:`image_id` (``image_id``,
-        then ``image_id@2``, ...): it keys the backend's slice cache.
-        Returns the prepared array.
+        then ``image_id@2``, ...): it keys the backend's slice cache. The image
+        left is kept with its anchors (:mod:`.kept_images`): setting it again
+        (the same array, prepared alike, the same ``image_id``) brings them back,
+        with its :attr:`image_id`. Returns the prepared array.
         """
         self._pending = None
         kind = infer_kind(np.shape(image), rgb, kind)
@@ -203,11 +211,19 @@ class Session:
         base = str(image_id) if image_id is not None else self._base_id
         if self._raw is image and self._raw_key == key and self.volume is not None and base == self._base_id:
             return self.volume
-        prepared = prepare_image(image, kind, modality, window)
+        kept = self._kept.take(base, image, key)
+        prepared = kept.volume if kept is not None and kept.volume is not None else prepare_image(
+            image, kind, modality, window)
+        if self.volume is not None and base != self._base_id:  # the image left keeps its anchors
+            self._kept.keep(self._base_id, KeptImage(self._raw, self._raw_key, self.kind, self.image_id,
+                                                     self._targets, self.volume))
         self.volume, self.kind, self._raw, self._raw_key = prepared, kind, image, key
         self._base_id = base
-        self._targets.drop()
         self.first_look.drop()
+        if kept is not None:  # back to an image set before: its anchors and cache id
+            self._targets, self.image_id = kept.targets, kept.image_id
+            return prepared
+        self._targets = TargetAnchors()
         self._generation += 1
         # unique per prepared image: backends without a pixel fingerprint (SAM, SAM2) never
         # answer a new image from an old one's cache entry
@@ -390,29 +406,46 @@ class Session:
                               stop_when_empty=options.get("stop_when_empty"), min_iou=options.get("min_iou"))
         self._targets.start(backend, self.volume, self.kind, self.image_id, prompt, result, rules)
 
-    def anchors(self, target_label: int | None = None) -> list[Prompt]:
+    def anchors(self, target_label: int | None = None, image: str | None = None) -> list[Prompt]:
         """The prompts of ``target_label``'s (default: the latest target's) anchored segmentation in
-        slice order (empty when there is none); each target keeps its own.
+        slice order (empty when there is none); each target keeps its own, each image too: ``image``
+        names one set before (its ``image_id``; default: this one).
 
         Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
-        anchored = self._targets.current(self.first_look.owners(self.backend), self.image_id, target_label)
+        targets, image_id = self._targets_of(image)
+        anchored = targets.current(self.first_look.owners(self.backend), image_id, target_label)
         anchors = {} if anchored is None else dict(anchored.anchors)
         return [anchors[k] for k in sorted(anchors)]
 
-    def anchor_snapshot(self, target_label: int) -> AnchorSnapshot | None:
+    def anchor_snapshot(self, target_label: int, image: str | None = None) -> AnchorSnapshot | None:
         """``target_label``'s anchors and mask as they are now (None without any), for :meth:`restore_anchors`."""
-        anchored = self._targets.current(self.first_look.owners(self.backend), self.image_id, target_label)
+        targets, image_id = self._targets_of(image)
+        anchored = targets.current(self.first_look.owners(self.backend), image_id, target_label)
         return None if anchored is None else anchored.snapshot()
 
-    def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None) -> None:
-        """Put ``target_label``'s anchors back as :meth:`anchor_snapshot` took them (an undo of a correction
-        removes that correction's anchor only); None, or a snapshot of another image or backend, drops them."""
-        self._targets.restore(self.first_look.owners(self.backend), self.image_id, target_label, snapshot, self._lock)
+    def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None, image: str | None = None) -> None:
+        """Put ``target_label``'s anchors (of ``image``, as in :meth:`anchors`) back as :meth:`anchor_snapshot`
+        took them (an undo of a correction removes that correction's anchor only); None, or a snapshot of
+        another image or backend, drops them."""
+        targets, image_id = self._targets_of(image)
+        targets.restore(self.first_look.owners(self.backend), image_id, target_label, snapshot, self._lock)
 
-    def drop_anchors(self, target_label: int | None = None) -> None:
-        """Forget ``target_label``'s anchored segmentation (None: every target's, a GUI whose image changed);
-        the next correction of that target propagates."""
-        self._targets.drop(target_label)
+    def drop_anchors(self, target_label: int | None = None, image: str | None = None) -> None:
+        """Forget ``target_label``'s anchored segmentation (None: every target's) of ``image`` (as in
+        :meth:`anchors`); the next correction of that target propagates."""
+        self._targets_of(image)[0].drop(target_label)
+
+    def forget_image(self, image: str) -> None:
+        """Forget what is kept of ``image``, an image set before (its anchors; a GUI closed its layer)."""
+        if str(image) != self._base_id:
+            self._kept.forget(image)
+
+    def _targets_of(self, image: str | None) -> tuple[TargetAnchors, str | None]:
+        """The anchors and ``image_id`` of ``image``: this one (None or its name), one set before, or none."""
+        if image is None or str(image) == self._base_id:
+            return self._targets, self.image_id
+        kept = self._kept.get(image)
+        return (TargetAnchors(), None) if kept is None else (kept.targets, kept.image_id)
 
     def correct(
         self,

@@ -4,8 +4,9 @@ A complete propagation of a volume or video starts an
 :class:`~napari_medsam_eval.propagation.anchors.AnchoredSegmentation` whose only anchor is its
 prompt; a correction adds a prompt on a wrong slice to it. :class:`TargetAnchors` keeps one per
 target label (several objects on one image) and answers only for the backend and image it was
-made with: after a model or image change there is nothing to correct, and the next correction
-propagates. No Qt, no napari.
+made with: after a model change there is nothing to correct, and the next correction propagates.
+Each image has its own (a session keeps those of the images it left, :mod:`.kept_images`).
+No Qt, no napari.
 """
 from __future__ import annotations
 
@@ -28,6 +29,10 @@ class TargetAnchors:
     def __init__(self) -> None:
         self._by_target: dict[int, AnchoredSegmentation] = {}
         self.latest: int | None = None
+
+    def __len__(self) -> int:
+        """How many targets have an anchored segmentation."""
+        return len(self._by_target)
 
     def start(self, backend: Any, volume: np.ndarray, kind: str, case_id: Hashable, prompt: Prompt,
               result: PropagationResult, rules: PropagationRules) -> None:
