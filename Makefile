@@ -21,18 +21,19 @@ export SAM2_BUILD_CUDA ?= 0
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
-	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam,docs,pyqt6]'
 	touch $(STAMP)
 
-# Xvfb for the napari GUI tests and the X/OpenGL libraries PyQt5's xcb plugin
-# loads (Debian packages; installed only when one is missing).
+# Xvfb for the napari GUI tests and the X/OpenGL libraries the xcb plugins of PyQt5 and PyQt6 (the
+# [pyqt6] extra: the clinician session runs on both) load (Debian packages; installed only when one is
+# missing). libxcb-cursor0 is Qt 6's alone; libglib2.0-0 both Qt cores link.
 SYSTEM_PACKAGES := xvfb xauth libgl1 libegl1 libxkbcommon-x11-0 libxcb-icccm4 libxcb-image0 \
 	libxcb-keysyms1 libxcb-randr0 libxcb-render-util0 libxcb-xinerama0 libxcb-xfixes0 \
-	libxcb-shape0 libxcb-cursor0 libdbus-1-3 libfontconfig1
+	libxcb-shape0 libxcb-cursor0 libdbus-1-3 libfontconfig1 libglib2.0-0
 
 system-deps:
 	@if ! dpkg -s $(SYSTEM_PACKAGES) >/dev/null 2>&1; then \

@@ -14,6 +14,10 @@ complete table. ``faulthandler`` is on: a crash prints where it happened.
 no prompt sensitivity, 2 hippocampus cases, one row opened, no second run or
 two-runs pair; still docked from the Plugins menu, still closed during a run.
 
+Qt binding: what ``QT_API`` names (qtpy's and napari's choice; PyQt5 when unset), printed
+at the start. ``make test`` runs the short session under PyQt5 and under PyQt6 (the
+``[pyqt6]`` extra): ``QT_API=pyqt6 python scripts/clinician_session.py --short``.
+
     xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/clinician_session.py [--short] [--shared-data DIR] [--out DIR]
 
 Without a display the script starts its own Xvfb (``pyvirtualdisplay``). About
@@ -227,7 +231,10 @@ def check_resumable(run: Path, dataset: Path, short: bool) -> None:
 
 def session(shared: Path, out: Path, short: bool = False) -> None:
     import napari
+    import qtpy
     from napari.utils import notifications
+
+    say(f"Qt binding: {qtpy.API_NAME} {qtpy.PYQT_VERSION or qtpy.PYSIDE_VERSION} (Qt {qtpy.QT_VERSION})")  # QT_API picks it
 
     errors: list[str] = []
     notifications.notification_manager.notification_ready.connect(

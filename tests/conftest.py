@@ -15,6 +15,12 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEDSAM_EVAL_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 SHARED_REFERENCE = SHARED_DATA.parent / "reference"
 
+# pytest-qt's QApplication on the binding qtpy (and so napari) takes: QT_API, PyQt5 when unset. With the
+# [pyqt6] extra both bindings are installed, and pytest-qt on its own would take PyQt6 first: two Qt's in one
+# process. Set here, before pytest-qt's pytest_configure reads it.
+if os.environ.get("QT_API", "pyqt5").lower() in ("pyqt5", "pyqt6", "pyside6"):
+    os.environ.setdefault("PYTEST_QT_API", os.environ.get("QT_API", "pyqt5").lower())
+
 #: the run's caches in one temporary folder, and the check that nothing was written outside it (suite_isolation.py)
 pytest_plugins = ["suite_isolation"]
 

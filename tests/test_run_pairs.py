@@ -19,6 +19,7 @@ from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import compare_runs
 from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, AB_NONE, ab_overlay, most_different_slice
+from napari_medsam_eval.evaluation.mask_comparison import largest_error_slice, middle_slice
 from napari_medsam_eval.report.run_pairs import load_case_pair, open_run_pair
 from margin_runs import margin_runs
 
@@ -56,6 +57,37 @@ def test_ab_overlay_values_and_slice():
     assert most_different_slice(a[2], b[2]) is None  # 2D: no slice to choose
     with pytest.raises(ValueError, match="shape"):
         ab_overlay(a, b[:3])
+
+
+def test_the_slice_shown_is_on_the_target():
+    """A run filling whole slices away from the target (the box baseline propagated) differs most there, but
+    the slice shown is the target's slice where A and B differ most (the issue: slice 0, no target in view)."""
+    truth = np.zeros((7, 4, 4), bool)
+    truth[2:5, 1:3, 1:3] = True        # the target: slices 2-4, middle 3
+    a, b = truth.copy(), np.zeros_like(truth)
+    b[[0, 1, 5, 6]] = True             # B: whole slices without the target (16 voxels each, A has none)
+    b[2:5, 1:3, 1:] = True             # and a bit more than the target on its slices (2 voxels each)
+    b[4, 0, 0] = True                  # one more on slice 4
+    assert most_different_slice(a, b) == 0  # without the truth: the first of the largest (what the view showed)
+    assert most_different_slice(a, b, truth) == 4
+    b[4, 0, 0] = False                 # a tie on the target's slices: the one nearest its middle
+    assert most_different_slice(a, b, truth) == 3
+    assert most_different_slice(a, a, truth) == 3  # no difference: the most foreground, nearest the middle
+    with pytest.raises(ValueError, match="shape"):
+        most_different_slice(a, b, truth[:3])
+
+    assert largest_error_slice(b, truth) == 3  # FP + FN: 2 on each target slice, 16 on the others
+    pred = truth.copy()
+    pred[4, 0, :] = True               # 4 FP on slice 4, 3 FN on slice 2
+    pred[2, 1, 1:] = False
+    pred[0] = True                     # 16 FP away from the target: the target's slices come first
+    assert largest_error_slice(pred, truth) == 4
+    assert largest_error_slice(truth, truth) == 3 and largest_error_slice(pred[:, 0], truth[:, 0]) is None
+    assert largest_error_slice(pred, np.zeros_like(truth)) == 0  # no target: the largest error anywhere
+    assert middle_slice(truth) == 3 and middle_slice(np.zeros_like(truth)) is None and middle_slice(truth[3]) is None
+    split = np.zeros((9, 2, 2), bool)
+    split[[1, 2, 7]] = True            # the median slice holding it (never an empty one between)
+    assert middle_slice(split) == 2
 
 
 def test_pairs_are_the_compare_numbers_sorted_by_difference(runs):

@@ -55,6 +55,16 @@ def _widget(viewer, dataset, out, model: str = "litemedsam", limit: int = 3) -> 
     return widget
 
 
+def _most_errors_shown(viewer, layers, target: int) -> int:
+    """The slice the viewer shows of the opened row; it must be the one of the target's slices with the most
+    FP + FN voxels of the prediction, and the image must be visible."""
+    truth, predicted = layers["ground_truth"].data == target, layers["prediction"].data == target
+    errors = np.where(truth.any(axis=(1, 2)), (truth ^ predicted).sum(axis=(1, 2)), 0)
+    shown = current_index(viewer, layers["image"])
+    assert errors.max() > 0 and errors[shown] == errors.max() and layers["image"].visible, (shown, errors)
+    return shown
+
+
 def _shown(widget) -> dict[tuple[str, str], str]:
     """(case, target) -> DSC text of every table line."""
     view = widget.results
@@ -135,7 +145,8 @@ def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_d
     np.testing.assert_allclose(vertices[:, 0], prompt.slice_index)
     np.testing.assert_allclose([vertices[:, 2].min(), vertices[:, 1].min(), vertices[:, 2].max(), vertices[:, 1].max()],
                                [x0 - 0.5, y0 - 0.5, x1 + 0.5, y1 + 0.5])
-    assert current_index(viewer, layers["image"]) == prompt.slice_index == row["prompt_slice"]
+    assert prompt.slice_index == row["prompt_slice"]
+    _most_errors_shown(viewer, layers, 2)  # in view where the prediction is most wrong
     # the open Compare widget now compares exactly these layers, and finds the row's DSC
     assert compare.pred_layer.value is layers["prediction"] and compare.gt_layer.value is layers["ground_truth"]
     assert compare.target_label.value == 2
@@ -256,7 +267,8 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     np.testing.assert_array_equal(layers["ground_truth"].data, get_layout("msd").load(ref).label)
     np.testing.assert_array_equal(layers["prediction"].data, read_label(out / row["prediction_path"]).array)
     assert layers["prediction"].metadata["target_label"] == 2
-    assert current_index(viewer, layers["image"]) == row["prompt_slice"]
+    # in view on the target's slice with the most FP + FN (the box fits best where it was drawn: not there)
+    assert _most_errors_shown(viewer, layers, 2) != row["prompt_slice"]
     assert widget.status.value.startswith(f"opened {row['case_id']}")
 
     # the next-row key (in the table's tooltip) opens the line below the selected one, in the same layers
@@ -277,6 +289,7 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     assert errors == [] and view.table.selectionModel().selectedRows()[0].row() == 1
     assert widget.opened["image"] is layers["image"] and layers["image"].name == second["case_id"]
     assert widget.opened["prediction"].metadata["target_label"] == int(second["target_label"])
+    _most_errors_shown(viewer, widget.opened, int(second["target_label"]))
 
 
 def test_cancel_within_a_case_records_nothing_of_it_and_resume_redoes_it(shared_data, tmp_path):

@@ -7,7 +7,8 @@ image is touched. Undo of a correction removes that correction's anchor only.
 
 Nothing is lost on a switch (issue 42): a CT propagated, an MR worked on, the CT chosen
 again - its prediction, anchors, object and undo history are its own again, and a
-correction there is the one made without the switch (the ``box`` baseline: fast).
+correction there is the one made without the switch (the ``box`` baseline: fast). The view
+follows the image chosen: it is shown, fitted, on its prompt's slice (without one, its object's middle).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets._layers import go_to_index, image_args
+from napari_medsam_eval._widgets._layers import current_index, go_to_index, image_args
 from napari_medsam_eval.protocols.geometry import tight_box
 from napari_medsam_eval.session.session import Session
 from test_widgets_clinician import _draw_box
@@ -30,6 +31,16 @@ LESION = "CT_Lesion_000002_03_01_035-047.npz"
 @pytest.fixture
 def box_backend():
     return Session.build_backend("box")
+
+
+def in_view(viewer, image) -> bool:
+    """Whether the camera is fitted on ``image``: centred on it, with its whole extent on the canvas."""
+    extent = np.asarray(image.extent.world)[:, -2:]
+    centre, size = extent.mean(axis=0), float((extent[1] - extent[0]).max())
+    camera = viewer.scene.camera if hasattr(viewer, "scene") else viewer.camera  # (napari 0.9 moved it)
+    on_screen = size * camera.zoom  # canvas pixels across the image's longer side
+    return bool(np.allclose(camera.center[-2:], centre, atol=0.01 * size)
+                and 0.5 * min(viewer.canvas.size) <= on_screen <= max(viewer.canvas.size))
 
 
 def _open(viewer, shared_data, case):
@@ -120,9 +131,15 @@ def test_switching_to_another_image_and_back_loses_nothing(make_napari_viewer, s
     ct_lines = list(widget.anchor_list.lines)
     assert (propagated == 1).sum(axis=(1, 2)).astype(bool).sum() > 1 and len(ct_lines) == 1
 
-    mr, _mr_truth = _open(viewer, shared_data, CASES[0])  # the MR: another object, propagated there
+    mr, mr_truth = _open(viewer, shared_data, CASES[0])  # the MR: another object, propagated there
+    go_to_index(viewer, ct, prompt.slice_index)
+    viewer.reset_view()  # (the camera on everything: the CT, larger)
     widget.image_layer.value = mr
     assert widget.anchor_list.lines == []
+    # the view follows: the MR shown (the CT and its layers hidden), fitted, on its object's middle slice (no prompt)
+    held = np.nonzero((mr_truth.data == int(widget.target_label.value)).any(axis=(1, 2)))[0]
+    assert current_index(viewer, mr) == held[len(held) // 2] and mr.visible and mr_truth.visible
+    assert not ct.visible and not ct_truth.visible and not ct_prediction.visible and in_view(viewer, mr)
     widget.target_label.value = 2
     widget.prompt_from_ground_truth()
     _wait(qtbot, widget.propagate())
@@ -131,6 +148,9 @@ def test_switching_to_another_image_and_back_loses_nothing(make_napari_viewer, s
 
     widget.image_layer.value = ct  # back: the CT's result, anchors and object as they were
     np.testing.assert_array_equal(ct_prediction.data, propagated)
+    # in view again, on the slice of its prompt; the MR's layers hidden
+    assert current_index(viewer, ct) == prompt.slice_index and ct.visible and ct_prediction.visible
+    assert ct_truth.visible and not mr.visible and not mr_truth.visible and in_view(viewer, ct)
     assert widget.anchor_list.lines == ct_lines and int(widget.target_label.value) == 1
 
     # Correct slice on a slice the propagation did not prompt: only what that correction changes changes

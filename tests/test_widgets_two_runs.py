@@ -4,8 +4,8 @@ Two LiteMedSAM runs made with the real CLI on 3 hippocampus MRI cases, the
 medsam2 protocol with margins 0 (A) and 10 (B), predictions saved. The
 widget's statistics table must hold exactly the cells ``medsam-eval compare A B``
 prints; a case missing from one run is listed as unpaired; double-clicking a
-case opens both predictions and the A/B overlay at the slice of largest
-difference.
+case opens both predictions and the A/B overlay at the target's slice of largest
+difference, the case's image in view (a CT opened before hidden).
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
 from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
 from margin_runs import make_run, margin_runs
+from test_widgets_switching import LESION, in_view
 
 pytestmark = pytest.mark.gui
 
@@ -87,6 +88,17 @@ def drop_case(run, case_id: str) -> None:
     store = ResultStore(run)
     store.drop_cases({case_id})
     write_tables(run, store.recover())
+
+
+def _differ_most_shown(viewer, layers, target: int) -> int:
+    """The slice the viewer shows of the opened pair: of the target's slices, one where A and B differ most
+    (voxels of the A/B overlay segmented by one run only); the image visible. Returns it."""
+    truth = layers["ground_truth"].data == target
+    differ = np.isin(layers["ab_overlay"].data, [AB_A_ONLY, AB_B_ONLY]).sum(axis=(1, 2))
+    within = np.where(truth.any(axis=(1, 2)), differ, 0)
+    shown = current_index(viewer, layers["image"])
+    assert within.max() > 0 and within[shown] == within.max() and layers["image"].visible, (shown, differ)
+    return shown
 
 
 def _dock(make_napari_viewer):
@@ -161,10 +173,8 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     np.testing.assert_array_equal(overlay == AB_A_ONLY, mask_a & ~mask_b)
     np.testing.assert_array_equal(overlay == AB_B_ONLY, mask_b & ~mask_a)
     np.testing.assert_array_equal(overlay == AB_BOTH, mask_a & mask_b)
-    differ = (mask_a ^ mask_b).sum(axis=(1, 2))
-    shown_slice = current_index(viewer, layers["image"])
-    assert differ.max() > 0 and shown_slice == int(np.argmax(differ))
-    assert np.isin(overlay[shown_slice], [AB_A_ONLY, AB_B_ONLY]).sum() == differ.max()
+    shown_slice = _differ_most_shown(viewer, layers, target)
+    assert np.isin(overlay[shown_slice], [AB_A_ONLY, AB_B_ONLY]).sum() == (mask_a ^ mask_b)[shown_slice].sum()
     np.testing.assert_array_equal(layers["prediction"].data, read_label(run_a / row_a["prediction_path"]).array)
     np.testing.assert_array_equal(layers["prediction_b"].data, read_label(b_copy / row_b["prediction_path"]).array)
     assert "A only" in layers["ab_overlay"].name and layers["prediction_b"].metadata["target_label"] == target
@@ -189,10 +199,22 @@ def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tm
     run_a, _ = runs
     box = tmp_path / "box"  # another model and margin: pairs as well
     make_run(shared_data / "hippocampus_mri", box, 10, model="box", limit=CASES)
-    _viewer, _bench, widget = _dock(make_napari_viewer)
+    viewer, _bench, widget = _dock(make_napari_viewer)
     _wait(qtbot, widget.compare(run_a, box))
     assert messages["error"] == [] and widget.view.table.rowCount() == 2 * CASES and widget.pair.unpaired.empty
     assert "litemedsam" in widget.view.runs.text() and "box" in widget.view.runs.text()
+
+    # a posterior pair, with a CT open before (the camera on it): the box, propagated, fills whole slices away
+    # from the target, where A and B differ most; the view goes to the target's slice where they differ most
+    ct, ct_truth = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
+    keys = [widget.view.key_at(widget.view.table, line) for line in range(widget.view.table.rowCount())]
+    _wait(qtbot, widget.open_case(next(k for k in keys if k[2] == 2)))
+    layers = widget.opened
+    shown = _differ_most_shown(viewer, layers, 2)
+    differ = np.isin(layers["ab_overlay"].data, [AB_A_ONLY, AB_B_ONLY]).sum(axis=(1, 2))
+    assert not (layers["ground_truth"].data[int(np.argmax(differ))] == 2).any()  # (the first largest: off it)
+    assert not ct.visible and not ct_truth.visible and in_view(viewer, layers["image"])  # the case in view
+    assert f"slice {shown} (where A and B differ most)" in widget.status.value
 
     other = tmp_path / "other"
     shutil.copytree(box, other)

@@ -23,6 +23,7 @@ from magicgui.widgets import ComboBox, Select, SpinBox
 
 from ..core.prompt import Prompt, plain_number
 from ..core.anchor_prompts import is_absent, is_painted
+from ._words import TIPS
 
 if TYPE_CHECKING:
     from ..session.session import Session
@@ -59,7 +60,7 @@ class AnchorList(Select):
                  image: Callable[[], str | None] = lambda: None) -> None:
         super().__init__(label="anchors", choices=lambda _widget: [describe_anchor(p) for p in
                                                                    session.anchors(target(), image())],
-                         tooltip="the prompts of the current segmentation, one per slice (Propagate, Correct slice)")
+                         tooltip=TIPS["anchors"])
         try:
             from qtpy.QtWidgets import QAbstractItemView
 
@@ -71,6 +72,10 @@ class AnchorList(Select):
     def reset_choices(self, *_args: Any) -> None:
         self.choices = ()  # static: clears the list, the session's callable stays the default
         super().reset_choices()
+        native = self.native
+        for row in range(native.count() if hasattr(native, "count") else 0):
+            item = native.item(row)  # a line wider than the list is elided: hovering shows it whole
+            item.setToolTip(item.text())
 
     @property
     def lines(self) -> list[str]:

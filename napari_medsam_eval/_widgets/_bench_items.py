@@ -1,7 +1,9 @@
 """Items of the benchmark widget's tables: scores as text that sort by value, a target's name.
 
 Plain Qt, no viewer: :class:`NumericItem` shows a score to four decimals
-(``n/a`` for NaN) and sorts by the number behind it, NaN last.
+(``n/a`` for NaN) and sorts by the number behind it, NaN last. Every cell has its whole text as its
+tooltip (a column too narrow elides it: ``hippoc...us_007``), and every column header says what the
+column holds, in plain words (:func:`._words.header_tip`).
 """
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from ._words import header_tip
 
 
 def fmt(value: Any, digits: int = 4) -> str:
@@ -26,12 +30,18 @@ class NumericItem(QTableWidgetItem):
 
     def __init__(self, value: Any) -> None:
         super().__init__(fmt(value))
+        self.setToolTip(self.text())
         try:
             number = float(value)
         except (TypeError, ValueError):
             number = float("nan")
         self.setData(Qt.UserRole, number)
         self.setTextAlignment(int(Qt.AlignRight | Qt.AlignVCenter))
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt's name
+        """Show ``text`` (its tooltip too); the number it sorts by stays."""
+        super().setText(text)
+        self.setToolTip(text)
 
     def __lt__(self, other: QTableWidgetItem) -> bool:
         a, b = self.data(Qt.UserRole), other.data(Qt.UserRole)
@@ -48,6 +58,8 @@ def table(headers: tuple[str, ...], stretch: int | None = 0) -> QTableWidget:
     is in the tooltip of the cell). ``stretch=None``: columns sized to their contents."""
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(list(headers))
+    for column, header in enumerate(headers):
+        table.horizontalHeaderItem(column).setToolTip(header_tip(header) or header)
     table.setEditTriggers(QAbstractItemView.NoEditTriggers)
     table.setSelectionBehavior(QAbstractItemView.SelectRows)
     table.verticalHeader().setVisible(False)

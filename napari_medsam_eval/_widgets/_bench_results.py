@@ -122,6 +122,8 @@ class ResultsBrowser(Container):
     def _show_case(self, loaded: _open_row.RunCase, shown: dict[str, Any]) -> None:
         self.opened = _open_row.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
         where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
+        if loaded.view_slice is not None and loaded.prediction is not None:
+            where += f"; slice {loaded.view_slice} shown: the most errors"
         self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")

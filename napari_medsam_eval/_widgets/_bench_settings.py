@@ -24,6 +24,7 @@ from ..datasets import available_layouts
 from ..models import BACKENDS, DEFAULT_BACKEND
 from ..propagation.rules import RULE_PRESETS
 from ..protocols import GROUND_TRUTH_PROTOCOLS
+from ._words import TIPS as WORDS
 
 AUTO_LAYOUT = "auto-detect"
 #: the propagation choice that leaves the rules to the data (volumes and videos have their own)
@@ -35,31 +36,26 @@ SETTINGS = ("dataset", "layout_choice", "model", "checkpoint", "precision", "pro
             "propagation", "propagation_margin", "seed", "limit", "workers", "executor", "ray_address",
             "save_predictions", "out_dir")
 
-#: the tooltips of the run settings
+#: the tooltips of the run settings (the terms of the field in plain words: :mod:`._words`)
 TIPS = {
     "dataset": "the dataset folder (MSD/nnU-Net, MedSAM npz, video or 2D image folders)",
-    "layout": "how the dataset folder is laid out; auto-detect reads its files",
-    "model": "the model to evaluate; box and oracle are baselines (the prompt box itself, the ground truth)",
-    "checkpoint": "the model's weights file (models without shipped weights)",
-    "protocol": "how prompts are made from the ground truth (medsam2: a box on the target's middle slice, "
-                "propagated both ways)",
+    "layout": WORDS["layout"],
+    "model": "the model to evaluate; box and oracle are yardsticks, not models: box fills the prompt's box "
+             "(what a model must beat), oracle answers each slice with its ground truth (the best score "
+             "propagation can reach)",
+    "checkpoint": WORDS["checkpoint"],
+    "protocol": WORDS["bench protocol"],
     "limit": "run only the first N cases of the dataset (0: every case)",
-    "workers": "processes (or Ray actors) segmenting cases at once; with one local worker, the progress bar "
-               "moves per slice",
-    "executor": "where the workers run: local processes of this machine, or Ray actors (a local Ray, or a "
-                "Ray cluster; needs pip install 'napari-medsam-eval[ray]')",
-    "ray_address": "a running Ray cluster to join (HOST:PORT as 'ray start --head' prints, or auto); empty: "
-                   "a local Ray started for the run. The workers read the cases by path: a shared filesystem",
+    "workers": WORDS["workers"],
+    "executor": WORDS["executor"],
+    "ray_address": WORDS["ray address"],
     "save": "write each case's predicted label map into the run folder, so that a row opens with its prediction",
     "output": "the run folder: new or empty for Run, an earlier run's to Resume it or to browse its rows",
-    "propagation": "the propagation rules: the data's measured default (volumes and videos apart) or a preset "
-                   "(medsam-eval run --propagation)",
-    "margin": "pixels added around a slice's mask for the next slice's box (-1: the rules' own margin)",
-    "protocol_options": "the protocol's options as JSON, e.g. {\"margin\": 10} for a box 10 px wider "
-                        "(medsam-eval run --protocol-options); empty: its defaults",
-    "seed": "the seed of the protocol's random choices (jittered boxes, sampled points)",
-    "precision": "LiteMedSAM's image encoder precision: fp32 (exact), bf16 or int8 (faster where the CPU has "
-                 "bf16 / VNNI; masks move: README 'Precision'); the rows' precision column records it",
+    "propagation": WORDS["propagation rules"],
+    "margin": WORDS["propagation margin"],
+    "protocol_options": WORDS["protocol options"],
+    "seed": WORDS["seed"],
+    "precision": WORDS["bench precision"],
 }
 
 

@@ -7,6 +7,10 @@ the pair is compared again when their data change (a prediction's
 ``target_label`` is taken again then: a benchmark row opened after another
 reuses the layers). Edits and choices in quick succession make one
 :attr:`LayerChoice.pair_changed`, emitted :data:`SETTLE_MS` after the last.
+
+The target label follows the Segment widget's object (:func:`._sessions.chosen_object`, either dock
+docked first) while the prediction compared is the prediction of the image that widget is on, and
+the ground truth compared fits it: choosing *object >* there compares that object here.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from psygnal import Signal
 from qtpy.QtCore import QTimer
 
 from ._layers import current_index, follow_viewer, go_to_index, layer_choices, with_role
+from ._sessions import chosen_object
+from ._words import TIPS
 
 #: milliseconds of quiet after a change before the pair is compared again
 SETTLE_MS = 150
@@ -41,8 +47,7 @@ class LayerChoice(Container):
                                            "'prediction' is picked by itself")
         self.gt_layer = ComboBox(label="ground truth", nullable=True, choices=choices,
                                  tooltip="the reference mask, a Labels layer of the prediction's shape")
-        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1,
-                                    tooltip="the label value compared (a 0/1 prediction counts as this target)")
+        self.target_label = SpinBox(label="target label", min=1, max=65535, value=1, tooltip=TIPS["target label"])
         self.extend([self.pred_layer, self.gt_layer, self.target_label])
         self._timer: QTimer | None = QTimer(self.native)  # dies with the widget
         self._timer.setSingleShot(True)
@@ -52,13 +57,24 @@ class LayerChoice(Container):
         self.gt_layer.changed.connect(self._on_selection)
         self.target_label.changed.connect(self.schedule)
         events = viewer.layers.events
+        self._chosen = chosen_object(viewer)
         follow_viewer(self, [(events.inserted, self._on_inserted), (events.removed, self.refresh),
-                             (events.reordered, self.refresh)], on_close=self._on_close)
+                             (events.reordered, self.refresh), (self._chosen.changed, self.follow_object)],
+                      on_close=self._on_close)
 
     def _on_close(self) -> None:
         """The Qt widget is gone: forget the timer and the compared layers' events."""
         self._timer = None
         self._watch([])
+
+    def follow_object(self, image: str, label: int) -> bool:
+        """The Segment widget went to object ``label`` of ``image``: compare that object when the prediction
+        compared is ``image``'s and the ground truth fits it; whether the target label followed."""
+        pred, gt = self.pair
+        if pred is None or gt is None or pred.metadata.get("image") != image or gt.data.shape != pred.data.shape:
+            return False
+        self.target_label.value = int(label)
+        return True
 
     @property
     def pair(self) -> tuple[Labels | None, Labels | None]:

@@ -24,6 +24,7 @@ from ._dock_layout import button_row, wrap_status
 from ._layers import follow_viewer
 from ._result_layers import write_overlay
 from ._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
+from ._words import TIPS
 
 #: the status line when there is nothing to compare
 CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
@@ -40,8 +41,9 @@ class CompareFooter(Container):
     def __init__(self) -> None:
         super().__init__(labels=True)
         self.margins = (0, 0, 0, 0)
-        self.compare_button = PushButton(text="Compare", tooltip="compare now: TP/FP/FN overlay (replacing the "
-                                                                 "last one), DSC and the per-slice plot")
+        self.compare_button = PushButton(text="Compare", tooltip=(
+            "compare now: the overlay of true positives (found), false positives (predicted only) and false "
+            "negatives (missed), replacing the last one; the DSC and the per-slice plot"))
         self.worst_button = PushButton(text="Next worst slice", tooltip=with_shortcut(
             "go to the slice with the next lowest DSC among those with foreground", "next_worst", COMPARE_SHORTCUTS))
         self.actions = button_row(self.compare_button, self.worst_button)
@@ -64,9 +66,9 @@ class ComparisonSection(Container):
         self.stop_markers: list[tuple[int, str]] = []
         self._worst: np.ndarray = np.array([], dtype=int)
         self._worst_pos = -1
-        self.volume_dice = Label(label="DSC (all)", value="-", tooltip="DSC of the whole prediction")
-        self.slice_dice = Label(label="DSC (slice)", value="-", tooltip="DSC of the slice (frame) on screen")
-        self.worst_info = Label(label="worst", value="-", tooltip="the worst slice shown, its rank and DSC")
+        self.volume_dice = Label(label="DSC (all)", value="-", tooltip=TIPS["DSC (all)"])
+        self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
+        self.worst_info = Label(label="worst", value="-", tooltip=TIPS["worst"])
         self.extend([self.volume_dice, self.slice_dice, self.worst_info])
         choice.pair_changed.connect(self._on_pair_changed)
         follow_viewer(self, [(viewer.dims.events.current_step, self.on_dims)], on_close=self._on_close)

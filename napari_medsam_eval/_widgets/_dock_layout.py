@@ -96,7 +96,7 @@ def fit_in_dock(container: Container, footer: Sequence[Widget] = (), min_height:
     area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
     area.setVerticalScrollBarPolicy(Qt.ScrollBarAsNeeded)
     area.setMinimumHeight(min_height)
-    area.setMinimumWidth(body.minimumSizeHint().width() + area.verticalScrollBar().sizeHint().width())
+    _follow_body_width(area, body)
     outer.setContentsMargins(0, 0, 0, 0)
     outer.addWidget(area)
     if below.count():
@@ -105,6 +105,33 @@ def fit_in_dock(container: Container, footer: Sequence[Widget] = (), min_height:
     # expanding: napari then adds no stretch below it, and the area takes the dock's height
     container.native.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
     return area
+
+
+class _BodyWidth(QObject):
+    """Event filter on a dock's scrolling body: the scroll area is at least as wide as the body needs, as
+    laid out now (styled, its texts set), so the body is never cut at the dock's right edge (it does not
+    scroll sideways)."""
+
+    def __init__(self, area: QScrollArea, body: QWidget) -> None:
+        super().__init__(body)
+        self.area, self.body = area, body
+        self.fit()
+
+    def fit(self) -> None:
+        width = self.body.minimumSizeHint().width() + self.area.verticalScrollBar().sizeHint().width()
+        if width != self.area.minimumWidth():
+            self.area.setMinimumWidth(width)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() in (QEvent.LayoutRequest, QEvent.Show, QEvent.StyleChange, QEvent.FontChange):
+            self.fit()
+        return False
+
+
+def _follow_body_width(area: QScrollArea, body: QWidget) -> None:
+    """Keep ``area`` as wide as ``body`` needs, now and whenever the body's layout changes (styles are
+    applied when the dock is shown, after the widget was built: measured then, a body could be cut)."""
+    body.installEventFilter(_BodyWidth(area, body))  # parented to the body: lives as long as it
 
 
 class _FullTextTip(QObject):

@@ -8,8 +8,10 @@ the slices already encoded (each waits one slice at most). Unticking,
 Cancel, another image or closing the widget stop it after the current slice;
 with the tick set, another image is encoded from the start.
 
-A quick first look: the *at* field (LiteMedSAM only) names a cheaper precision, bf16 or int8. Ticking
-then builds that backend in the worker (once per model spec), sets it as the session's first look
+The row reads *encode ahead [ ] on, first look at [model's]*: the tick, then the *first look at*
+field, named on the row (each control of a dock has a label of its own). A quick first look: that
+field (LiteMedSAM only) names a cheaper precision, bf16 or int8. Ticking then builds that backend
+in the worker (once per model spec), sets it as the session's first look
 (:mod:`napari_medsam_eval.session.first_look`) and encodes every slice with it, then with the model
 itself; the count names the pass (``bf16 5/13``, then ``fp32 2/13``). Until the second pass ends, a
 segmentation is the first look's, and the status line and the layer's ``made_by`` say so.
@@ -24,6 +26,8 @@ from ..models.base import made_by
 from ..session.encode_ahead import iter_encode_ahead
 from ..session.session import Session
 from . import _layers
+from ._elided import ElidedLabel
+from ._words import TIPS, wrapped
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -31,9 +35,7 @@ if TYPE_CHECKING:
 
 #: the *at* field's first choice: the model's own precision (no first look)
 MODELS_OWN = "model's"
-AT_TOOLTIP = ("encode first at this cheaper precision for a quick first look (LiteMedSAM only), then at the "
-              "model's own: until then the first look segments, and the status line says so (bf16 is offered "
-              "where this CPU computes bf16)")
+AT_TOOLTIP = TIPS["first look at"]
 
 
 def at_choices() -> tuple[str, ...]:
@@ -41,19 +43,25 @@ def at_choices() -> tuple[str, ...]:
     from ..models.litemedsam_precision import precisions_here
 
     return (MODELS_OWN, *[p for p in precisions_here() if p != "fp32"])
-AT_OFF_TOOLTIP = "a first look at another precision is LiteMedSAM's only: {model} has one precision"
+#: the least width of the row's progress bar, in pixels (the row stays within a narrow dock)
+BAR_MIN_WIDTH = 60
+AT_OFF_TOOLTIP = wrapped("a first look at another precision is LiteMedSAM's only: {model} has one precision")
 
 
 def encode_ahead_controls() -> Container:
-    """The row of controls: the tick, the first look's precision, a progress bar and its count."""
-    return Container(widgets=[
-        CheckBox(name="tick", text="encode ahead", value=False,
-                 tooltip="embed every slice of the image in the background, nearest to the slice on screen "
-                         "first, so that segmenting and propagating run at decoder speed"),
-        ComboBox(name="at", choices=at_choices(), value=MODELS_OWN, tooltip=AT_TOOLTIP),
-        ProgressBar(name="bar", value=0, min=0, max=1, label="encoded"),
-        Label(name="done", value=""),
-    ], layout="horizontal", labels=False, name="encode_ahead")
+    """The row *encode ahead*: the tick (*on*), the first look's precision after its name, a progress bar and
+    its count (elided, never widening the dock: :class:`._elided.ElidedLabel`)."""
+    row = Container(widgets=[
+        CheckBox(name="tick", text="on", value=False, tooltip=TIPS["encode ahead"]),
+        Label(name="at_label", value="first look at", tooltip=AT_TOOLTIP),
+        ComboBox(name="at", label="first look at", choices=at_choices(), value=MODELS_OWN, tooltip=AT_TOOLTIP),
+        ProgressBar(name="bar", value=0, min=0, max=1, label="encoded", tooltip=TIPS["encoded"]),
+        ElidedLabel(name="done", value=""),
+    ], layout="horizontal", labels=False, name="encode_ahead", label="encode ahead", tooltip=TIPS["encode ahead"])
+    row.at.native.setAccessibleName("first look at")
+    row.margins = (0, 0, 0, 0)  # a row of its section, as wide as the others
+    row.bar.native.setMinimumWidth(BAR_MIN_WIDTH)
+    return row
 
 
 class EncodeAhead:
@@ -126,6 +134,7 @@ class EncodeAhead:
         at = self.controls.at
         at.enabled = name in (None, "litemedsam")
         at.tooltip = AT_TOOLTIP if at.enabled else AT_OFF_TOOLTIP.format(model=name)
+        self.controls.at_label.tooltip = at.tooltip
         if not at.enabled:
             at.value = MODELS_OWN
 

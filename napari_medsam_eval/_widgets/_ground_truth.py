@@ -18,6 +18,7 @@ from ..protocols import GROUND_TRUTH_PROTOCOLS
 from . import _layers
 from ._objects import PromptLayerChoices, present_labels
 from ._section import Section
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -37,15 +38,16 @@ class GroundTruthSection(Section):
         self.layers, self.target_label = layers, target_label
         self.use_gt = CheckBox(text="prompts from ground truth", value=True,
                                tooltip="show or fold the ground-truth controls")
-        self.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip="the Labels layer of the truth",
+        self.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip=TIPS["ground truth"],
                                  choices=_layers.layer_choices(viewer, Labels, ("prediction", "overlay", "changes")))
         self.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2",
-                                 tooltip="how a prompt is made from the ground truth (docs: Protocols and metrics)")
-        self.prompt_slice = ComboBox(label="on", choices=PROMPT_SLICE_CHOICES, value="key slice",
-                                     tooltip="the protocol's key slice, or the slice on screen")
+                                 tooltip=TIPS["protocol"])
+        self.prompt_slice = ComboBox(label="drawn on", choices=PROMPT_SLICE_CHOICES, value="key slice",
+                                     tooltip=TIPS["prompt slice"])
         self.mode = SpinBox(label="mazurowski mode", min=1, max=5, value=1, visible=False,
-                            tooltip="the prompt mode of Mazurowski et al. 2023")
-        self.gt_prompt_button = PushButton(text="Prompt from ground truth", tooltip="draw the protocol's prompt")
+                            tooltip=TIPS["mazurowski mode"])
+        self.gt_prompt_button = PushButton(text="Prompt from ground truth", tooltip=(
+            "draw the chosen protocol's prompt for the object in the prompt layers, on its slice"))
         super().__init__([self.use_gt, self.gt_layer, self.protocol, self.prompt_slice, self.mode,
                           self.gt_prompt_button], name="ground_truth_section")
         self.gt_prompt_button.changed.connect(lambda *_a: self.prompt_from_ground_truth())

@@ -3,20 +3,27 @@
 The box and point layers follow the layers the user draws in (:mod:`._drawing`);
 *New prompt layers* makes a pair for the chosen image; a ground-truth prompt the
 session makes (``Session.prompt_changed``) is shown in them, on its slice.
+
+Choosing an image brings it into view (:meth:`ImageSection.show_chosen`, :mod:`._view`): visible,
+the other images hidden, the camera fitted, on the slice of its (shown object's) prompt, else
+the middle slice of the object in its ground truth, else its middle slice.
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+import numpy as np
 from magicgui.widgets import ComboBox, PushButton
-from napari.layers import Image, Points, Shapes
+from napari.layers import Image, Labels, Points, Shapes
 
 from ..core.prompt import Prompt
+from ..evaluation.mask_comparison import middle_slice
 from ..session.session import Session
 from . import _layers, _prompt_layers
 from ._drawing import follow_drawing, polarity_control
 from ._encode_ahead import EncodeAhead, encode_ahead_controls
 from ._section import Section
+from ._view import bring_into_view
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -80,12 +87,38 @@ class ImageSection(Section):
         self.runner.status.value = (f"{prompt.protocol} prompt for label {prompt.target_label} "
                                     f"on slice {prompt.slice_index}")
 
+    def show_chosen(self, truth: Labels | None, target_label: int) -> int | None:
+        """Bring the chosen image into view (its prompt and ground-truth layers with it) on the slice of
+        its prompt, else the middle slice of object ``target_label`` in ``truth`` (of any object), else
+        its middle slice; returns that slice (None: no image, or a 2D one)."""
+        image = self.image_layer.value
+        if image is None or getattr(image, "multiscale", False):
+            return None
+        boxes, points = self.box_layer.value, self.point_layer.value
+        index = None
+        if _layers.layer_kind(image) != "image":
+            prompted = _prompt_layers.prompt_slices(image, boxes, points)
+            index = prompted[0] if prompted else _middle(image, truth, int(target_label))
+        bring_into_view(self.viewer, image, index, (truth, boxes, points))
+        return index
+
     def drawn_prompt(self, target_label: int, index: int | None = None) -> Prompt:
         """The prompt drawn for ``target_label`` on slice ``index`` (default: the current one, else the only
         prompted one), resolved by the session (the last ground-truth prompt itself when still shown)."""
         drawn = _prompt_layers.drawn_prompt(self.viewer, self.image(), int(target_label),
                                             self.box_layer.value, self.point_layer.value, index)
         return self.session.resolve_prompt(drawn)
+
+
+def _middle(image: Image, truth: Labels | None, target_label: int) -> int:
+    """The middle slice of object ``target_label`` in ``truth`` (of any object), else of ``image``."""
+    if _layers.belongs_to(truth, image, "ground_truth"):
+        labels = np.asarray(truth.data)
+        index = middle_slice(labels == target_label)
+        index = middle_slice(labels != 0) if index is None else index
+        if index is not None:
+            return index
+    return _layers.spatial_shape(image)[0] // 2
 
 
 __all__ = ["ImageSection"]

@@ -16,6 +16,7 @@ from ..models.base import made_by
 from ..models.device import DEVICE_CHOICES as DEVICES
 from ..session.session import Session
 from ._section import Section
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 #: models offered (those that segment from prompts alone)
@@ -30,13 +31,10 @@ class ModelSection(Section):
         self.session, self.runner = session, runner
         self.model = ComboBox(label="model", choices=MODEL_CHOICES, value=DEFAULT_BACKEND,
                               tooltip="LiteMedSAM runs on the CPU with its shipped weights; the others need a file")
-        self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None,
-                                   tooltip="empty: LiteMedSAM's shipped weights; MedSAM2/SAM2/SAM need a file")
-        self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip="where the model runs")
+        self.checkpoint = FileEdit(label="checkpoint", mode="r", nullable=True, value=None, tooltip=TIPS["checkpoint"])
+        self.device = ComboBox(label="device", choices=DEVICE_CHOICES, value="auto", tooltip=TIPS["device"])
         self.precision = ComboBox(label="precision", choices=list(PRECISION_CHOICES), value="fp32",
-                                  tooltip="LiteMedSAM's image encoder: fp32 (exact), bf16 or int8 (faster where the "
-                                          "CPU has bf16 / VNNI; masks move; README 'Precision'); the status line "
-                                          "names the precision of each mask")
+                                  tooltip=TIPS["precision"])
         self.load_button = PushButton(text="Load model", tooltip="build the model now (else on first use)")
         super().__init__([self.model, self.checkpoint, self.device, self.precision, self.load_button],
                          name="model_section")

@@ -9,7 +9,10 @@ object (:mod:`._object_memory`). Every published result is an
 :class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Shift+Z) puts back the
 object's mask before the chosen image's last attempt (each image has its own undo)
 and *Changes* shows what the last attempt of the object changed (added bluish green,
-removed vermillion).
+removed vermillion). The object's title (its name in the ground truth), beside its label value, follows
+the object, the image and the ground truth chosen, elided when the dock is narrow (never widening it,
+whole in its tooltip); the object and its image are said to the viewer's other docks
+(:func:`._sessions.chosen_object`: Compare's target label follows).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import Container, Label, PushButton, SpinBox
+from magicgui.widgets import Container, PushButton, SpinBox
 from napari.layers import Labels
 from psygnal import Signal
 
@@ -27,10 +30,13 @@ from ..session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
 from ..core.case import present_label_values
 from ..core.prompt import Prompt
 from ._layers import find_layer, transform_kwargs
+from ._elided import ElidedLabel
 from ._object_memory import ObjectMemory, PromptLayerChoices
 from ._prediction_layer import object_mask, write_object
 from ._section import Section
+from ._sessions import chosen_object
 from ._shortcuts import with_shortcut
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -90,14 +96,28 @@ class ObjectControls(Container):
             "put back the prediction before the last attempt on this image (any object)", "undo"))
         self.changes_button = PushButton(text="Changes", tooltip="show what the last attempt of this object "
                                          "changed: added pixels bluish green, removed vermillion")
-        self.title = Label(value=object_name(None, self.memory.shown))
-        super().__init__(widgets=[self.previous_button, self.title, self.next_button, self.undo_button,
-                                  self.changes_button], layout="horizontal", labels=False)
+        #: the object's name, shown beside its label value (:class:`ObjectSection`)
+        self.title = ElidedLabel(value=object_name(None, self.memory.shown))
+        super().__init__(widgets=[self.previous_button, self.next_button, self.undo_button, self.changes_button],
+                         layout="horizontal", labels=False)
         self.previous_button.changed.connect(lambda: self.step(-1))
         self.next_button.changed.connect(lambda: self.step(+1))
         self.undo_button.changed.connect(lambda: self.undo())
         self.changes_button.changed.connect(lambda: self.show_changes())
-        target_label.changed.connect(lambda value: setattr(self.title, "value", object_name(self.truth(), int(value))))
+        self.chosen = chosen_object(viewer)
+        target_label.changed.connect(self.on_object)
+        # after the ground truth followed the image (GroundTruthSection.pick_layers, priority 0)
+        layers.image_layer.changed.connect(self.on_object, priority=-1)
+
+    def on_object(self, _value: Any = None) -> None:
+        """Another object or image: its title from the ground truth chosen; the other docks are told."""
+        self.show_title()
+        image = self.layers.image_layer.value
+        self.chosen.choose(getattr(image, "name", None), int(self.target_label.value))
+
+    def show_title(self, _value: Any = None) -> None:
+        """The title: the object's name in the ground truth chosen now (``label N`` without one)."""
+        self.title.value = object_name(self.truth(), int(self.target_label.value))
 
     def begin(self, action: str) -> None:
         """An action starts now: its result's attempt is timed from here and named ``action``."""
@@ -199,14 +219,17 @@ class ObjectControls(Container):
 
 
 class ObjectSection(Section):
-    """The object: its label value and its controls (:class:`ObjectControls`)."""
+    """The object: its label value and name in one row, then its controls (:class:`ObjectControls`)."""
 
     def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
                  layers: PromptLayerChoices, truth: Callable[[], Labels | None]) -> None:
-        self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1,
-                                    tooltip="the label value the object gets in the prediction layer")
+        self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1, tooltip=TIPS["object"])
         self.objects = ObjectControls(viewer, session, runner, layers, self.target_label, truth)
-        super().__init__([self.target_label, self.objects], name="object_section")
+        self.object_row = Container(widgets=[self.target_label, self.objects.title], layout="horizontal",
+                                    labels=False, label="object (label)", tooltip=TIPS["object"])
+        self.object_row.margins = (0, 0, 0, 0)
+        self.object_row.native.layout().setStretchFactor(self.objects.title.native, 1)  # the name: the width left
+        super().__init__([self.object_row, self.objects], name="object_section")
 
     @property
     def locked(self) -> list:

@@ -17,6 +17,10 @@ transform and metadata replaced) instead of removing and adding layers:
 napari collects garbage on every layer removal (a third of a second in a
 process holding a model) and builds new canvas visuals on every addition.
 
+Once all are there, the image is brought into view (:mod:`._view`: the other images hidden, the
+camera fitted) on the slice where the prediction is most wrong for the row's target
+(:attr:`~napari_medsam_eval.benchmark.open_row.RunCase.view_slice`), or the one given.
+
 Layers get the roles the Compare widget looks for (``ground_truth``,
 ``prediction`` with ``target_label``), so it picks them up by itself: no
 widget sets another's controls.
@@ -36,8 +40,9 @@ from .._reader import case_to_layer_data
 from ..benchmark.open_row import RunCase, load_run_case
 from ..core.prompt import Prompt
 from ..report.stats import row_stops
-from ._layers import add_inactive, go_to_index, transform_kwargs
+from ._layers import add_inactive, transform_kwargs
 from ._prompt_layers import make_box_layer, make_point_layer, show_prompt
+from ._view import bring_into_view
 
 #: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
 OPENED_KEY = "benchmark_row"
@@ -126,17 +131,19 @@ def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
 
 
 
-def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer]) -> dict[str, Layer]:
-    """GUI thread, after the steps: drop the last row's layers this row has no use for, go to the
-    prompted slice; returns the row's layers by role."""
+def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer], index: int | None = None) -> dict[str, Layer]:
+    """GUI thread, after the steps: drop the last row's layers this row has no use for, bring the image
+    into view (:func:`._view.bring_into_view`) on slice ``index``, by default the row's
+    :attr:`~RunCase.view_slice` (most errors), else the prompt's; returns the row's layers by role."""
     stale = [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer]
     if stale:
         with viewer.layers.batched_update():
             for layer in stale:
                 viewer.layers.remove(layer)
-    prompt = loaded.prompt
-    if prompt is not None and prompt.slice_index is not None and "image" in shown:
-        go_to_index(viewer, shown["image"], int(prompt.slice_index))
+    if index is None:
+        index = loaded.view_slice if loaded.view_slice is not None else getattr(loaded.prompt, "slice_index", None)
+    if "image" in shown:
+        bring_into_view(viewer, shown["image"], index, shown.values())
     return dict(shown)
 
 

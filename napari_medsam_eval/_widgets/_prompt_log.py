@@ -5,14 +5,15 @@ When a ground-truth layer is chosen, each result of a drawn prompt (*Segment sli
 chosen protocol makes from the ground truth for the same target and slice: box IoU, centre
 offset (px, mm) and the DSC of each. The protocol's prompt is segmented the user's way (that
 slice, or propagated with the same options) in a worker of its own, from the session's cached
-embeddings; the row is appended there. The controls: *log drawn prompts*, the *prompt log*
-file (empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line that says
+embeddings; the row is appended there. The controls: *log drawn prompts*, the *log file*
+(empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line that says
 whether the log is on and which file it writes (it holds case ids and image paths), then compares the
 last drawn prompt with the protocol's. Prompts made by a protocol (*Prompt from ground truth*,
 unchanged) are not logged.
 """
 from __future__ import annotations
 
+import html
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -29,6 +30,7 @@ from . import _layers
 from ._dock_layout import wrap_status
 from ._ground_truth import GroundTruthSection
 from ._propagation_options import PropagationSection
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -50,16 +52,16 @@ class PromptLogger(Container):
                                                                                propagation, action)
         self.log_drawn = CheckBox(text="log drawn prompts", value=not logging_off(),
                                 tooltip="with ground truth open: log each drawn prompt beside the protocol's")
-        self.path = FileEdit(label="prompt log", mode="w", filter="*.csv", nullable=True, value=None,
-                             tooltip=f"the CSV the rows are appended to (empty: {default_log_path()})")
+        self.path = FileEdit(label="log file", mode="w", filter="*.csv", nullable=True, value=None,
+                             tooltip=TIPS["log file"].format(default=html.escape(str(default_log_path()))))
         self.summary = Label(label="drawn vs protocol", value="")
         wrap_status(self.summary)  # a long line wraps instead of widening the dock
         self.summary.value = self.where()
         self.log_drawn.changed.connect(self._show_where)
         self.path.changed.connect(self._show_where)
         super().__init__(widgets=[self.log_drawn, self.path, self.summary], labels=True, name="prompt_log",
-                         tooltip="drawn vs protocol prompts: each drawn prompt logged beside the protocol's "
-                                 "(docs: Using it in napari, 'Prompt log')")
+                         tooltip=TIPS["prompt log"])
+        self.summary.tooltip = TIPS["drawn vs protocol"]  # the row's name; hovering the line shows it whole
         self.last_row: dict[str, Any] | None = None
         self.rows_written = 0
         #: the rows being computed, each in a worker of its own (they may overlap)

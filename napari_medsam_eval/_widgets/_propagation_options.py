@@ -13,6 +13,7 @@ from typing import Any
 from magicgui.widgets import ComboBox, Container, SpinBox
 
 from ._section import Section
+from ._words import TIPS
 
 DIRECTIONS = ("both", "forward", "backward")
 #: stop rule choice -> the rule changes it makes on the kind's default (None: the default)
@@ -27,8 +28,7 @@ LAST = -1
 def propagation_controls(margin: int) -> Container:
     """The options as one container (``margin``, ``direction``, ``first``, ``last``, ``stop``)."""
     return Container(widgets=[
-        SpinBox(name="margin", label="box margin (px)", min=0, max=100, value=margin,
-                tooltip="pixels added around the last slice's mask for the next slice's box"),
+        SpinBox(name="margin", label="box margin (px)", min=0, max=100, value=margin, tooltip=TIPS["box margin"]),
         ComboBox(name="direction", label="direction", choices=DIRECTIONS, value="both",
                  tooltip="volumes: propagate both ways from the prompted slice, or only up / down"),
         SpinBox(name="first", label="from slice", min=0, max=100_000, value=0,
@@ -36,9 +36,8 @@ def propagation_controls(margin: int) -> Container:
         SpinBox(name="last", label="to slice", min=LAST, max=100_000, value=LAST,
                 tooltip="the last slice a propagation may reach (-1: the last slice)"),
         ComboBox(name="stop", label="stop rule", choices=list(STOP_RULES), value=next(iter(STOP_RULES)),
-                 tooltip="when a direction ends: the measured default (an empty mask, an intensity jump or "
-                         "low overlap with the previous slice), or only an empty mask"),
-    ], labels=True, name="propagation")
+                 tooltip=TIPS["stop rule"]),
+    ], labels=True, name="propagation", tooltip=TIPS["propagation"])
 
 
 def propagation_options(controls: Container, kind: str, n_slices: int, prompt_slice: int | None) -> dict[str, Any]:

@@ -157,7 +157,7 @@ class ResultsView(QWidget):
         status = str(row.get("status", ""))
         status_item = _text_item(status)
         if status != "ok":
-            status_item.setToolTip(str(row.get("error", "")))
+            status_item.setToolTip(f"{status}: {row.get('error', '')}")
         for column, item in enumerate((case_item, _text_item(target_text(row)), NumericItem(row.get("dice")),
                                        NumericItem(row.get("nsd")), status_item)):
             self.table.setItem(line, column, item)

@@ -31,6 +31,7 @@ from ._paint import painted_anchor
 from ._propagation_options import PropagationSection
 from ._section import Section
 from ._shortcuts import with_shortcut
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -56,7 +57,7 @@ class ActionsFooter(Section):
             "stop the running job after its current slice", "cancel"))
         self.rows = [button_row(self.segment_button, self.propagate_button),
                      button_row(self.correct_button, self.cancel_button)]
-        self.progress = ProgressBar(label="progress", value=0, min=0, max=1)
+        self.progress = ProgressBar(label="progress", value=0, min=0, max=1, tooltip=TIPS["progress"])
         self.status = Label(label="status", value="no model loaded")
         wrap_status(self.status)
         super().__init__([*self.rows, self.progress, self.status], name="actions_section")

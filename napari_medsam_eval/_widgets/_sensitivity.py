@@ -30,6 +30,7 @@ from ._compare_layers import LayerChoice
 from ._layers import add_inactive, find_layer, transform_kwargs
 from ._result_layers import agreement_colormap, agreement_legend, draw_under, swatch
 from ._theme import plot_canvas, style_axes, theme_colors
+from ._words import TIPS
 from ._worker import WorkerRunner
 
 if TYPE_CHECKING:
@@ -93,21 +94,19 @@ class SensitivitySection(Container):
         self.viewer = viewer
         self.result: SensitivityResult | None = None
         self.runs = SpinBox(label="perturbed runs", min=2, max=200, value=DEFAULT_RUNS,
-                            tooltip="how many times the prompt is given again, shifted and scaled at random "
-                                    "(seeded; box-jitter rule)")
-        self.run_button = PushButton(text="Prompt sensitivity", tooltip=(
-            "give the compared prediction's prompt N more times, perturbed, with the Segment widget's model; "
-            "shows where the runs agree, their DSC spread and the worst run"))
+                            tooltip=TIPS["perturbed runs"])
+        self.run_button = PushButton(text="Prompt sensitivity", tooltip=TIPS["prompt sensitivity"])
         self.cancel_button = PushButton(text="Cancel sensitivity", enabled=False, tooltip="stop after this slice")
-        self.progress = ProgressBar(label="runs", value=0, max=1)
-        self.spread = Label(label="DSC spread", value="-", tooltip="min / median / max DSC of the runs")
-        self.legend = Label(label="agreement map", value=AGREEMENT_LEGEND, visible=False,
-                            tooltip="the share of the perturbed runs that segmented each pixel (an Image layer)")
+        self.progress = ProgressBar(label="runs", value=0, max=1, tooltip=TIPS["runs"])
+        self.spread = Label(label="DSC spread", value="-", tooltip=TIPS["DSC spread"])
+        self.legend = Label(label="agreement map", value=AGREEMENT_LEGEND, visible=False)
         wrap_status(self.legend)
         self.status = Label(label="sensitivity", value="")
         wrap_status(self.status)
         self.extend([self.runs, self.run_button, self.cancel_button, self.progress, self.spread, self.legend,
                      self.status])
+        for line, tip in ((self.legend, TIPS["agreement map"]), (self.status, TIPS["sensitivity"])):
+            line.tooltip = tip  # the row's name explains; hovering the text itself shows it whole
         background, self._text = theme_colors(self.viewer)
         self.figure, self.axes, self.canvas = plot_canvas(background, 110)
         style_axes(self.axes, background, self._text)

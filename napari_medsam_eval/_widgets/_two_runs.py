@@ -9,9 +9,9 @@ both saved predictions in a worker (:func:`~napari_medsam_eval.report.run_pairs.
 and opens image, ground truth, prediction A, prediction B and the A-only /
 B-only / both overlay (:data:`~napari_medsam_eval._layer_style.AB_COLORS`, drawn under the two
 predictions' contours; its name says its colours) as the Benchmark widget opens a row
-(:mod:`._open_row`: one layer per turn of the event loop, the last row's layers reused), then goes to the slice where A and
-B differ most. A prediction that is missing is said (a warning naming the
-file); the case still opens with what there is.
+(:mod:`._open_row`: one layer per turn of the event loop, the last row's layers reused), then brings it
+into view (:mod:`._view`) on the slice where A and B differ most, on the target's slices first. A
+prediction that is missing is said (a warning naming the file); the case still opens with what there is.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from ..evaluation.mask_comparison import AB_NAMES
 from ..report.run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
 from . import _open_row
 from ._dock_layout import wrap_status
-from ._layers import go_to_index, transform_kwargs
+from ._layers import transform_kwargs
 from ._theme import theme_colors
 from ._two_runs_view import TwoRunsView
 from ._worker import WorkerRunner
@@ -168,9 +168,8 @@ class TwoRunsWidget(Container):
 
     def _show_case(self, pair: CasePair, shown: dict[str, Any]) -> None:
         self.case_pair = pair
-        self.opened = _open_row.finish_open(self.viewer, pair.run_case(), shown)
-        if pair.slice_index is not None and "image" in self.opened:
-            go_to_index(self.viewer, self.opened["image"], pair.slice_index)
+        # in view where A and B differ most (the target's slices first); without both predictions, the prompt's
+        self.opened = _open_row.finish_open(self.viewer, pair.run_case(), shown, pair.slice_index)
         where = "" if pair.slice_index is None else f", slice {pair.slice_index} (where A and B differ most)"
         self.status.value = f"opened {pair.case.case_id}{where}" + "".join(f"; {n}" for n in pair.notes)
         if pair.notes:

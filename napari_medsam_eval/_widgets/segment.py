@@ -73,6 +73,7 @@ class SegmentWidget(Container):
         self.image_section = image = ImageSection(viewer, session, runner, model.with_model)
         self.object_section = objects = ObjectSection(viewer, session, runner, image, lambda: truth.gt_layer.value)
         self.truth_section = truth = GroundTruthSection(viewer, session, runner, image, objects.target_label)
+        truth.gt_layer.changed.connect(objects.objects.show_title)  # the object's name in the truth chosen
         self.propagation_section = propagation = PropagationSection(session.margin)
         self.anchor_list = follow_anchors(AnchorList(session, lambda: int(objects.target_label.value),
                                                      lambda: getattr(image.image_layer.value, "name", None)),
@@ -103,11 +104,16 @@ class SegmentWidget(Container):
                                (self.correct_button, self.correct_slice), (self.cancel_button, self.cancel)):
             button.changed.connect(lambda *_a, act=action: act())
         self.image_layer.changed.connect(self.truth_section.pick_layers)
+        self.image_layer.changed.connect(self._show_chosen)  # after the image's layers and object are picked
         events = viewer.layers.events
         self._unbind = bind_shortcuts(viewer, self._shortcut_actions())
         _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
                                      (events.inserted, events.removed, events.reordered)], on_close=self._close)
         self._refresh_choices()
+
+    def _show_chosen(self, _image: Any = None) -> None:
+        """The chosen image in view, on its prompt's slice (:meth:`ImageSection.show_chosen`)."""
+        self.image_section.show_chosen(self.gt_layer.value, int(self.target_label.value))
 
     def _shortcut_actions(self) -> dict[str, Callable[[], Any]]:
         objects = {"undo": self.objects.undo, "next_object": lambda: self.objects.step(+1),

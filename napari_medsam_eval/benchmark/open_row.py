@@ -11,6 +11,10 @@ case no longer in the dataset are :class:`~napari_medsam_eval.core.errors.DataEr
 naming the file or folder. A prediction that was not saved or cannot be read
 is not an error: the case still opens, and :attr:`RunCase.note` says why
 there is no prediction (naming the file).
+
+:attr:`RunCase.view_slice` is the slice to show: where the prediction is
+most wrong for the row's target (:func:`~napari_medsam_eval.evaluation.mask_comparison.largest_error_slice`),
+else the prompt's slice.
 """
 from __future__ import annotations
 
@@ -25,18 +29,22 @@ from ..datasets import CaseRef, DatasetLayout, get_layout
 from ..core.errors import DataError
 from ..io import read_label
 from ..core.prompt import Prompt, prompts_from_json
+from ..evaluation.mask_comparison import binary_target, largest_error_slice
 from .manifest import MANIFEST_FILE, read_manifest
+from .schema import is_missing
 
 
 @dataclass
 class RunCase:
-    """A row's case, prediction and prompt; ``note`` says what could not be loaded (e.g. no prediction)."""
+    """A row's case, prediction and prompt; ``note`` says what could not be loaded (e.g. no prediction);
+    ``view_slice`` the slice to show (:func:`view_slice`)."""
 
     row: dict[str, Any]
     case: Case
     prediction: np.ndarray | None
     prompt: Prompt | None
     note: str = ""
+    view_slice: int | None = None
 
 
 def run_dataset(run_dir: str | Path) -> tuple[DatasetLayout, Path]:
@@ -93,6 +101,21 @@ def read_prediction(run_dir: Path, row: dict[str, Any], case: Case) -> tuple[np.
     return prediction, ""
 
 
+def view_slice(case: Case, prediction: np.ndarray | None, row: dict[str, Any],
+               prompt: Prompt | None = None) -> int | None:
+    """The slice of ``case`` to show for ``row``: where ``prediction`` has the most FP + FN voxels of the
+    row's target (:func:`largest_error_slice`), else the ``prompt``'s slice; None for 2D cases."""
+    found = None
+    target = row.get("target_label")
+    if prediction is not None and case.label is not None and prediction.shape == case.label.shape:
+        target = None if is_missing(target) else int(float(target))
+        found = largest_error_slice(binary_target(prediction, target, binary_fallback=True),
+                                    binary_target(case.label, target))
+    if found is None and prompt is not None and prompt.slice_index is not None and len(case.spatial_shape) >= 3:
+        found = int(prompt.slice_index)
+    return found
+
+
 def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
     """Read the case of ``row`` (a row of the run in ``run_dir``), its saved prediction and its prompt."""
     run_dir = Path(run_dir)
@@ -101,7 +124,9 @@ def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
     layout, dataset = run_dataset(run_dir)
     case = layout.load(_find_ref(layout, dataset, str(row["case_id"])))
     prediction, note = read_prediction(run_dir, row, case)
-    return RunCase(row=dict(row), case=case, prediction=prediction, prompt=row_prompt(row), note=note)
+    prompt = row_prompt(row)
+    return RunCase(row=dict(row), case=case, prediction=prediction, prompt=prompt, note=note,
+                   view_slice=view_slice(case, prediction, row, prompt))
 
 
-__all__ = ["RunCase", "load_run_case", "read_prediction", "row_prompt", "run_dataset"]
+__all__ = ["RunCase", "load_run_case", "read_prediction", "row_prompt", "run_dataset", "view_slice"]

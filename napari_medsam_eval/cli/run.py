@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..benchmark.files import CSV_FILE
 from ..datasets import available_layouts
+from ..core.glossary import TERMS
 from ..core.intensity import INTENSITY_MODES
 from .common import (add_embeddings_argument, add_precision_argument, embeddings_option, json_options,
                      non_negative_float, non_negative_int, positive_int, precision_option, propagation_option)
@@ -49,19 +50,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
     parser.add_argument("--workers", type=positive_int, default=1,
                         help="cases in parallel: local processes, or Ray actors with --executor ray (default 1)")
-    parser.add_argument("--executor", choices=("local", "ray"), default="local",
-                        help="where the workers run: local processes (default), or Ray actors (a local Ray, or "
-                             "the cluster of --ray-address; pip install 'napari-medsam-eval[ray]')")
-    parser.add_argument("--ray-address", metavar="ADDRESS",
-                        help="a running Ray cluster to join (HOST:PORT as 'ray start --head' prints, or auto); "
-                             "default: a local Ray started for the run")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local", help=TERMS["executor"])
+    parser.add_argument("--ray-address", metavar="ADDRESS", help=TERMS["ray address"])
     parser.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, metavar="F",
                         help="GPUs each Ray worker reserves (e.g. 1 for MedSAM2, 0.5 shares a GPU; default 0)")
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="seed of the prompt protocol (default 0)")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help=TERMS["seed"])
     parser.add_argument("--propagation", metavar="PRESET|JSON",
                         help="propagation rules of per-slice models: a preset (volume, video, legacy) or JSON options, "
                              "e.g. '{\"intensity_k\": 3}' (default: each kind's measured rules)")

@@ -11,4 +11,5 @@
 - :mod:`.checksum`, :mod:`.cache`, :mod:`.ownership`: SHA-256 of files, the package's cache folder, no output
   overlapping an input
 - :mod:`.palette`: every colour the package draws, named by its meaning (Okabe-Ito)
+- :mod:`.glossary`: the field's terms in plain words (the docks' tooltips, some of the CLI's help)
 """

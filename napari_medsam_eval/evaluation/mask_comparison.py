@@ -3,6 +3,11 @@
 The failure analysis the Compare widget shows: :func:`compare_masks` gives a
 TP/FP/FN map, the Dice of the whole mask and of every slice, and the slices
 ranked worst first. (Run A against run B is :mod:`napari_medsam_eval.report.paired`.)
+
+Which slice to show (the viewer goes there when a row or a pair of runs opens, or an
+image is chosen): :func:`largest_error_slice`, :func:`most_different_slice` and
+:func:`middle_slice`. The first two count on the slices that hold the target first,
+so a prediction filling whole slices away from it does not send the view off the target.
 """
 from __future__ import annotations
 
@@ -92,23 +97,75 @@ def ab_overlay(pred_a: np.ndarray, pred_b: np.ndarray) -> np.ndarray:
     return (a.astype(np.uint8) * AB_A_ONLY + b.astype(np.uint8) * AB_B_ONLY)  # 1 + 2 = 3 = both
 
 
-def most_different_slice(pred_a: np.ndarray, pred_b: np.ndarray) -> int | None:
-    """The slice (first axis) with the most voxels in exactly one of A and B (the first of ties).
+def middle_slice(mask: np.ndarray) -> int | None:
+    """The middle one (the median) of the slices (first axis) holding ``mask``; None when it is empty or 2D."""
+    mask = np.asarray(mask)
+    if mask.ndim < 3:
+        return None
+    held = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+    return int(held[len(held) // 2]) if held.size else None
 
-    Where A and B agree everywhere: the slice with the most foreground of
-    either; None when both are empty or the masks are 2D.
-    """
-    a = np.asarray(pred_a).astype(bool, copy=False)
-    b = np.asarray(pred_b).astype(bool, copy=False)
+
+def _slice_of_most(counts: np.ndarray, truth: np.ndarray | None) -> int | None:
+    """The slice with the largest of ``counts`` (None when all are 0): among the slices holding ``truth``
+    when any count there is above 0, else among all; ties go to the one nearest the truth's
+    :func:`middle_slice` (without a truth: the first)."""
+    middle = None if truth is None else middle_slice(truth)
+    if middle is not None:
+        held = truth.reshape(truth.shape[0], -1).any(axis=1)
+        within = np.where(held, counts, 0)
+        if within.any():
+            counts = within
+    if not counts.any():
+        return None
+    ties = np.flatnonzero(counts == counts.max())
+    return int(ties[0] if middle is None else ties[np.argmin(np.abs(ties - middle))])
+
+
+def _binary_pair(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(first).astype(bool, copy=False)
+    b = np.asarray(second).astype(bool, copy=False)
     if a.shape != b.shape:
-        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
+        raise ValueError(f"{names[0]} has shape {a.shape}, {names[1]} {b.shape}")
+    return a, b
+
+
+def most_different_slice(pred_a: np.ndarray, pred_b: np.ndarray, truth: np.ndarray | None = None) -> int | None:
+    """The slice (first axis) with the most voxels in exactly one of A and B.
+
+    With the target's ground truth ``truth``: among the slices holding the
+    target when A and B differ on any of them, ties nearest its middle slice;
+    without: the first of ties. Where A and B agree everywhere: the slice with
+    the most foreground of either; None when both are empty or the masks are 2D.
+    """
+    a, b = _binary_pair(pred_a, pred_b, ("prediction A", "prediction B"))
     if a.ndim < 3:
         return None
+    t = None if truth is None else _binary_pair(truth, a, ("the ground truth", "the predictions"))[0]
     axes = tuple(range(1, a.ndim))
     for counts in ((a ^ b).sum(axis=axes), (a | b).sum(axis=axes)):
-        if counts.any():
-            return int(np.argmax(counts))
+        found = _slice_of_most(counts, t)
+        if found is not None:
+            return found
     return None
+
+
+def largest_error_slice(pred: np.ndarray, truth: np.ndarray) -> int | None:
+    """The slice (first axis) with the most FP + FN voxels of ``pred`` against ``truth`` (one target).
+
+    Among the slices holding the target when there is an error on any of them
+    (else among all), ties nearest the target's middle slice; without any
+    error, the target's :func:`middle_slice` (the prediction's when the truth is
+    empty); None for 2D masks or both empty.
+    """
+    p, g = _binary_pair(pred, truth, ("prediction", "ground truth"))
+    if p.ndim < 3:
+        return None
+    found = _slice_of_most((p ^ g).sum(axis=tuple(range(1, p.ndim))), g)
+    if found is not None:
+        return found
+    middle = middle_slice(g)
+    return middle if middle is not None else middle_slice(p)
 
 
 __all__ = [
@@ -126,5 +183,7 @@ __all__ = [
     "binary_target",
     "ab_overlay",
     "compare_masks",
+    "largest_error_slice",
+    "middle_slice",
     "most_different_slice",
 ]

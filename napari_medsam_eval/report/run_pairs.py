@@ -14,7 +14,7 @@ Qt or napari:
   unscored in one) are kept apart with the reason, never dropped.
 * :func:`ab_overlay` and :func:`most_different_slice`: the A-only / B-only /
   both map of two predictions of a target and the slice where they differ
-  most; :func:`load_case_pair` reads one case with both runs' saved
+  most (on the target's slices first); :func:`load_case_pair` reads one case with both runs' saved
   predictions (:mod:`napari_medsam_eval.benchmark.open_row`) and makes them.
 
 Runs may differ in anything else (model, protocol, its options, stop rule):
@@ -189,7 +189,8 @@ def load_case_pair(run_a: str | Path, run_b: str | Path, row_a: dict[str, Any] |
     if pair.prediction_a is not None and pair.prediction_b is not None:
         mask_a = binary_target(pair.prediction_a, pair.target_label, binary_fallback=True)
         mask_b = binary_target(pair.prediction_b, pair.target_label, binary_fallback=True)
-        pair.overlay, pair.slice_index = ab_overlay(mask_a, mask_b), most_different_slice(mask_a, mask_b)
+        truth = None if loaded.case.label is None else binary_target(loaded.case.label, pair.target_label)
+        pair.overlay, pair.slice_index = ab_overlay(mask_a, mask_b), most_different_slice(mask_a, mask_b, truth)
     return pair
 
 
