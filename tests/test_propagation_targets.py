@@ -160,7 +160,8 @@ def test_colonoscopy_clips_are_tracked_to_the_end(shared_data: Path, tmp_path: P
     print(f"\ncolonoscopy DSC {dict(zip(table['case_id'], table['dice'].round(4)))}")
     assert len(table) == (len(clips) if clips else 10) and table["dice"].median() >= 0.60
     for stops in _stops(table):
-        assert stops == [{"at": None, "direction": "forward", "last": stops[0]["last"], "reason": "end"}]
+        assert stops == [{"at": None, "direction": "forward", "last": stops[0]["last"], "reason": "end",
+                          "measured": None, "limit": None}]
     if clips is None:
         figure("colonoscopy_median", table["dice"].median())
         figure.assert_all_match()
