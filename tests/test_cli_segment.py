@@ -6,6 +6,8 @@ from pathlib import Path
 import numpy as np
 import SimpleITK as sitk
 
+import pytest
+
 from napari_medsam_eval.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,6 +25,7 @@ def test_segment_writes_npz_segs_with_box_baseline(tmp_path, shared_data):
     assert segs[7, 210:251, 200:241].all() and segs.sum() == 41 * 41  # inclusive box, one slice
 
 
+@pytest.mark.slow
 def test_segment_nifti_keeps_source_geometry_with_litemedsam(tmp_path):
     image = REPO / "sample_data" / "phantom_ct" / "image.nii.gz"
     out = tmp_path / "pred.nii.gz"

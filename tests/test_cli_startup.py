@@ -84,6 +84,7 @@ def test_report_and_compare_never_import_torch(tmp_path, shared_data):
         assert code == 0 and not _top(modules) & set(HEAVY), (args[0], _top(modules) & set(HEAVY))
 
 
+@pytest.mark.slow
 def test_a_litemedsam_segment_imports_neither_timm_nor_torchvision(tmp_path):
     """The vendored TinyViT gets timm's four helpers stood in (``models/tinyvit_import.py``): a LiteMedSAM
     segmentation in a fresh process loads neither timm nor torchvision, and its mask is scored."""
@@ -95,6 +96,7 @@ def test_a_litemedsam_segment_imports_neither_timm_nor_torchvision(tmp_path):
     assert not _top(modules) & {"timm", "torchvision"}, _top(modules) & {"timm", "torchvision"}
 
 
+@pytest.mark.slow
 def test_timm_imported_after_the_model_is_the_real_package():
     """The stand-ins leave ``sys.modules`` once the model module is imported: ``import timm`` afterwards
     is the real timm, and the stand-in DropPath drops paths as timm's does in training."""

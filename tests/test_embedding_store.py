@@ -206,6 +206,7 @@ def test_damaged_entry_is_recomputed_with_a_warning(backend, case, filled, tmp_p
     assert propagate(use_store(backend, fresh), case) is not None and backend.encoder_calls == 0
 
 
+@pytest.mark.slow
 def test_eviction_keeps_the_store_under_its_limit(filled, tmp_path, capsys):
     arrays = [e.numpy() for e in filled["embeddings"]]
     keys = [EmbeddingKey("litemedsam", "c" * 64, "torch", "p", f"slice{i}") for i in range(4)]

@@ -110,6 +110,7 @@ def test_the_manifest_holds_the_torch_fingerprint_and_a_sound_export_matches_it(
     assert again.describe()["engine"] == "openvino"
 
 
+@pytest.mark.slow
 def test_a_load_of_files_checked_before_in_this_process_skips_the_check_pass(good_export, monkeypatch):
     """The check pass runs once per export and state of its files in a process: loading the same files
     again skips it; a file rewritten since (here with the same bytes) is checked again."""
@@ -176,6 +177,7 @@ def test_a_rebuilt_export_that_is_wrong_too_falls_back_to_torch(good_export, tor
     assert mask.any() and np.array_equal(mask, _mask(torch_backend, real_slice))
 
 
+@pytest.mark.slow
 def test_a_read_only_cache_folder_falls_back_to_torch(tmp_path, monkeypatch, torch_backend, real_slice):
     folder = tmp_path / "read-only-cache"
     folder.mkdir()

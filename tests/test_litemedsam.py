@@ -132,6 +132,7 @@ def test_bad_checkpoint_files_name_the_file(tmp_path):
         build(checkpoint=wrong, device="cpu")
 
 
+@pytest.mark.slow
 def test_user_checkpoint_hash_is_recorded(tmp_path):
     state = torch.load(shipped_checkpoint_path(), map_location="cpu", weights_only=True)
     path = tmp_path / "finetuned.pth"

@@ -51,6 +51,7 @@ def _load(backend, root):
     return dec.load_openvino_decoder(backend.model, backend._image_pe, backend.checkpoint_sha256, 2, root=root)
 
 
+@pytest.mark.slow
 def test_openvino_masks_equal_torch_masks_and_the_export_is_reused(torch_backend, lesion_slices, tmp_path):
     before = dec.export_count
     decoder = _load(torch_backend, tmp_path)
@@ -63,6 +64,7 @@ def test_openvino_masks_equal_torch_masks_and_the_export_is_reused(torch_backend
     assert isinstance(again, dec.OpenVINODecoder) and dec.export_count == before + 1  # loaded, not exported
 
 
+@pytest.mark.slow
 def test_a_damaged_export_is_rebuilt_with_a_warning(torch_backend, lesion_slices, tmp_path):
     _load(torch_backend, tmp_path)
     (folder,) = [p for p in tmp_path.iterdir() if p.name.startswith("litemedsam-decoder-")]

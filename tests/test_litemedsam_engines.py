@@ -98,6 +98,7 @@ def test_openvino_embedding_and_masks_match_torch(ov_backend, torch_backend, rea
         assert dice(fast.mask, slow.mask) >= MASK_DSC
 
 
+@pytest.mark.slow
 def test_openvino_threads_follow_the_budget_and_are_not_pinned(ov_backend, cache_root):
     # benchmark workers get one thread each; pinned, both would land on core 0
     backend = build(device="cpu", cache_size=0, engine="openvino", num_threads=1)

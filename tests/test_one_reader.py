@@ -45,6 +45,7 @@ def reads(monkeypatch) -> list[Path]:
     return seen
 
 
+@pytest.mark.slow
 def test_report_compare_and_run_pairs_read_the_typed_table(tmp_path, reads):
     run_a, run_b = _runs(tmp_path)
     loaded = load_run(run_a)

@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 CONVERT = ("import torch\n"
            "model = torch.nn.Linear(4, 2)\n"
            "example = torch.zeros(1, 4)\n")
@@ -21,6 +23,7 @@ def _run_with_home(script: str, home) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_our_imports_conversion_and_nncf_write_nothing_in_the_home_folder(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
@@ -30,6 +33,7 @@ def test_our_imports_conversion_and_nncf_write_nothing_in_the_home_folder(tmp_pa
     assert list(home.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_plain_openvino_import_writes_its_telemetry_there(tmp_path):
     """What the module guards against, seen with a plain import: a client id and usage counts in ~/intel."""
     home = tmp_path / "home"

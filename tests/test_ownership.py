@@ -291,6 +291,7 @@ def test_a_run_folder_is_never_its_dataset(where, lesion, capsys):
 # --- report and compare --out ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_report_and_compare_out_never_replace_a_file_they_did_not_write(shared_data, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "2", "--quiet",

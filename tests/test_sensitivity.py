@@ -85,6 +85,7 @@ def test_agreement_map_on_a_real_case_reuses_the_slice_embeddings(session, lesio
     assert session.anchors(1) == [] or all(a is not p for a in session.anchors(1) for p in result.prompts)
 
 
+@pytest.mark.slow
 def test_cancel_stops_after_the_current_run(session, lesion):
     prompt = session.prompt_from_ground_truth(lesion["gt"].astype(np.uint8), target_label=1)
     cancel = threading.Event()

@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 import time
+
+import pytest
 from pathlib import Path
 
 from suite_isolation import CACHE_VARIABLES, checkout_state, outside_writes
@@ -12,6 +14,7 @@ from suite_isolation import CACHE_VARIABLES, checkout_state, outside_writes
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.mark.slow
 def test_a_run_that_writes_in_the_home_folder_fails_and_names_the_file(tmp_path):
     home, suite = tmp_path / "home", tmp_path / "suite"
     home.mkdir()
