@@ -24,8 +24,8 @@ from screenshots import _process, _wait, dock, in_viewer, on_display, save  # no
 
 def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name: str | None = "prompt_log.png") -> None:
     """Set ``viewer`` up to show the prompt log (module doc) and save ``docs/screenshots/<name>`` (None: no file)."""
-    from napari_medsam_eval._widgets._layers import from_image_coords
-    from napari_medsam_eval._widgets._prompt_layers import box_vertices
+    from napari_medsam_eval._widgets.common._layers import from_image_coords
+    from napari_medsam_eval._widgets.common._prompt_layers import box_vertices
     from napari_medsam_eval.protocols.geometry import tight_box
     from napari_medsam_eval.session.session import Session
 

@@ -88,8 +88,8 @@ def say(text: str) -> None:
 
 def segment_steps(viewer: Any, shared: Path, out: Path, errors: list[str], short: bool) -> tuple[Any, Any]:
     """Open a CT, prompt, segment, undo, propagate, correct, undo, next object; returns (segment, compare)."""
-    from napari_medsam_eval._widgets._layers import from_image_coords
-    from napari_medsam_eval._widgets._prompt_layers import box_vertices
+    from napari_medsam_eval._widgets.common._layers import from_image_coords
+    from napari_medsam_eval._widgets.common._prompt_layers import box_vertices
     from napari_medsam_eval.protocols.geometry import tight_box
 
     image, truth = viewer.open(str(shared / "deeplesion_ct_npz" / LESION), plugin=PLUGIN)

@@ -124,7 +124,7 @@ def _module_from(path: Path):
 
 
 def test_shortcut_table_lists_every_key():
-    keys = _module_from(REPO / "napari_medsam_eval" / "_widgets" / "_shortcuts.py")
+    keys = _module_from(REPO / "napari_medsam_eval" / "_widgets" / "common" / "_shortcuts.py")
     table = (DOCS / "napari.md").read_text().split("## Keyboard shortcuts", 1)[1].split("\n## ", 1)[0]
     first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ")]
     listed = {key.strip() for cell in first_cells for key in cell.split(" (")[0].split("/")}

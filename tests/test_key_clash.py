@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets._bench_results import ResultsBrowser
-from napari_medsam_eval._widgets._compare_metrics import ComparisonSection
-from napari_medsam_eval._widgets._objects import ObjectControls
-from napari_medsam_eval._widgets._segment_actions import SegmentActions
-from napari_medsam_eval._widgets._shortcuts import BENCHMARK_SHORTCUTS, COMPARE_SHORTCUTS, SEGMENT_SHORTCUTS
+from napari_medsam_eval._widgets.benchmark._bench_results import ResultsBrowser
+from napari_medsam_eval._widgets.compare._compare_metrics import ComparisonSection
+from napari_medsam_eval._widgets.segment._objects import ObjectControls
+from napari_medsam_eval._widgets.segment._segment_actions import SegmentActions
+from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, COMPARE_SHORTCUTS, SEGMENT_SHORTCUTS
 
 pytestmark = pytest.mark.gui
 

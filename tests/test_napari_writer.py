@@ -58,7 +58,7 @@ def test_bad_layers_get_a_clear_error(tmp_path):
 def test_a_widget_prediction_saves_on_the_source_grid(make_napari_viewer, tmp_path):
     from napari.layers import Layer
 
-    from napari_medsam_eval._widgets._prediction_layer import write_object
+    from napari_medsam_eval._widgets.segment._prediction_layer import write_object
 
     viewer = make_napari_viewer()
     case = read_case(SAMPLE / "image.nii.gz", SAMPLE / "label.nii.gz")

@@ -11,9 +11,9 @@ import pytest
 
 from plugin_dock import dock
 from napari_medsam_eval._widgets import SegmentWidget
-from napari_medsam_eval._widgets._anchors import describe_anchor
-from napari_medsam_eval._widgets._layers import current_index, from_image_coords, go_to_index
-from napari_medsam_eval._widgets._prompt_layers import box_vertices
+from napari_medsam_eval._widgets.segment._anchors import describe_anchor
+from napari_medsam_eval._widgets.common._layers import current_index, from_image_coords, go_to_index
+from napari_medsam_eval._widgets.common._prompt_layers import box_vertices
 from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.propagation.anchors import absent_prompt, merge_prompt

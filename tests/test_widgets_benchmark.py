@@ -16,10 +16,10 @@ from qtpy.QtCore import Qt
 
 from plugin_dock import dock, undock
 from napari_medsam_eval._widgets import BenchmarkWidget
-from napari_medsam_eval._widgets import _worker as worker_module
-from napari_medsam_eval._widgets import benchmark as benchmark_module
-from napari_medsam_eval._widgets._layers import current_index
-from napari_medsam_eval._widgets._results_table import ROW_HEADERS
+from napari_medsam_eval._widgets.common import _worker as worker_module
+from napari_medsam_eval._widgets.benchmark import dock as benchmark_module
+from napari_medsam_eval._widgets.common._layers import current_index
+from napari_medsam_eval._widgets.benchmark._results_table import ROW_HEADERS
 from napari_medsam_eval.benchmark import CaseStep, load_table, read_manifest, run_benchmark
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.io import read_label

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets import _worker as worker_module
+from napari_medsam_eval._widgets.common import _worker as worker_module
 from napari_medsam_eval.benchmark import comparable, load_table, read_manifest, run_benchmark
 
 from test_widgets_benchmark import _expected, _shown, _wait, _widget

@@ -13,10 +13,10 @@ import pytest
 from plugin_dock import dock
 from napari_medsam_eval._layer_style import GROUND_TRUTH_PALETTE, PREDICTION_CONTOUR, PREDICTION_PALETTE
 from napari_medsam_eval.core.palette import NEGATIVE_POINT, POSITIVE_POINT, hex_to_rgb
-from napari_medsam_eval._widgets import _drawing as drawing_module
-from napari_medsam_eval._widgets._layers import from_image_coords
-from napari_medsam_eval._widgets._prompt_layers import box_vertices
-from napari_medsam_eval._widgets._shortcuts import SEGMENT_SHORTCUTS, key_text
+from napari_medsam_eval._widgets.segment import _drawing as drawing_module
+from napari_medsam_eval._widgets.common._layers import from_image_coords
+from napari_medsam_eval._widgets.common._prompt_layers import box_vertices
+from napari_medsam_eval._widgets.common._shortcuts import SEGMENT_SHORTCUTS, key_text
 from napari_medsam_eval.protocols.geometry import tight_box
 from test_widgets_segment import _open_hippocampus, _wait, _widget, backend, errors  # noqa: F401 - shared
 

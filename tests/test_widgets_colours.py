@@ -14,8 +14,8 @@ from plugin_dock import dock
 from napari_medsam_eval.core import palette
 from napari_medsam_eval.evaluation.mask_comparison import OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 from napari_medsam_eval.studies.sensitivity import SensitivityResult
-from napari_medsam_eval._widgets._prompt_layers import adopt_point_layer, make_box_layer, make_point_layer
-from napari_medsam_eval._widgets._sensitivity import show_result
+from napari_medsam_eval._widgets.common._prompt_layers import adopt_point_layer, make_box_layer, make_point_layer
+from napari_medsam_eval._widgets.compare._sensitivity import show_result
 from test_widgets_compare import viewer_with_pair  # noqa: F401 - shared fixture
 
 pytestmark = pytest.mark.gui

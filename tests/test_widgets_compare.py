@@ -104,7 +104,7 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     assert viewer.dims.current_step[0] == order[0]
     assert widget.worst_info.value.startswith(f"#1/{len(order)}: slice {order[0]}")
     # its key (Shift+W, in the button's tooltip) goes on to the next worst slice
-    from napari_medsam_eval._widgets._shortcuts import COMPARE_SHORTCUTS, key_text
+    from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, key_text
 
     key = key_text(COMPARE_SHORTCUTS["next_worst"])
     assert key in widget.worst_button.tooltip
@@ -137,7 +137,7 @@ def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, 
 
 def test_compare_scaled_volume_and_mismatch(make_napari_viewer, shared_data, monkeypatch):
     """Anisotropic npz (z spacing 5 mm): navigation in world steps; mismatched shapes -> a notification."""
-    from napari_medsam_eval._widgets import _compare_metrics as compare_module
+    from napari_medsam_eval._widgets.compare import _compare_metrics as compare_module
 
     errors: list[str] = []
     monkeypatch.setattr(compare_module, "show_error", errors.append)
@@ -199,7 +199,7 @@ def test_plot_marks_where_propagation_stopped(viewer_with_pair):
 def test_no_pair_says_so_and_a_new_comparison_replaces_the_overlay(viewer_with_pair, monkeypatch):
     """Without a ground truth the widget says what to choose (status line; a notification for the button);
     comparing another target replaces the TP/FP/FN layer instead of adding one."""
-    from napari_medsam_eval._widgets import _compare_metrics as compare_module
+    from napari_medsam_eval._widgets.compare import _compare_metrics as compare_module
 
     warnings: list[str] = []
     monkeypatch.setattr(compare_module, "show_warning", warnings.append)

@@ -153,7 +153,7 @@ def test_binary_target():
 
 # ---------------------------------------------------------------- napari layers, no viewer
 def test_box_vertices_round_trip():
-    from napari_medsam_eval._widgets._prompt_layers import box_from_vertices, box_vertices
+    from napari_medsam_eval._widgets.common._prompt_layers import box_from_vertices, box_vertices
 
     for box in [(3, 4, 10, 20), (0, 0, 0, 0), (5, 7, 5, 9)]:
         vertices = box_vertices(box, 6)
@@ -169,7 +169,7 @@ def test_box_vertices_round_trip():
 def test_prompt_layers_round_trip_with_scale(hippo):
     from napari.layers import Image, Shapes
 
-    from napari_medsam_eval._widgets._prompt_layers import (make_box_layer, make_point_layer, prompt_from_layers,
+    from napari_medsam_eval._widgets.common._prompt_layers import (make_box_layer, make_point_layer, prompt_from_layers,
                                                             prompt_slices, show_prompt, toggle_point_label)
 
     image = Image(hippo.image, scale=(2.0, 0.5, 0.5), translate=(10.0, 0.0, 0.0))

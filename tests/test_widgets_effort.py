@@ -14,7 +14,7 @@ from test_report_effort import corrections_rows
 
 from plugin_dock import dock
 from napari_medsam_eval._widgets import BenchmarkWidget
-from napari_medsam_eval._widgets.benchmark import Progress
+from napari_medsam_eval._widgets.benchmark.dock import Progress
 from napari_medsam_eval.benchmark.schema import to_dataframe
 from napari_medsam_eval.evaluation.interaction_effort import curve_summary, curves_by_task
 

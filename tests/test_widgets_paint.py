@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets._layers import current_index, go_to_index
+from napari_medsam_eval._widgets.common._layers import current_index, go_to_index
 from napari_medsam_eval.core.anchor_prompts import is_painted
 from test_widgets_segment import _wait, backend, errors  # noqa: F401 - the same fixtures and wait
 

@@ -26,8 +26,8 @@ from qtpy.QtWidgets import QApplication
 
 from gui_probe import LoopTurns, ThreadLog, on_gui_thread
 from plugin_dock import dock
-from napari_medsam_eval._widgets import _open_row
-from napari_medsam_eval._widgets import _worker as worker_module
+from napari_medsam_eval._widgets.benchmark import _open_row
+from napari_medsam_eval._widgets.common import _worker as worker_module
 from napari_medsam_eval.benchmark import load_table, read_manifest, run_benchmark
 from napari_medsam_eval.benchmark.gui_job import CaseStep
 from napari_medsam_eval.datasets import get_layout

@@ -13,8 +13,8 @@ import pytest
 
 from gui_probe import LoopTurns, ThreadLog
 from plugin_dock import dock
-from napari_medsam_eval._widgets import _worker as worker_module
-from napari_medsam_eval._widgets._prompt_layers import prompt_from_layers
+from napari_medsam_eval._widgets.common import _worker as worker_module
+from napari_medsam_eval._widgets.common._prompt_layers import prompt_from_layers
 from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.core.palette import POSITIVE_POINT, hex_to_rgb
 from napari_medsam_eval.io import read_label

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets._sensitivity import NEEDS_SEGMENT, prompt_of
+from napari_medsam_eval._widgets.compare._sensitivity import NEEDS_SEGMENT, prompt_of
 from test_widgets_segment import LESION, _wait, _widget, backend, errors  # noqa: F401 - shared
 
 pytestmark = pytest.mark.gui

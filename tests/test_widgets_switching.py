@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets._layers import current_index, go_to_index, image_args
+from napari_medsam_eval._widgets.common._layers import current_index, go_to_index, image_args
 from napari_medsam_eval.protocols.geometry import tight_box
 from napari_medsam_eval.session.session import Session
 from test_widgets_clinician import _draw_box

@@ -19,9 +19,9 @@ import pytest
 from qtpy.QtCore import Qt
 
 from plugin_dock import dock
-from napari_medsam_eval._widgets import _two_runs as two_runs_module
-from napari_medsam_eval._widgets import _worker as worker_module
-from napari_medsam_eval._widgets._layers import current_index
+from napari_medsam_eval._widgets.benchmark import _two_runs as two_runs_module
+from napari_medsam_eval._widgets.common import _worker as worker_module
+from napari_medsam_eval._widgets.common._layers import current_index
 from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.io import read_label

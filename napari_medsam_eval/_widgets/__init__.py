@@ -17,8 +17,8 @@ and plots in :mod:`._theme`.
 """
 from __future__ import annotations
 
-from .benchmark import BenchmarkWidget
-from .compare import CompareWidget
-from .segment import SegmentWidget
+from napari_medsam_eval._widgets.benchmark.dock import BenchmarkWidget
+from napari_medsam_eval._widgets.compare.dock import CompareWidget
+from napari_medsam_eval._widgets.segment.dock import SegmentWidget
 
 __all__ = ["BenchmarkWidget", "CompareWidget", "SegmentWidget"]

@@ -3,7 +3,7 @@
 :data:`TERMS` maps a term as a label or a column header writes it (lower case) to what it is and what
 its default does, in words a reader without the field's jargon follows; :data:`PROTOCOL_WORDS` says
 what each prompt protocol draws. The napari docks build their tooltips from these
-(``_widgets/_words.py``), ``medsam-eval run``'s help reuses the ones its options share with the
+(``_widgets/common/_words.py``), ``medsam-eval run``'s help reuses the ones its options share with the
 Benchmark widget, and :func:`terms_in` finds the terms a label uses, so a test can require that every
 control naming one explains it. No Qt, no napari.
 """

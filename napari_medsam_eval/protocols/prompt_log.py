@@ -1,7 +1,7 @@
 """The prompt log: every drawn prompt next to the prompt a protocol would have made (no Qt).
 
 When ground truth is open, the Segment widget logs each prompt a person draws and
-segments with (:mod:`napari_medsam_eval._widgets._prompt_log`) as one row of a CSV
+segments with (:mod:`napari_medsam_eval._widgets.segment._prompt_log`) as one row of a CSV
 table, beside the prompt the chosen protocol (default ``medsam2``) makes from the ground
 truth for the same target and slice. The schema is :data:`COLUMNS`, defined here once:
 

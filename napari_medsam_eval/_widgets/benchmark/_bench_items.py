@@ -1,0 +1,93 @@
+"""Items of the benchmark widget's tables: scores as text that sort by value, a target's name.
+
+Plain Qt, no viewer: :class:`NumericItem` shows a score to four decimals
+(``n/a`` for NaN) and sorts by the number behind it, NaN last. Every cell has its whole text as its
+tooltip (a column too narrow elides it: ``hippoc...us_007``), and every column header says what the
+column holds, in plain words (:func:`._words.header_tip`).
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from qtpy.QtCore import Qt
+from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
+
+from napari_medsam_eval._widgets.common._words import header_tip
+
+
+def fmt(value: Any, digits: int = 4) -> str:
+    """A score as text; NaN/None as ``n/a``."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    return "n/a" if math.isnan(number) else f"{number:.{digits}f}"
+
+
+class NumericItem(QTableWidgetItem):
+    """A table item that sorts by its number (NaN after every number), not by its text."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(fmt(value))
+        self.setToolTip(self.text())
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        self.setData(Qt.UserRole, number)
+        self.setTextAlignment(int(Qt.AlignRight | Qt.AlignVCenter))
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt's name
+        """Show ``text`` (its tooltip too); the number it sorts by stays."""
+        super().setText(text)
+        self.setToolTip(text)
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:
+        a, b = self.data(Qt.UserRole), other.data(Qt.UserRole)
+        if not isinstance(a, float) or not isinstance(b, float):
+            return super().__lt__(other)
+        if math.isnan(a) or math.isnan(b):
+            return not math.isnan(a) and math.isnan(b)
+        return a < b
+
+
+def table(headers: tuple[str, ...], stretch: int | None = 0) -> QTableWidget:
+    """A read-only row table; column ``stretch`` (the case names) takes the width the others leave and
+    elides its text, so every column shows at the dock's width without scrolling sideways (its full text
+    is in the tooltip of the cell). ``stretch=None``: columns sized to their contents."""
+    table = QTableWidget(0, len(headers))
+    table.setHorizontalHeaderLabels(list(headers))
+    for column, header in enumerate(headers):
+        table.horizontalHeaderItem(column).setToolTip(header_tip(header) or header)
+    table.setEditTriggers(QAbstractItemView.NoEditTriggers)
+    table.setSelectionBehavior(QAbstractItemView.SelectRows)
+    table.verticalHeader().setVisible(False)
+    header = table.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeToContents)
+    if stretch is None:
+        header.setStretchLastSection(True)
+    else:
+        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
+        header.setMinimumSectionSize(24)
+        table.setTextElideMode(Qt.ElideMiddle)
+        table.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+    return table
+
+
+def text_item(text: str) -> QTableWidgetItem:
+    item = QTableWidgetItem(text)
+    item.setToolTip(text)
+    return item
+
+
+def target_text(row: dict[str, Any]) -> str:
+    """``anterior (1)``: the target's name and label value."""
+    value = row.get("target_label")
+    name = str(row.get("label_name") or "")
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return name or "unknown"
+    return f"{name} ({int(value)})"
+
+
+__all__ = ["NumericItem", "fmt", "table", "target_text", "text_item"]

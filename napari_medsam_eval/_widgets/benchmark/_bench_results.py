@@ -1,0 +1,132 @@
+"""The Benchmark widget's results section: the rows of a run, their summary and plots; a row opened.
+
+:class:`ResultsBrowser` holds the results view (:class:`._results_table.ResultsView`:
+table, per-task summary, box plot) and below it, for a ``corrections`` run,
+the DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot`,
+hidden for other runs). It reads the rows of a run folder, takes the rows a
+running job yields, and opens a row in the viewer (:mod:`._open_row`: read in
+the worker it is given, layers added one per turn of the event loop);
+:data:`NEXT_ROW_KEY` opens the next line of the table.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+from magicgui.widgets import Container
+from napari.utils.notifications import show_warning
+from qtpy.QtCore import Qt, QTimer
+from qtpy.QtGui import QKeySequence
+from qtpy.QtWidgets import QShortcut
+
+from napari_medsam_eval.benchmark import ResultStore
+from napari_medsam_eval._widgets.benchmark import _open_row
+from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot
+from napari_medsam_eval._widgets.benchmark._results_table import ResultsView
+from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
+from napari_medsam_eval._widgets.common._worker import WorkerRunner
+
+#: the key that opens the next line of the results table (anywhere in the viewer window)
+NEXT_ROW_KEY = key_text(BENCHMARK_SHORTCUTS["next_row"])  # Qt writes keys as people do
+
+
+class ResultsBrowser(Container):
+    """The rows shown (:attr:`results`, :attr:`effort`), the run folder they come from, the row opened.
+
+    ``opener`` runs the reading of a row (its status line is the widget's); ``colors`` are the
+    viewer theme's (background, text).
+    """
+
+    def __init__(self, viewer: Any, opener: WorkerRunner, colors: tuple[str, str]) -> None:
+        super().__init__(labels=False)
+        self.margins = (0, 0, 0, 0)
+        self.viewer, self.opener = viewer, opener
+        #: layers of the last row opened, by role
+        self.opened: dict[str, Any] = {}
+        #: the run folder whose rows the table shows (rows open from there)
+        self.rows_dir: Path | None = None
+        self.results = ResultsView(on_open=self.open_row, colors=colors,
+                                   open_hint=f"; {NEXT_ROW_KEY} opens the next line")
+        self.effort = EffortPlot(colors=colors)  # shown for runs with DSC curves only
+        self.effort.follow(self.results)
+        for part in (self.results, self.effort):
+            self.native.layout().addWidget(part)
+        self.next_row_shortcut = QShortcut(QKeySequence(NEXT_ROW_KEY), self.native)
+        self.next_row_shortcut.setContext(Qt.WindowShortcut)  # anywhere in the viewer's window
+        self.next_row_shortcut.activated.connect(self.next_row)
+
+    def end_jobs(self) -> None:
+        """The widget is going away: end the row opening and the summary being computed."""
+        for runner in (self.opener, self.results.summarizer):
+            runner.close()
+
+    # -- rows ---------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """No rows (a new run starts)."""
+        self.results.clear()
+        self.effort.set_rows([])
+
+    def add_rows(self, rows: list[dict[str, Any]]) -> int:
+        """Rows a running job yields: in the table now, summary and plots within a second; returns the
+        number of rows shown."""
+        self.results.add_rows(rows, later=True)
+        if rows:
+            self.effort.set_rows(self.results.rows)
+        return len(self.results.rows)
+
+    def settle(self) -> None:
+        """The run ended: the summary and plot of the last rows, computed now (in a worker)."""
+        if self.results.pending:
+            self.results.refresh_soon()
+
+    def load_results(self, out_dir: str | Path) -> int:
+        """Show the rows already in the run folder ``out_dir``; returns how many."""
+        try:
+            rows = ResultStore(out_dir).recover(truncate=False)
+        except Exception as error:  # noqa: BLE001 - a damaged file is reported, not raised into Qt
+            self.opener.error(f"cannot read the results in {out_dir}: {error}")
+            return 0
+        self.results.set_rows(rows)
+        self.effort.set_rows(self.results.rows)
+        self.rows_dir = Path(out_dir)
+        self.opener.status.value = f"{len(rows)} rows in {Path(out_dir).name}"
+        return len(rows)
+
+    # -- a row opened ---------------------------------------------------------------
+
+    def open_row(self, row: dict[str, Any]) -> Any:
+        """Open ``row``'s case in the viewer: read in a worker, then image, ground truth, prediction and
+        prompt, one layer per turn of the event loop (replacing the last row's). Returns the worker (None
+        while another row is opening)."""
+        if self.rows_dir is None:
+            return self.opener.error("no run folder to open the case from")
+        if self.opener.busy:  # two rows opening at once would interleave their layers
+            return None
+        ack, shown = threading.Event(), {}
+
+        def step(item: _open_row.OpenStep) -> None:
+            try:
+                _open_row.apply_step(self.viewer, item, shown)
+            finally:  # the job yields the next layer once the event loop has run a little (a repaint)
+                QTimer.singleShot(_open_row.STEP_PAUSE_MS, ack.set)
+        return self.opener.start(_open_row.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
+                                 yielded=step, returned=lambda loaded: self._show_case(loaded, shown),
+                                 error_prefix="cannot open the case: ")
+
+    def next_row(self) -> Any:
+        """Open the table line below the selected one (:data:`NEXT_ROW_KEY`); returns its row."""
+        return None if self.opener.busy else self.results.next_line()  # (not while a row opens)
+
+    def _show_case(self, loaded: _open_row.RunCase, shown: dict[str, Any]) -> None:
+        self.opened = _open_row.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
+        where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
+        if loaded.view_slice is not None and loaded.prediction is not None:
+            where += f"; slice {loaded.view_slice} shown: the most errors"
+        self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
+        if loaded.note:
+            show_warning(f"{loaded.case.case_id}: {loaded.note}")
+
+
+__all__ = ["NEXT_ROW_KEY", "ResultsBrowser"]

@@ -1,0 +1,177 @@
+"""One row of a benchmark run, opened in the viewer: image, ground truth, prediction, prompt.
+
+Opening a row must not freeze the viewer, so the work is split in two:
+
+* in the worker thread, :func:`open_job` reads the row's case, saved
+  prediction and prompt (:func:`napari_medsam_eval.benchmark.open_row.load_run_case`)
+  and builds each napari layer (the layer models are plain Python: their
+  contrast limits, thumbnails and napari's first-use JIT compiling happen
+  there), one :class:`OpenStep` per layer;
+* on the GUI thread, :func:`apply_step` puts one step's layer in the viewer.
+  The job yields a step and waits until the GUI has applied it and paused
+  :data:`STEP_PAUSE_MS`, so the steps land in separate turns of the event
+  loop and the viewer repaints in between.
+
+A row opened after another reuses the last row's layers (their data, name,
+transform and metadata replaced) instead of removing and adding layers:
+napari collects garbage on every layer removal (a third of a second in a
+process holding a model) and builds new canvas visuals on every addition.
+
+Once all are there, the image is brought into view (:mod:`._view`: the other images hidden, the
+camera fitted) on the slice where the prediction is most wrong for the row's target
+(:attr:`~napari_medsam_eval.benchmark.open_row.RunCase.view_slice`), or the one given.
+
+Layers get the roles the Compare widget looks for (``ground_truth``,
+``prediction`` with ``target_label``), so it picks them up by itself: no
+widget sets another's controls.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generator
+
+import numpy as np
+from napari.layers import Image, Labels, Layer, Points, Shapes
+
+from napari_medsam_eval._layer_style import style_prediction
+from napari_medsam_eval._reader import case_to_layer_data
+from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
+from napari_medsam_eval.core.prompt import Prompt
+from napari_medsam_eval.report.stats import row_stops
+from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
+from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, make_point_layer, show_prompt
+from napari_medsam_eval._widgets.common._view import bring_into_view
+
+#: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
+OPENED_KEY = "benchmark_row"
+#: seconds the job waits for the GUI to apply a step before it goes on regardless (a closed viewer)
+ACK_TIMEOUT_S = 30.0
+#: milliseconds the GUI lets the event loop run (repaint, timers) between two steps
+STEP_PAUSE_MS = 30
+
+
+@dataclass(frozen=True)
+class OpenStep:
+    """One layer of an opened row: its ``role`` (image, ground_truth, prediction, prompt_boxes,
+    prompt_points) and the layer, built off the GUI thread; a prompt step has its ``prompt`` and an
+    empty ``spare`` layer of the other prompt kind (to fill a reused layer with :func:`show_prompt`)."""
+
+    role: str
+    layer: Layer
+    prompt: Prompt | None = None
+    spare: Layer | None = None
+
+
+def open_steps(loaded: RunCase) -> list[OpenStep]:
+    """The layers of ``loaded`` as steps, built off the GUI thread."""
+    case, row = loaded.case, loaded.row
+    steps: list[OpenStep] = []
+    for data, kwargs, kind in case_to_layer_data(case):
+        role = "image" if kind == "image" else "ground_truth"
+        kwargs = {**kwargs, "metadata": {**kwargs.get("metadata", {}), OPENED_KEY: role}}
+        steps.append(OpenStep(role, (Image if kind == "image" else Labels)(data, **kwargs)))
+    image = steps[0].layer
+    if loaded.prediction is not None:
+        metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
+                    "protocol": row.get("protocol"), "stops": row_stops(row), OPENED_KEY: "prediction"}
+        if row.get("target_label") is not None:
+            metadata["target_label"] = int(row["target_label"])
+        steps.append(OpenStep("prediction", style_prediction(Labels(
+            loaded.prediction, name=f"{case.case_id} prediction ({row.get('model')})", metadata=metadata,
+            **transform_kwargs(image)))))
+    prompt = loaded.prompt
+    if prompt is not None:
+        boxes = make_box_layer(image, f"{image.name} prompt box")
+        points = make_point_layer(image, f"{image.name} prompt points")
+        show_prompt(prompt, image, boxes, points)
+        for role, layer, spare, wanted in (("prompt_boxes", boxes, make_point_layer(image), prompt.boxes),
+                                           ("prompt_points", points, make_box_layer(image), prompt.points)):
+            if wanted:
+                layer.metadata[OPENED_KEY] = role
+                steps.append(OpenStep(role, layer, prompt, spare))
+    return steps
+
+
+def open_job(run_dir: str | Path, row: dict[str, Any], ack: threading.Event,
+             timeout: float = ACK_TIMEOUT_S) -> Generator[OpenStep, None, RunCase]:
+    """Generator for a napari worker: read the row and build its layers (here, off the GUI thread),
+    then yield its :class:`OpenStep` values one at a time, each once the GUI has set ``ack``."""
+    loaded = load_run_case(run_dir, row)
+    for step in open_steps(loaded):
+        ack.clear()
+        yield step
+        ack.wait(timeout)
+    return loaded
+
+
+def opened_layers(viewer: Any) -> dict[str, Layer]:
+    """The layers of the row opened last, by role."""
+    return {layer.metadata[OPENED_KEY]: layer for layer in viewer.layers
+            if isinstance(layer.metadata.get(OPENED_KEY), str)}
+
+
+def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
+    """GUI thread: show ``step``'s layer, in the last row's layer of its role when it fits (else the
+    step's new layer); ``shown`` collects this row's layers by role (the image comes first)."""
+    old = opened_layers(viewer).get(step.role)
+    new = step.layer
+    if old is not None and _fits(old, new):
+        layer = _update(old, new)
+        if step.prompt is not None:
+            boxes, points = (old, step.spare) if step.role == "prompt_boxes" else (step.spare, old)
+            show_prompt(step.prompt, shown.get("image", new), boxes, points)
+    else:
+        if old is not None:
+            viewer.layers.remove(old)
+        layer = add_inactive(viewer, new)
+    shown[step.role] = layer
+    return layer
+
+
+
+def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer], index: int | None = None) -> dict[str, Layer]:
+    """GUI thread, after the steps: drop the last row's layers this row has no use for, bring the image
+    into view (:func:`._view.bring_into_view`) on slice ``index``, by default the row's
+    :attr:`~RunCase.view_slice` (most errors), else the prompt's; returns the row's layers by role."""
+    stale = [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer]
+    if stale:
+        with viewer.layers.batched_update():
+            for layer in stale:
+                viewer.layers.remove(layer)
+    if index is None:
+        index = loaded.view_slice if loaded.view_slice is not None else getattr(loaded.prompt, "slice_index", None)
+    if "image" in shown:
+        bring_into_view(viewer, shown["image"], index, shown.values())
+    return dict(shown)
+
+
+def _fits(old: Layer, new: Layer) -> bool:
+    return (type(old) is type(new) and old.ndim == new.ndim
+            and bool(getattr(old, "rgb", False)) == bool(getattr(new, "rgb", False)))
+
+
+def _update(old: Layer, new: Layer) -> Layer:
+    """Give ``old`` the data and settings of ``new`` (a prompt layer: all but its shapes/points), setting
+    only what changed (each setting redraws). Metadata first: the Compare widget reads them when the
+    data change."""
+    old.metadata.clear()
+    old.metadata.update(new.metadata)
+    for name in ("scale", "translate"):
+        if not np.array_equal(getattr(old, name), getattr(new, name)):
+            setattr(old, name, getattr(new, name))
+    if isinstance(old, Image) and tuple(old.contrast_limits) != tuple(new.contrast_limits):
+        old.contrast_limits_range = new.contrast_limits_range
+        old.contrast_limits = new.contrast_limits
+    if old.opacity != new.opacity:
+        old.opacity = new.opacity
+    if not isinstance(old, (Shapes, Points)):
+        old.data = new.data
+    if old.name != new.name:
+        old.name = new.name
+    return old
+
+
+__all__ = ["OPENED_KEY", "OpenStep", "RunCase", "STEP_PAUSE_MS", "apply_step", "finish_open", "load_run_case",
+           "open_job", "open_steps", "opened_layers"]

@@ -1,0 +1,152 @@
+"""The Benchmark dock widget: run a dataset through a model, watch the rows arrive, open a case.
+
+A thin shell around :func:`napari_medsam_eval.benchmark.run_benchmark`, the
+function ``medsam-eval run`` calls. The widget only composes its sections,
+each in its own module and given what it drives, never the widget:
+
+- the run settings (:class:`._bench_settings.RunSettings`: dataset, model,
+  checkpoint, precision, protocol, workers, executor, output, ...), which
+  make the run's :class:`~napari_medsam_eval.benchmark.config.RunConfig`;
+- the results (:class:`._bench_results.ResultsBrowser`: table, per-task
+  summary, box plot, the DSC-vs-interactions curve of a ``corrections`` run;
+  a double-clicked row, or :data:`NEXT_ROW_KEY`, opens its case);
+- two run folders side by side, run A vs run B (:class:`._two_runs.TwoRunsWidget`);
+- the actions and footer (:class:`._bench_run.RunFooter`: Run / Cancel /
+  Resume, progress, status), whose buttons drive the run
+  (:class:`._bench_run.BenchmarkRun`).
+
+All background work goes through :class:`._worker.WorkerRunner`: the widget
+makes the run's runner (it locks the settings, moves the footer's bar and
+enables Cancel) and the runner that opens a row (same status line), and
+hands them to the sections. Every layer change happens in the workers'
+callbacks on the GUI thread; errors become napari notifications and the
+status line. The whole dock scrolls (:mod:`._dock_layout`) but for the
+footer, so it fits a 1000 px screen beside the Compare widget.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from magicgui.widgets import Container
+from psygnal import Signal
+
+from napari_medsam_eval.benchmark.config import RunConfig
+from napari_medsam_eval.benchmark.gui_job import CaseStep, Progress, benchmark_job
+from napari_medsam_eval._widgets.benchmark._bench_results import NEXT_ROW_KEY, ResultsBrowser
+from napari_medsam_eval._widgets.benchmark._bench_run import STEP_SCALE, BenchmarkRun, RunFooter
+from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunSettings
+from napari_medsam_eval._widgets.common._dock_layout import fit_in_dock, one_label_column
+from napari_medsam_eval._widgets.common._layers import follow_viewer
+from napari_medsam_eval._widgets.common._theme import theme_colors
+from napari_medsam_eval._widgets.benchmark._two_runs import TwoRunsWidget
+from napari_medsam_eval._widgets.common._viewer import real_viewer
+from napari_medsam_eval._widgets.common._worker import WorkerRunner
+
+if TYPE_CHECKING:
+    import napari
+
+#: the footer's controls, shown as the widget's own attributes (as the settings' are, :data:`SETTINGS`)
+FOOTER = ("run_button", "cancel_button", "resume_button", "progress", "status")
+
+
+class BenchmarkWidget(Container):
+    """Run / cancel / resume a benchmark on a dataset folder; results table, summary and box plot."""
+
+    #: emitted on the GUI thread with the number of rows shown, whenever rows arrive
+    rows_added = Signal(int)
+
+    def __init__(self, napari_viewer: "napari.viewer.Viewer") -> None:
+        super().__init__(labels=True)
+        self.viewer = napari_viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
+        colors = theme_colors(napari_viewer)
+        self.settings = RunSettings()
+        self.footer = footer = RunFooter()
+        #: the run's worker (locked settings, Cancel, progress) and the worker opening a row
+        self.runner = WorkerRunner(footer.status, [*self.settings.inputs, footer.run_button, footer.resume_button],
+                                   footer.cancel_button, footer.progress)
+        self.opener = WorkerRunner(footer.status)
+        self.browser = ResultsBrowser(napari_viewer, self.opener, colors)
+        self.job = BenchmarkRun(self.settings, self.browser, self.runner, on_rows=self.rows_added.emit)
+        self.two_runs = TwoRunsWidget(napari_viewer)  # run A vs run B: a section of its own
+        for section in (self.settings, self.browser, self.two_runs, footer):
+            self.native.layout().addWidget(section.native)
+        for name in SETTINGS:
+            setattr(self, name, getattr(self.settings, name))
+        for name in FOOTER:
+            setattr(self, name, getattr(footer, name))
+        self.results, self.effort = self.browser.results, self.browser.effort
+        footer.run_button.changed.connect(lambda: self.run())
+        footer.resume_button.changed.connect(lambda: self.run(resume=True))
+        footer.cancel_button.changed.connect(lambda: self.cancel())
+        one_label_column(self.settings, footer)  # the footer's fields line up with the settings'
+        follow_viewer(self, [], on_close=self._close)  # a closed widget ends its jobs
+        # Run/Cancel/Resume always in view
+        fit_in_dock(self, footer=[footer.buttons, footer.progress, footer.status])
+
+    def _close(self) -> None:
+        """The Qt widget is gone: cancel the run (its finished cases stay stored), end every job."""
+        self.runner.close()
+        self.browser.end_jobs()
+        self.two_runs.end_jobs()
+
+    # -- the sections' state, as the widget's ----------------------------------------
+
+    @property
+    def busy(self) -> bool:
+        return self.job.busy
+
+    @property
+    def last_table(self) -> pd.DataFrame | None:
+        """The last finished run's table (as ``run_benchmark`` returned it)."""
+        return self.job.last_table
+
+    @property
+    def last_status(self) -> str | None:
+        """The last run's status (completed, cancelled, failed; None while it runs)."""
+        return self.job.last_status
+
+    @property
+    def rows_dir(self) -> Path | None:
+        """The run folder whose rows the table shows (rows open from there)."""
+        return self.browser.rows_dir
+
+    @property
+    def opened(self) -> dict[str, Any]:
+        """The layers of the last row opened, by role."""
+        return self.browser.opened
+
+    # -- what the buttons and keys do --------------------------------------------------
+
+    def request(self, resume: bool = False) -> RunConfig:
+        """The run the settings describe; ValueError naming what is missing or wrong."""
+        return self.settings.request(resume)
+
+    def run(self, resume: bool = False) -> Any:
+        """Start the run the settings describe (``resume``: continue the output folder's run); returns the
+        worker, or None when a run is going or the settings are refused."""
+        return self.job.run(resume)
+
+    def cancel(self) -> None:
+        """Stop the run within a slice; the rows of finished cases are kept (Resume finishes the run)."""
+        self.job.cancel()
+
+    def progress_text(self) -> str:
+        """The status line of a running job: cases done, and where the running case is."""
+        return self.job.progress_text()
+
+    def load_results(self, out_dir: str | Path) -> int:
+        """Show the rows already in the run folder ``out_dir``; returns how many."""
+        return self.browser.load_results(out_dir)
+
+    def open_row(self, row: dict[str, Any]) -> Any:
+        """Open ``row``'s case in the viewer (in a worker); returns it (None while another row opens)."""
+        return self.browser.open_row(row)
+
+    def next_row(self) -> Any:
+        """Open the table line below the selected one (:data:`NEXT_ROW_KEY`); returns its row."""
+        return self.browser.next_row()
+
+
+__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunConfig", "STEP_SCALE", "benchmark_job"]

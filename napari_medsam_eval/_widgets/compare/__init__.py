@@ -1,0 +1,1 @@
+"""The Compare dock: layer choices, metrics, the per-slice plot, prompt sensitivity."""

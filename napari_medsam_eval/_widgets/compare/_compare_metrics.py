@@ -1,0 +1,154 @@
+"""The Compare widget's metrics and worst slices, and its footer (Compare, Next worst slice, status).
+
+:class:`ComparisonSection` compares the pair a :class:`._compare_layers.LayerChoice`
+holds (:func:`napari_medsam_eval.evaluation.mask_comparison.compare_masks`): a TP/FP/FN
+Labels layer with fixed colours, drawn under the prediction's contour (each comparison replaces
+the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of the whole mask and of
+the slice on screen (updated as the dims move), the per-slice plot
+(:class:`._compare_plot.SliceDicePlot`) and "Next worst slice". Without a pair
+the status line (:class:`CompareFooter`'s) says what to choose.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from magicgui.widgets import Container, Label, PushButton
+from napari.layers import Labels
+from napari.utils.notifications import show_error, show_warning
+
+from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
+from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
+from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
+from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
+from napari_medsam_eval._widgets.common._layers import follow_viewer
+from napari_medsam_eval._widgets.compare._result_layers import write_overlay
+from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
+from napari_medsam_eval._widgets.common._words import TIPS
+
+#: the status line when there is nothing to compare
+CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
+               "opening a benchmark row or segmenting picks them by itself")
+
+
+def _fmt(value: float) -> str:
+    return "n/a (both empty)" if np.isnan(value) else f"{value:.4f}"
+
+
+class CompareFooter(Container):
+    """Compare and Next worst slice in a row, and the status line (the dock's footer)."""
+
+    def __init__(self) -> None:
+        super().__init__(labels=True)
+        self.margins = (0, 0, 0, 0)
+        self.compare_button = PushButton(text="Compare", tooltip=(
+            "compare now: the overlay of true positives (found), false positives (predicted only) and false "
+            "negatives (missed), replacing the last one; the DSC and the per-slice plot"))
+        self.worst_button = PushButton(text="Next worst slice", tooltip=with_shortcut(
+            "go to the slice with the next lowest DSC among those with foreground", "next_worst", COMPARE_SHORTCUTS))
+        self.actions = button_row(self.compare_button, self.worst_button)
+        self.status = Label(label="status", value=CHOOSE_PAIR)
+        wrap_status(self.status)
+        self.extend([self.actions, self.status])
+
+
+class ComparisonSection(Container):
+    """DSC of the whole mask and of the slice shown, the worst slices; compares ``choice``'s pair into
+    ``plot`` and says what it did on ``status``."""
+
+    def __init__(self, viewer: Any, choice: LayerChoice, plot: SliceDicePlot, status: Label) -> None:
+        super().__init__(labels=True)
+        self.margins = (0, 0, 0, 0)
+        self.viewer, self.choice, self.plot, self.status = viewer, choice, plot, status
+        self.comparison: Comparison | None = None
+        self.overlay_layer: Labels | None = None
+        #: (slice, rule) where the compared prediction's propagation stopped
+        self.stop_markers: list[tuple[int, str]] = []
+        self._worst: np.ndarray = np.array([], dtype=int)
+        self._worst_pos = -1
+        self.volume_dice = Label(label="DSC (all)", value="-", tooltip=TIPS["DSC (all)"])
+        self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
+        self.worst_info = Label(label="worst", value="-", tooltip=TIPS["worst"])
+        self.extend([self.volume_dice, self.slice_dice, self.worst_info])
+        choice.pair_changed.connect(self._on_pair_changed)
+        follow_viewer(self, [(viewer.dims.events.current_step, self.on_dims)], on_close=self._on_close)
+        self._unbind = bind_shortcuts(viewer, {"next_worst": self.next_worst}, COMPARE_SHORTCUTS)
+
+    def _on_close(self) -> None:
+        """The Qt widget is gone: its key is unbound."""
+        self._unbind()
+
+    def _on_pair_changed(self) -> None:
+        self.update_comparison(notify=False)
+
+    def compare(self) -> Comparison | None:
+        """The Compare button: :meth:`update_comparison`, with a notification when there is no pair."""
+        comparison = self.update_comparison()
+        if None in self.choice.pair:
+            show_warning(f"Compare: {self.status.value}")
+        return comparison
+
+    def update_comparison(self, notify: bool = True) -> Comparison | None:
+        """Compare the chosen layers now: overlay layer, DSC labels, plot; None (the status line says
+        why) without a prediction and a ground truth, or when they do not match (``notify``: an error
+        notification too; not for automatic updates, e.g. between two layers of a row being replaced)."""
+        self.choice.settle()
+        pred, gt = self.choice.pair
+        if pred is None or gt is None:
+            missing = " and ".join(name for name, layer in (("a prediction", pred), ("a ground truth", gt))
+                                   if layer is None)
+            self.status.value = f"nothing compared: choose {missing} (Labels layers of one shape)"
+            return None
+        target = int(self.choice.target_label.value)
+        try:
+            comparison = compare_masks(binary_target(pred.data, target, binary_fallback=True),
+                                       binary_target(gt.data, target))
+        except ValueError as exc:
+            self.status.value = message = f"{pred.name} vs {gt.name}: {exc}"
+            if notify:
+                show_error(message)
+            return None
+        self._show(comparison, pred, gt, target)
+        return comparison
+
+    def _show(self, comparison: Comparison, pred: Labels, gt: Labels, target: int) -> None:
+        """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``."""
+        self.comparison = comparison
+        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred)
+        self._worst = comparison.worst_slices()
+        self._worst_pos = -1
+        self.volume_dice.value = _fmt(comparison.dice)
+        self.worst_info.value = f"{len(self._worst)} slices with foreground"
+        self.status.value = f"label {target}: {pred.name} vs {gt.name}"
+        self.stop_markers = stop_markers(pred.metadata.get("stops"))
+        kind = gt.metadata.get("kind")
+        self.plot.show(comparison.per_slice, self.stop_markers, "frame" if kind == "video" else "slice")
+        self.on_dims()
+
+    def on_dims(self, _event: Any = None) -> None:
+        """The viewer moved: the DSC of the slice shown, and the plot's cursor."""
+        if self.comparison is None:
+            return
+        index = self.choice.current_index()
+        if index is None:
+            self.slice_dice.value = _fmt(self.comparison.dice)
+            return
+        self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} (slice {index})"
+        self.plot.move_cursor(index)
+
+    def next_worst(self) -> int | None:
+        """Go to the next slice in order of rising DSC (slices with foreground only; wraps)."""
+        if self.comparison is None and self.update_comparison() is None:
+            return None
+        if len(self._worst) == 0:
+            self.worst_info.value = "no slice has foreground"
+            return None
+        self._worst_pos = (self._worst_pos + 1) % len(self._worst)
+        index = int(self._worst[self._worst_pos])
+        self.choice.go_to(index)
+        self.worst_info.value = (f"#{self._worst_pos + 1}/{len(self._worst)}: slice {index}, "
+                                 f"DSC {_fmt(self.comparison.slice_dice(index))}")
+        return index
+
+
+__all__ = ["CHOOSE_PAIR", "CompareFooter", "ComparisonSection"]

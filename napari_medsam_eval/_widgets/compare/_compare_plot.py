@@ -1,0 +1,85 @@
+"""The Compare widget's per-slice DSC plot: a point per slice, a cursor on the slice shown, where
+propagation stopped; a click on the plot asks for the nearest slice (:func:`nearest_slice`).
+
+Plain matplotlib on a Qt canvas, no viewer: the widget gives it the per-slice
+DSC and the prediction's propagation stops, and moves its cursor.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from napari_medsam_eval.core.palette import PLOT_CURSOR, PLOT_SERIES, PLOT_STOP
+from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
+from napari_medsam_eval._widgets.common._theme import plot_canvas, style_axes
+from napari_medsam_eval.propagation.stop_words import STOP_LABELS
+
+LINE_COLOR = PLOT_SERIES
+STOP_COLOR = PLOT_STOP
+#: the stop markers' text size in points (readable beside the 8 pt axis labels)
+STOP_FONT_PT = 9
+
+
+def stop_markers(stops: Any) -> list[tuple[int, str]]:
+    """(slice, rule) where each propagation direction stopped, from a prediction layer's ``stops`` metadata."""
+    stops = stops if isinstance(stops, list) else []
+    return [(int(s["at"]), str(s.get("reason"))) for s in stops if isinstance(s, dict) and s.get("at") is not None]
+
+
+def nearest_slice(per_slice: np.ndarray, x: float) -> int:
+    """The slice nearest to ``x`` (slices with a DSC first, else any)."""
+    candidates = np.flatnonzero(~np.isnan(per_slice))
+    if candidates.size == 0:
+        candidates = np.arange(len(per_slice))
+    return int(candidates[np.argmin(np.abs(candidates - x))])
+
+
+class SliceDicePlot:
+    """DSC per slice; ``on_click(index)`` gets the slice nearest to a click inside the axes."""
+
+    def __init__(self, colors: tuple[str, str], on_click: Callable[[float], Any]) -> None:
+        background, self._text_color = colors
+        self.figure, self.axes, self.canvas = plot_canvas(background, 160)
+        fixed_margins(self.figure, bottom=0.22)
+        style_axes(self.axes, background, self._text_color)
+        self.canvas.setToolTip("DSC of every slice (frame) with foreground; click a point to go to its slice; "
+                               "the orange line is the slice shown, dotted lines where propagation stopped and why")
+        self.line: Any = None
+        self.per_slice = np.array([])
+        self.cursor: Any = None
+        #: (slice, rule) of the stops drawn
+        self.stops: list[tuple[int, str]] = []
+        self._on_click = on_click
+        self.canvas.mpl_connect("button_press_event", self._clicked)
+
+    def show(self, per_slice: np.ndarray, stops: list[tuple[int, str]], xlabel: str) -> None:
+        """Draw ``per_slice`` (NaN: no foreground), the ``stops`` and a cursor at slice 0."""
+        ax = self.axes
+        ax.clear()
+        style_axes(ax, ax.get_facecolor(), self._text_color)
+        self.per_slice = per_slice = np.asarray(per_slice, dtype=float)
+        index = np.arange(len(per_slice))
+        (self.line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color=LINE_COLOR, picker=5)
+        self.cursor = ax.axvline(0, color=PLOT_CURSOR, linewidth=1)
+        self.stops = stops
+        for at, reason in stops:
+            ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
+            ax.annotate(STOP_LABELS.get(reason, reason), (at, 0.0), fontsize=STOP_FONT_PT, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlim(-0.5, len(per_slice) - 0.5)
+        ax.set_xlabel(xlabel, fontsize=8)
+        ax.set_ylabel("DSC", fontsize=8)
+        self.canvas.draw_idle()
+
+    def move_cursor(self, index: int) -> None:
+        if self.cursor is not None:
+            self.cursor.set_xdata([index, index])
+            self.canvas.draw_idle()
+
+    def _clicked(self, event: Any) -> None:
+        if self.line is not None and event.inaxes is self.axes and event.xdata is not None:
+            self._on_click(nearest_slice(self.per_slice, float(event.xdata)))
+
+
+__all__ = ["SliceDicePlot", "nearest_slice", "stop_markers"]
