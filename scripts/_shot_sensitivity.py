@@ -23,8 +23,6 @@ RUNS = 10
 
 def shot(viewer: Any, compare: Any) -> None:
     """Run the sensitivity section on the prediction ``compare`` compares, show it, save :data:`NAME`."""
-    from qtpy.QtWidgets import QScrollArea
-
     section = compare.sensitivity
     section.runs.value = RUNS
     worker = section.start()
@@ -39,8 +37,7 @@ def shot(viewer: Any, compare: Any) -> None:
     prompt = result.prompts[0]
     if prompt.slice_index is not None:
         compare.go_to(int(prompt.slice_index))
-    for area in compare.native.findChildren(QScrollArea):
-        area.ensureWidgetVisible(section.native, 0, 0)
+    compare.show_tab("sensitivity")
     screenshots._check_fits(viewer)
     screenshots.save(viewer, NAME)
     spread = result.spread()

@@ -31,7 +31,7 @@ DATASET = screenshots.REPO.parent / "shared" / "data" / "hippocampus_mri"
 def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
     """Dock the Benchmark widget, open runs A and B side by side and their largest drop; save the PNG."""
     from qtpy.QtCore import Qt
-    from qtpy.QtWidgets import QDockWidget, QScrollArea
+    from qtpy.QtWidgets import QDockWidget
 
     widget, _ = screenshots.dock(viewer, "Benchmark")
     two = widget.two_runs
@@ -57,8 +57,7 @@ def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
     if docks:
         window.resizeDocks(docks, [640], Qt.Horizontal)
     screenshots._process(0.5)
-    for area in widget.native.findChildren(QScrollArea):  # the section at the top of the dock
-        area.verticalScrollBar().setValue(two.native.mapTo(area.widget(), two.native.rect().topLeft()).y())
+    widget.show_tab("two runs")  # the section's own tab
     screenshots._process(0.5)
     viewer.reset_view()
     screenshots._check_fits(viewer)

@@ -15,8 +15,9 @@ no prompt sensitivity, 2 hippocampus cases, one row opened, no second run or
 two-runs pair; still docked from the Plugins menu, still closed during a run.
 
 Qt binding: what ``QT_API`` names (qtpy's and napari's choice; PyQt5 when unset), printed
-at the start. ``make test`` runs the short session under PyQt5 and under PyQt6 (the
-``[pyqt6]`` extra): ``QT_API=pyqt6 python scripts/clinician_session.py --short``.
+at the start. ``make test`` runs the short session under PyQt6 (the ``[pyqt6]`` extra:
+``QT_API=pyqt6 python scripts/clinician_session.py --short``), ``make reproduce`` the whole one
+under PyQt5.
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/clinician_session.py [--short] [--shared-data DIR] [--out DIR]
 

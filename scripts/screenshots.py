@@ -4,11 +4,13 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
 
 1. ``segment.png``: the Segment widget after LiteMedSAM propagated a
    ground-truth box prompt through the CT phantom (``sample_data/CT_phantom_abdomen.npz``);
-2. ``compare.png``: the Compare widget on that prediction (TP/FP/FN overlay,
-   per-slice DSC plot, worst slice);
+2. ``compare.png``: the Compare widget docked below the Segment widget, on
+   that prediction (TP/FP/FN overlay, its result tab: DSC, per-slice DSC plot,
+   Next worst slice);
 3. ``benchmark.png``: the Benchmark and Compare widgets docked together
    after a LiteMedSAM run on the sample data's MedSAM npz layout (the CT
-   phantom's three organs), the worst row opened and compared;
+   phantom's three organs), the worst row opened and compared; and
+   ``benchmark_summary.png``, its summary tab;
 4. ``sensitivity.png``: the Compare widget's prompt sensitivity of the
    prediction of 2. (``scripts/_shot_sensitivity.py``);
 5. ``prompt_log.png``: a drawn box beside the protocol's, as the prompt log
@@ -18,8 +20,9 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
    0 and 10; ``scripts/_shot_two_runs.py``).
 
 Prediction (warm contour) and ground truth (cool fill) are told apart in all
-three. The window is 1600 x 1000; the script fails when the docked widgets
-make it larger.
+three. The window is 1600 x 1000, and 1.-3. are shot again in a 1366 x 768
+window (``segment_1366.png``, ``compare_1366.png``, ``benchmark_1366.png``);
+the script fails when the docked widgets make a window larger.
 
 The repository's own synthetic sample data are used, and for 6. the public
 hippocampus MRI of ``../shared/data`` (read in place). Run from the
@@ -47,20 +50,32 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "sample_data"
 OUT = REPO / "docs" / "screenshots"
 WINDOW = (1600, 1000)  # the screen the widgets must fit
+#: the smaller screen the Segment, Compare and Benchmark docks are shot at too (``<name>_1366.png``)
+SMALL = (1366, 768)
+#: the window of the viewer being shot
+window_size = WINDOW
 MAX_WIDTH = 1300
 MAX_BYTES = 400_000
 
 
-def in_viewer(shot: Callable[..., None], *args: Any) -> None:
-    """``shot(viewer, *args)`` in a new 1600 x 1000 viewer, closed afterwards."""
+def in_viewer(shot: Callable[..., None], *args: Any, size: tuple[int, int] = WINDOW) -> None:
+    """``shot(viewer, *args)`` in a new viewer of ``size`` (1600 x 1000), closed afterwards."""
     import napari
 
+    global window_size
+    window_size = size
     viewer = napari.Viewer(title="napari-medsam-eval")
-    viewer.window._qt_window.resize(*WINDOW)
+    viewer.window._qt_window.resize(*size)
     try:
         shot(viewer, *args)
     finally:
         viewer.close()
+        window_size = WINDOW
+
+
+def named(name: str) -> str:
+    """``name`` for the window being shot: ``segment.png`` at 1600 x 1000, ``segment_1366.png`` at 1366 x 768."""
+    return name if window_size == WINDOW else name.replace(".png", f"_{window_size[0]}.png")
 
 
 def on_display(job: Callable[[], None]) -> int:
@@ -174,11 +189,10 @@ def segment_and_compare(viewer: Any, target: int) -> None:
     if segment.last_result is None:
         raise RuntimeError(f"propagation failed: {segment.status.value}")
     _check_fits(viewer)
-    save(viewer, "segment.png")
+    save(viewer, named("segment.png"))
 
-    remove_segment()
-    compare, _ = dock(viewer, "Compare")
-    _process()
+    compare, _ = dock(viewer, "Compare")  # below the Segment dock: Compare's result tab in view beside it
+    _process(1.0)
     comparison = compare.update_comparison()
     if comparison is None:
         raise RuntimeError("the Compare widget found no prediction/ground truth pair")
@@ -188,11 +202,15 @@ def segment_and_compare(viewer: Any, target: int) -> None:
     for layer in viewer.layers:  # the overlay says it all: hide the prediction and ground truth fills
         if layer.metadata.get("role") in ("prediction", "ground_truth"):
             layer.visible = False
-    save(viewer, "compare.png")
+    _check_fits(viewer)
+    save(viewer, named("compare.png"))
     print(f"compare: volume DSC {comparison.dice:.3f}")
-    from _shot_sensitivity import shot as sensitivity_shot
+    if window_size == WINDOW:
+        from _shot_sensitivity import shot as sensitivity_shot
 
-    sensitivity_shot(viewer, compare)
+        remove_segment()  # the Compare dock alone: its sensitivity tab with the window's height
+        _process(1.0)
+        sensitivity_shot(viewer, compare)
 
 
 def benchmark(viewer: Any, run_dir: Path) -> None:
@@ -212,33 +230,23 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
     view.table.selectRow(line)
     _wait(widget.open_row(view.row_at(line)))
     compare, _ = dock(viewer, "Compare")
-    _process()
-    _show_results(viewer, widget)
+    _process(1.0)
     if compare.update_comparison() is None:
         raise RuntimeError("the Compare widget found no prediction/ground truth pair in the opened row")
     _check_fits(viewer)
-    save(viewer, "benchmark.png")
-
-
-def _show_results(viewer: Any, widget: Any) -> None:
-    """Give the Benchmark dock most of the height and scroll it to its results (table, summary, plot)."""
-    from qtpy.QtCore import Qt
-    from qtpy.QtWidgets import QScrollArea
-
-    window = viewer.window._qt_window
-    window.resizeDocks([dock_titled(viewer, "Benchmark"), dock_titled(viewer, "Compare")], [560, 400], Qt.Vertical)
-    _process(0.5)
-    for area in widget.native.findChildren(QScrollArea):
-        area.ensureWidgetVisible(widget.results, 0, 0)
-    _process(0.5)
+    save(viewer, named("benchmark.png"))  # the rows tab, in front since the rows arrived
+    if window_size == WINDOW:
+        widget.show_tab("summary")  # one click away: the per-task summary and the box plot
+        _process(1.0)
+        save(viewer, "benchmark_summary.png")
 
 
 def _check_fits(viewer: Any) -> None:
-    """Fail when the docked widgets push the window past :data:`WINDOW`."""
+    """Fail when the docked widgets push the window past its size (:data:`WINDOW` or :data:`SMALL`)."""
     _process(0.5)
-    size = viewer.window._qt_window.size()
-    if size.width() > WINDOW[0] or size.height() > WINDOW[1]:
-        raise RuntimeError(f"the window grew to {size.width()}x{size.height()}, past {WINDOW[0]}x{WINDOW[1]}")
+    size, (width, height) = viewer.window._qt_window.size(), window_size
+    if size.width() > width or size.height() > height:
+        raise RuntimeError(f"the window grew to {size.width()}x{size.height()}, past {width}x{height}")
     print(f"window {size.width()}x{size.height()}")
 
 
@@ -254,9 +262,10 @@ def all_shots(target: int) -> None:
     import _shot_prompt_log
     import _shot_two_runs
 
-    in_viewer(segment_and_compare, target)
-    with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
-        in_viewer(benchmark, Path(tmp) / "run")
+    for size in (WINDOW, SMALL):
+        in_viewer(segment_and_compare, target, size=size)
+        with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
+            in_viewer(benchmark, Path(tmp) / "run", size=size)
     in_viewer(_shot_prompt_log.shot)
     with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
         in_viewer(_shot_two_runs.shot, *_shot_two_runs.make_runs(Path(tmp)))

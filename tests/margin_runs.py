@@ -1,20 +1,20 @@
 """Two real runs over one dataset for the tests of "two runs side by side": the medsam2 protocol
-with two box margins, predictions saved, made by the real CLI in a subprocess."""
+with two box margins, predictions saved, made by the real CLI (its ``main``, in the test's process: a
+subprocess would start Python and load the model again for each run)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from napari_medsam_eval.cli import main
 
 
 def make_run(dataset: Path, out: Path, margin: int, model: str = "box", limit: int = 4,
              extra: tuple[str, ...] = ()) -> None:
     """``medsam-eval run`` with the medsam2 protocol's ``margin`` (predictions saved, no report)."""
-    subprocess.run([sys.executable, "-m", "napari_medsam_eval", "run", str(dataset), "--model", model,
-                    "--protocol", "medsam2", "--protocol-options", json.dumps({"margin": margin}),
-                    "--limit", str(limit), "--save-predictions", "--no-report", "--quiet", "--out", str(out), *extra],
-                   check=True, capture_output=True, text=True)
+    assert main(["run", str(dataset), "--model", model, "--protocol", "medsam2",
+                 "--protocol-options", json.dumps({"margin": margin}), "--limit", str(limit), "--save-predictions",
+                 "--no-report", "--quiet", "--out", str(out), *extra]) == 0
 
 
 def margin_runs(dataset: Path, root: Path, model: str, limit: int, extra: tuple[str, ...] = ()) -> tuple[Path, Path]:

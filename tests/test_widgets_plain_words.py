@@ -112,8 +112,9 @@ def test_a_cell_too_narrow_for_its_text_shows_it_whole_on_hover(make_napari_view
     for table in (view.table, view.summary):
         header = table.horizontalHeader()  # the name column takes what the others leave
         table.setFixedWidth(sum(header.sectionSize(c) for c in range(1, table.columnCount())) + 70)
-    qtbot.wait(100)
-    for table in (view.table, view.summary):
+    for tab, table in (("rows", view.table), ("summary", view.summary)):  # each on its tab, in view
+        widget.show_tab(tab)
+        qtbot.wait(100)
         item = table.item(0, 0)
         rect = table.visualItemRect(item)
         assert table.fontMetrics().horizontalAdvance(item.text()) > rect.width(), item.text()  # elided

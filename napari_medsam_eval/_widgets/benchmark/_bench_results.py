@@ -1,9 +1,9 @@
 """The Benchmark widget's results section: the rows of a run, their summary and plots; a row opened.
 
 :class:`ResultsBrowser` holds the results view (:class:`._results_table.ResultsView`:
-table, per-task summary, box plot) and below it, for a ``corrections`` run,
-the DSC-vs-interactions curve of the selected task (:class:`._effort_plot.EffortPlot`,
-hidden for other runs). It reads the rows of a run folder, takes the rows a
+the row table) and, in :attr:`ResultsBrowser.summary_page` (the dock places it), the per-task
+summary, the box plot and, for a ``corrections`` run, the DSC-vs-interactions curve of the
+selected task (:class:`._effort_plot.EffortPlot`, hidden for other runs). It reads the rows of a run folder, takes the rows a
 running job yields, and opens a row in the viewer (:mod:`._open_row`: read in
 the worker it is given, layers added one per turn of the event loop);
 :data:`NEXT_ROW_KEY` opens the next line of the table.
@@ -18,7 +18,7 @@ from magicgui.widgets import Container
 from napari.utils.notifications import show_warning
 from qtpy.QtCore import Qt, QTimer
 from qtpy.QtGui import QKeySequence
-from qtpy.QtWidgets import QShortcut
+from qtpy.QtWidgets import QShortcut, QVBoxLayout, QWidget
 
 from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval._widgets.benchmark import _open_row
@@ -50,8 +50,13 @@ class ResultsBrowser(Container):
                                    open_hint=f"; {NEXT_ROW_KEY} opens the next line")
         self.effort = EffortPlot(colors=colors)  # shown for runs with DSC curves only
         self.effort.follow(self.results)
-        for part in (self.results, self.effort):
-            self.native.layout().addWidget(part)
+        self.native.layout().addWidget(self.results, 1)
+        #: the per-task summary, the box plot and the effort plot: the rows' summary, placed by the dock
+        self.summary_page = QWidget()
+        summary = QVBoxLayout(self.summary_page)
+        summary.setContentsMargins(0, 0, 0, 0)
+        summary.addWidget(self.results.summary_view, 1)
+        summary.addWidget(self.effort)
         self.next_row_shortcut = QShortcut(QKeySequence(NEXT_ROW_KEY), self.native)
         self.next_row_shortcut.setContext(Qt.WindowShortcut)  # anywhere in the viewer's window
         self.next_row_shortcut.activated.connect(self.next_row)

@@ -8,29 +8,31 @@ run folder's reader, :func:`~napari_medsam_eval.benchmark.store.table_of_rows`,
 as ``medsam-eval report`` reads them), so the widget shows exactly what the
 report writes.
 
-Rows arriving during a run are appended to the table at once; the summary
+The row table is a Qt model (:class:`._rows_model.RowsTable`): any number of rows, a 2,000-row run
+folder included, is one insertion. Rows arriving during a run are appended to the table at once; the summary
 and the plot, which are recomputed from all rows, follow at most every
 :data:`REFRESH_MS` (``add_rows(rows, later=True)``; :meth:`ResultsView.refresh_soon`
 at the end of a run), their statistics computed in a napari thread worker
 (:func:`summarize_rows`, plain pandas; a quiet :class:`._worker.WorkerRunner`,
 :attr:`ResultsView.summarizer`, that locks nothing and leaves the status line
 alone) and only shown on the GUI thread, so rows arriving never keep the
-viewer busy for long. The latest refresh asked for wins: an earlier one still
-computing is dropped when it returns.
+viewer busy for long; a run folder's rows (:meth:`ResultsView.set_rows`) are summarized in the worker
+too. The latest refresh asked for wins: an earlier one still computing is dropped when it returns.
 """
 from __future__ import annotations
 
 from typing import Any, Callable
 
 import pandas as pd
-from qtpy.QtCore import QItemSelectionModel, Qt, QTimer
+from qtpy.QtCore import QItemSelectionModel, QTimer
 from qtpy.QtWidgets import QVBoxLayout, QWidget
 
 from napari_medsam_eval.benchmark.store import table_of_rows
 from napari_medsam_eval.core.palette import PLOT_LIGHT_THEME
 from napari_medsam_eval.report import summarize_tasks
 from napari_medsam_eval._widgets.benchmark._bench_boxes import Boxes, box_data, draw_boxes
-from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, target_text, text_item as _text_item
+from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, text_item as _text_item
+from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE, RowsTable, row_cells
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
@@ -39,8 +41,6 @@ from napari_medsam_eval._widgets.common._worker import WorkerRunner
 ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
 #: columns of the summary table
 SUMMARY_HEADERS = ("task", "n", "median DSC", "DSC IQR", "median NSD")
-#: Qt item role holding the index of the row (in :attr:`ResultsView.rows`) a table line shows
-ROW_INDEX_ROLE = Qt.UserRole + 1
 #: least milliseconds between two refreshes of the summary and plot while rows arrive
 REFRESH_MS = 1000
 
@@ -54,7 +54,8 @@ def summarize_rows(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, Boxes]:
 
 
 class ResultsView(QWidget):
-    """Rows of a run as they arrive: sortable table, per-task summary, DSC box plot per task.
+    """Rows of a run as they arrive: sortable table, per-task summary, DSC box plot per task (the last two in
+    :attr:`summary_view`, which whoever shows the view places).
 
     ``on_open(row)`` is called with a row's dict when its line is double-clicked
     (or chosen by :meth:`next_line`); ``open_hint`` ends the table's tooltip.
@@ -66,9 +67,12 @@ class ResultsView(QWidget):
         super().__init__()
         self.rows: list[dict[str, Any]] = []
         self.on_open = on_open
-        self.table = _table(ROW_HEADERS)
+        self.table = RowsTable(ROW_HEADERS)  # a Qt model: thousands of rows appended in one step
         self.table.setSortingEnabled(True)
-        self.table.setMinimumHeight(160)
+        rows = self.table.verticalHeader()
+        rows.setDefaultSectionSize(self.table.fontMetrics().height() + 5)  # compact lines: more rows in view
+        rows.setMinimumSectionSize(self.table.fontMetrics().height() + 4)
+        self.table.setMinimumHeight(120)  # grows with its tab: ten rows and more in a 1366 x 768 window
         self.table.cellDoubleClicked.connect(self._double_clicked)
         self.table.setToolTip("one line per case and target; click a header to sort (DSC and NSD by value); "
                               f"double-click a line to open its case, prediction and prompt in the viewer{open_hint}")
@@ -92,8 +96,13 @@ class ResultsView(QWidget):
         self.summarizer = WorkerRunner(None)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.table, self.summary, self.canvas):
-            layout.addWidget(widget)
+        layout.addWidget(self.table)
+        #: the per-task summary above the box plot, shown apart from the rows (the Benchmark dock's summary tab)
+        self.summary_view = QWidget()
+        below = QVBoxLayout(self.summary_view)
+        below.setContentsMargins(0, 0, 0, 0)
+        below.addWidget(self.summary)
+        below.addWidget(self.canvas, 1)
         self.summary_frame = pd.DataFrame()
         self._show_summary(*summarize_rows([]))
 
@@ -101,7 +110,7 @@ class ResultsView(QWidget):
 
     def clear(self) -> None:
         self.rows = []
-        self.table.setRowCount(0)
+        self.table.rows_model.clear()
         self.refresh_summary()
 
     @property
@@ -128,43 +137,32 @@ class ResultsView(QWidget):
             self._shown = asked
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
-        """Show exactly ``rows`` (e.g. the results already in a run folder)."""
+        """Show exactly ``rows`` (e.g. the results already in a run folder); the summary and plot follow
+        from a worker."""
         self.rows = []
-        self.table.setRowCount(0)
-        self.add_rows(rows)
+        self.table.rows_model.clear()
+        if rows:
+            self.add_rows(rows)
+        else:
+            self.refresh_summary()
 
     def add_rows(self, rows: list[dict[str, Any]], later: bool = False) -> None:
-        """Append ``rows`` to the table and recompute the summary and plot (``later``: within
-        :data:`REFRESH_MS`, once for all rows arriving until then)."""
+        """Append ``rows`` to the table (one insertion into its model, however many) and recompute the
+        summary and plot in a worker (:meth:`refresh_soon`; ``later``: within :data:`REFRESH_MS`, once for
+        all rows arriving until then)."""
         if not rows:
             return
-        self.table.setSortingEnabled(False)  # else a row moves while its cells are being set
-        for row in rows:
-            self._append(row)
-        self.table.setSortingEnabled(True)
+        added = [dict(row) for row in rows]
+        self.rows.extend(added)
+        self.table.rows_model.append([row_cells(row, ROW_HEADERS) for row in added])
         if not later:
-            self.refresh_summary()
+            self.refresh_soon()
         elif not self._refresh_timer.isActive():
             self._refresh_timer.start()
 
-    def _append(self, row: dict[str, Any]) -> None:
-        index = len(self.rows)
-        self.rows.append(dict(row))
-        line = self.table.rowCount()
-        self.table.insertRow(line)
-        case_item = _text_item(str(row.get("case_id", "")))
-        case_item.setData(ROW_INDEX_ROLE, index)
-        status = str(row.get("status", ""))
-        status_item = _text_item(status)
-        if status != "ok":
-            status_item.setToolTip(f"{status}: {row.get('error', '')}")
-        for column, item in enumerate((case_item, _text_item(target_text(row)), NumericItem(row.get("dice")),
-                                       NumericItem(row.get("nsd")), status_item)):
-            self.table.setItem(line, column, item)
-
     def row_at(self, line: int) -> dict[str, Any]:
         """The row dict shown on table line ``line`` (whatever the sort order)."""
-        return self.rows[int(self.table.item(line, 0).data(ROW_INDEX_ROLE))]
+        return self.rows[self.table.row_index(line)]
 
     def column_values(self, header: str) -> list[str]:
         """The texts of one column, top to bottom (for scripts and tests)."""
@@ -215,4 +213,4 @@ class ResultsView(QWidget):
         return self.summary_frame
 
 
-__all__ = ["NumericItem", "ResultsView", "ROW_HEADERS", "SUMMARY_HEADERS"]
+__all__ = ["NumericItem", "ROW_HEADERS", "ROW_INDEX_ROLE", "ResultsView", "SUMMARY_HEADERS"]

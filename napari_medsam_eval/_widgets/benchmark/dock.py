@@ -20,8 +20,10 @@ makes the run's runner (it locks the settings, moves the footer's bar and
 enables Cancel) and the runner that opens a row (same status line), and
 hands them to the sections. Every layer change happens in the workers'
 callbacks on the GUI thread; errors become napari notifications and the
-status line. The whole dock scrolls (:mod:`._dock_layout`) but for the
-footer, so it fits a 1000 px screen beside the Compare widget.
+status line. The dock is tabs over the footer (:func:`._dock_tabs.tabbed_dock`): *run* (the
+settings), *rows* (the table, ten rows and more in view in a 1366 x 768 window beside the Compare
+dock), *summary* (per-task summary, box plot, effort curve: one click from the rows) and *two
+runs*; the rows tab comes to the front when a run starts or rows arrive.
 """
 from __future__ import annotations
 
@@ -31,13 +33,15 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from magicgui.widgets import Container
 from psygnal import Signal
+from qtpy.QtWidgets import QSizePolicy
 
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.benchmark.gui_job import CaseStep, Progress, benchmark_job
 from napari_medsam_eval._widgets.benchmark._bench_results import NEXT_ROW_KEY, ResultsBrowser
 from napari_medsam_eval._widgets.benchmark._bench_run import STEP_SCALE, BenchmarkRun, RunFooter
 from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunSettings
-from napari_medsam_eval._widgets.common._dock_layout import fit_in_dock, one_label_column
+from napari_medsam_eval._widgets.common._dock_layout import one_label_column
+from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
 from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs import TwoRunsWidget
@@ -49,6 +53,11 @@ if TYPE_CHECKING:
 
 #: the footer's controls, shown as the widget's own attributes (as the settings' are, :data:`SETTINGS`)
 FOOTER = ("run_button", "cancel_button", "resume_button", "progress", "status")
+#: the dock's tabs, in order
+TABS = ("run", "rows", "summary", "two runs")
+#: the height the dock asks for (:data:`._dock_tabs.DOCK_HEIGHT`): ten rows and the footer, the Compare
+#: dock beside it taking the rest of a 1366 x 768 window
+HEIGHT = 400
 
 
 class BenchmarkWidget(Container):
@@ -70,8 +79,6 @@ class BenchmarkWidget(Container):
         self.browser = ResultsBrowser(napari_viewer, self.opener, colors)
         self.job = BenchmarkRun(self.settings, self.browser, self.runner, on_rows=self.rows_added.emit)
         self.two_runs = TwoRunsWidget(napari_viewer)  # run A vs run B: a section of its own
-        for section in (self.settings, self.browser, self.two_runs, footer):
-            self.native.layout().addWidget(section.native)
         for name in SETTINGS:
             setattr(self, name, getattr(self.settings, name))
         for name in FOOTER:
@@ -82,8 +89,19 @@ class BenchmarkWidget(Container):
         footer.cancel_button.changed.connect(lambda: self.cancel())
         one_label_column(self.settings, footer)  # the footer's fields line up with the settings'
         follow_viewer(self, [], on_close=self._close)  # a closed widget ends its jobs
-        # Run/Cancel/Resume always in view
-        fit_in_dock(self, footer=[footer.buttons, footer.progress, footer.status])
+        summary = self.browser.summary_page
+        for page in (self.browser.native, summary):
+            page.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)  # the table and plots take the height
+        pages = ([self.settings.native], [self.browser.native], [summary], [self.two_runs.native])
+        #: run | rows | summary | two runs, over the footer (Run/Cancel/Resume, progress, status: always in view)
+        self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer, height=HEIGHT)
+        self.browser.next_row_shortcut.setParent(self.native)  # the key works whichever tab is shown
+        self.rows_added.connect(lambda _count: self.show_tab("rows"))
+        self.settings.out_dir.changed.connect(lambda *_: self.show_tab("rows") if self.results.rows else None)
+
+    def show_tab(self, name: str) -> None:
+        """Bring tab ``name`` (one of :data:`TABS`) to the front."""
+        self.tabs.setCurrentIndex(TABS.index(name))
 
     def _close(self) -> None:
         """The Qt widget is gone: cancel the run (its finished cases stay stored), end every job."""
@@ -126,7 +144,10 @@ class BenchmarkWidget(Container):
     def run(self, resume: bool = False) -> Any:
         """Start the run the settings describe (``resume``: continue the output folder's run); returns the
         worker, or None when a run is going or the settings are refused."""
-        return self.job.run(resume)
+        worker = self.job.run(resume)
+        if worker is not None:  # its rows in view as they arrive
+            self.show_tab("rows")
+        return worker
 
     def cancel(self) -> None:
         """Stop the run within a slice; the rows of finished cases are kept (Resume finishes the run)."""
@@ -149,4 +170,4 @@ class BenchmarkWidget(Container):
         return self.browser.next_row()
 
 
-__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunConfig", "STEP_SCALE", "benchmark_job"]
+__all__ = ["BenchmarkWidget", "CaseStep", "NEXT_ROW_KEY", "Progress", "RunConfig", "STEP_SCALE", "TABS", "benchmark_job"]

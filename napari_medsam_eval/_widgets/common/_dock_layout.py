@@ -13,6 +13,8 @@ scrolls inside a few lines (:data:`STATUS_LINES`) instead of pushing the
 actions out of view. :func:`fixed_margins` gives an embedded plot fixed
 margins instead of a tight layout, whose measuring of every text made each
 redraw of the small plots cost tens of milliseconds on the GUI thread.
+
+The tabbed docks (results first, over the same kind of footer) are in :mod:`._dock_tabs`.
 """
 from __future__ import annotations
 
@@ -86,9 +88,16 @@ def fit_in_dock(container: Container, footer: Sequence[Widget] = (), min_height:
         layout.setSpacing(outer.spacing())
     _move_items(outer, inner, below, footer)
     inner.addStretch(1)
-    for widget in footer:
-        if isinstance(widget, Label) and widget.native.wordWrap():
-            _scroll_long_text(widget)
+    scroll_footer_text(footer)
+    area = scroll_area(body, min_height)
+    outer.setContentsMargins(0, 0, 0, 0)
+    outer.addWidget(area)
+    add_footer(container, bottom)
+    return area
+
+
+def scroll_area(body: QWidget, min_height: int) -> QScrollArea:
+    """A frameless vertical scroll area showing ``body`` at its width (it never scrolls sideways)."""
     area = QScrollArea()
     area.setWidget(body)
     area.setWidgetResizable(True)
@@ -97,14 +106,22 @@ def fit_in_dock(container: Container, footer: Sequence[Widget] = (), min_height:
     area.setVerticalScrollBarPolicy(Qt.ScrollBarAsNeeded)
     area.setMinimumHeight(min_height)
     _follow_body_width(area, body)
-    outer.setContentsMargins(0, 0, 0, 0)
-    outer.addWidget(area)
-    if below.count():
-        bottom.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
-        outer.addWidget(bottom)
-    # expanding: napari then adds no stretch below it, and the area takes the dock's height
-    container.native.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
     return area
+
+
+def scroll_footer_text(footer: Sequence[Widget]) -> None:
+    for widget in footer:
+        if isinstance(widget, Label) and widget.native.wordWrap():
+            _scroll_long_text(widget)
+
+
+def add_footer(container: Container, bottom: QWidget) -> None:
+    """``bottom`` (the footer) below the rest of ``container``, at its own height."""
+    if bottom.layout().count():
+        bottom.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Fixed)
+        container.native.layout().addWidget(bottom)
+    # expanding: napari then adds no stretch below it, and the body takes the dock's height
+    container.native.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
 
 
 class _BodyWidth(QObject):
@@ -162,6 +179,31 @@ def _scroll_long_text(label: Label) -> None:
         area.setWidget(native)
         layout.insertWidget(index, area)
     native.setAlignment(Qt.AlignLeft | Qt.AlignTop)
+    policy = QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
+    policy.setHeightForWidth(True)  # the area holds it at the height of its wrapped text: no scroll bar when it fits
+    native.setSizePolicy(policy)
+    fit = _TextHeight(area, native, line)
+    area.viewport().installEventFilter(fit)  # parented to the area: lives as long as it (a new text: LayoutRequest)
+
+
+class _TextHeight(QObject):
+    """Event filter on a footer status line's scroll area: as high as its text, wrapped at the area's width,
+    from one line to :data:`STATUS_LINES` (a short message leaves the room to the dock's results)."""
+
+    def __init__(self, area: QScrollArea, label: QWidget, line: int) -> None:
+        super().__init__(area)
+        self.area, self.label, self.line = area, label, line
+
+    def fit(self) -> None:
+        text = self.label.heightForWidth(self.area.viewport().width())
+        height = min(max(text, self.line), self.line * STATUS_LINES) + 6
+        if (self.area.minimumHeight(), self.area.maximumHeight()) != (height, height):
+            self.area.setFixedHeight(height)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() in (QEvent.Resize, QEvent.Show, QEvent.LayoutRequest):
+            self.fit()
+        return False
 
 
 def wrap_status(label: Label) -> None:
@@ -183,4 +225,5 @@ def fixed_margins(figure: Figure, *, left: float = 0.16, bottom: float = 0.2, ri
     figure.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
 
 
-__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "button_row", "fit_in_dock", "fixed_margins", "one_label_column", "wrap_status"]
+__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "add_footer", "button_row", "fit_in_dock", "fixed_margins",
+           "one_label_column", "scroll_area", "scroll_footer_text", "wrap_status"]

@@ -15,6 +15,8 @@ A worker must never outlive the widgets its callbacks touch: :meth:`WorkerRunner
 the interpreter exits) sets each running job's cancel event, disconnects the worker's
 callbacks and waits for the job to end, so no callback reaches a deleted Qt object and
 no job is cut off half-way through writing a file when the process ends.
+Steps are shown at most every :data:`._step_pacer.STEP_MS` (:class:`._step_pacer.StepPacer`), the
+job's last one before it ends.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from napari.utils import progress as napari_progress
 from napari.utils.notifications import show_error
 
 from napari_medsam_eval._widgets.common._jobs import CLOSE_WAIT_S, Job, end_job, room_in_the_pool, tracked
+from napari_medsam_eval._widgets.common._step_pacer import STEP_MS, StepPacer
 
 #: every runner not yet closed, closed at interpreter exit (before Qt and the interpreter go away)
 _OPEN_RUNNERS: "weakref.WeakSet[WorkerRunner]" = weakref.WeakSet()
@@ -75,6 +78,8 @@ class WorkerRunner:
         self.cancel_event: threading.Event | None = None
         self._pbar: Any = None
         self._steps: Callable[[int, int], str] = lambda done, total: f"{done}/{total}"
+        #: shows the steps at most every STEP_MS
+        self.pacer = StepPacer(self._show_step)
         #: every job started and not yet ended, by its worker
         self._jobs: dict[Any, Job] = {}
         self.closed = False
@@ -122,6 +127,7 @@ class WorkerRunner:
         state = Job(getattr(job, "__name__", str(job)), self.cancel_event)
 
         def failed(error: BaseException) -> None:
+            self.pacer.flush()  # the last step before the error's message, never over it
             if errored is not None:
                 errored(error)
             self.error(f"{error_prefix}{type(error).__name__}: {error}")
@@ -139,7 +145,9 @@ class WorkerRunner:
         if steps is not None:
             self._steps = steps
             yielded = yielded or (lambda step: self.step(*step))
-        for name, callback in (("returned", returned), ("yielded", yielded), ("finished", self._finished),
+        # the last step is shown before the job's result (whose message it must not overwrite)
+        for name, callback in (("returned", lambda *_: self.pacer.flush()), ("returned", returned),
+                               ("yielded", yielded), ("finished", self._finished),
                                ("finished", finished)):
             if callback is not None:  # (a FunctionWorker has no ``yielded``)
                 getattr(worker, name).connect(callback)
@@ -152,8 +160,13 @@ class WorkerRunner:
         return worker
 
     def step(self, done: int, total: int) -> None:
-        """Show a step of the running job: its text on the status line (unless cancelling), the bars."""
-        if self.worker is None:  # a step delivered after the run ended
+        """Show a step of the running job: its text on the status line (unless cancelling), the bars; at once
+        when none was shown in the last :data:`STEP_MS`, else when that interval ends (the latest step then)."""
+        if self.worker is not None:  # (not a step delivered after the run ended)
+            self.pacer.step(done, total)
+
+    def _show_step(self, done: int, total: int) -> None:
+        if self.worker is None:
             return
         if not self.cancelling and self.status is not None:
             self.status.value = self._steps(done, total)
@@ -202,6 +215,7 @@ class WorkerRunner:
         for _worker, state in jobs:
             end_job(state, deadline)
         self._jobs.clear()
+        self.pacer.stop()
         self.worker = self.cancel_event = None
         if self._pbar is not None:
             try:
@@ -219,6 +233,7 @@ class WorkerRunner:
             self.status.value = text
 
     def _finished(self) -> None:
+        self.pacer.stop()  # its last step was shown when it returned or failed (a cancelled job's is dropped)
         self.worker = self.cancel_event = None
         if self._pbar is not None:
             self._pbar.close()
@@ -226,4 +241,4 @@ class WorkerRunner:
         self._set_busy(False)
 
 
-__all__ = ["WorkerRunner", "report_error"]
+__all__ = ["STEP_MS", "WorkerRunner", "report_error"]

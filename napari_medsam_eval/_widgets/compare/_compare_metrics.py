@@ -7,6 +7,15 @@ the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of the wh
 the slice on screen (updated as the dims move), the per-slice plot
 (:class:`._compare_plot.SliceDicePlot`) and "Next worst slice". Without a pair
 the status line (:class:`CompareFooter`'s) says what to choose.
+
+The automatic comparisons (the pair or its data changed: a propagation's result written, a
+benchmark row opened) must not freeze the viewer: :func:`compute_comparison` (the masks, the
+TP/FP/FN map, the whole-mask and per-slice DSC, the worst slices and, the first time, the overlay
+layer's model) runs in a quiet worker (:attr:`ComparisonSection.runner`), and the GUI thread only
+shows the result, in two turns of the event loop: the overlay layer first, then the numbers and the
+plot. A comparison asked for later wins: an earlier one still computing is dropped when it returns.
+The Compare button and :meth:`ComparisonSection.update_comparison` compare at once (a script or test
+gets the :class:`Comparison` back).
 """
 from __future__ import annotations
 
@@ -16,19 +25,25 @@ import numpy as np
 from magicgui.widgets import Container, Label, PushButton
 from napari.layers import Labels
 from napari.utils.notifications import show_error, show_warning
+from qtpy.QtCore import QTimer
 
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
 from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
 from napari_medsam_eval._widgets.common._layers import follow_viewer
-from napari_medsam_eval._widgets.compare._result_layers import write_overlay
+from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
 from napari_medsam_eval._widgets.common._words import TIPS
+from napari_medsam_eval._widgets.common._layers import transform_kwargs
+from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 #: the status line when there is nothing to compare
 CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
                "opening a benchmark row or segmenting picks them by itself")
+
+#: milliseconds the event loop runs (repaints the new overlay) before the numbers and the plot are shown
+PAUSE_MS = 30
 
 
 def _fmt(value: float) -> str:
@@ -66,6 +81,16 @@ class ComparisonSection(Container):
         self.stop_markers: list[tuple[int, str]] = []
         self._worst: np.ndarray = np.array([], dtype=int)
         self._worst_pos = -1
+        #: computes the automatic comparisons off the GUI thread (quiet: no status line, nothing locked)
+        self.runner = WorkerRunner(None)
+        #: the comparison asked for last (a result of an earlier one is dropped), and the last one shown
+        self._asked = self._shown = 0
+        #: the second turn of a comparison shown (a timer of the widget's: it dies with it) and its arguments
+        self._numbers_timer = QTimer(self.native)
+        self._numbers_timer.setSingleShot(True)
+        self._numbers_timer.setInterval(PAUSE_MS)
+        self._numbers_timer.timeout.connect(self._show_numbers)
+        self._numbers: tuple = ()
         self.volume_dice = Label(label="DSC (all)", value="-", tooltip=TIPS["DSC (all)"])
         self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
         self.worst_info = Label(label="worst", value="-", tooltip=TIPS["worst"])
@@ -75,11 +100,76 @@ class ComparisonSection(Container):
         self._unbind = bind_shortcuts(viewer, {"next_worst": self.next_worst}, COMPARE_SHORTCUTS)
 
     def _on_close(self) -> None:
-        """The Qt widget is gone: its key is unbound."""
+        """The Qt widget is gone: its key is unbound, the comparison computing ends."""
         self._unbind()
+        self.runner.close()
 
     def _on_pair_changed(self) -> None:
-        self.update_comparison(notify=False)
+        self.compare_soon()
+
+    @property
+    def pending(self) -> bool:
+        """Whether a comparison is being computed or shown (its result not all on screen yet)."""
+        return self.runner.running > 0 or self._shown != self._asked
+
+    def _missing(self, pred: Labels | None, gt: Labels | None) -> None:
+        missing = " and ".join(name for name, layer in (("a prediction", pred), ("a ground truth", gt))
+                               if layer is None)
+        self.status.value = f"nothing compared: choose {missing} (Labels layers of one shape)"
+
+    def compare_soon(self) -> Any:
+        """Compare the chosen layers in a worker (:func:`compute_comparison`); the result is shown on the GUI
+        thread in two turns of the event loop (:meth:`_show_computed`). Returns the worker (None without a pair)."""
+        self.choice.settle()
+        self._asked += 1
+        asked = self._asked
+        pred, gt = self.choice.pair
+        if pred is None or gt is None:
+            self._shown = asked
+            return self._missing(pred, gt)
+        target = int(self.choice.target_label.value)
+        has_overlay = any(isinstance(layer, Labels) and layer.metadata.get("role") == "overlay"
+                          for layer in self.viewer.layers)
+        transform = None if has_overlay else transform_kwargs(gt)
+        return self.runner.start(compute_comparison, np.asarray(pred.data), np.asarray(gt.data), target, transform,
+                                 text="comparing", error_prefix="cannot compare: ",
+                                 returned=lambda computed: self._show_computed(asked, computed, pred, gt, target),
+                                 errored=lambda _error: self._dropped(asked))
+
+    def _dropped(self, asked: int) -> None:
+        if asked == self._asked:
+            self._shown = asked
+
+    def _current(self, asked: int, pred: Labels, gt: Labels) -> bool:
+        """Whether a result of comparison ``asked`` of ``pred`` and ``gt`` is still the one to show."""
+        layers = self.viewer.layers
+        chosen_pred, chosen_gt = self.choice.pair
+        return asked == self._asked and chosen_pred is pred and chosen_gt is gt and pred in layers and gt in layers
+
+    def _show_computed(self, asked: int, computed: Computed, pred: Labels, gt: Labels, target: int) -> None:
+        """GUI thread, first turn: the overlay layer (the numbers and the plot follow in the next turn)."""
+        if not self._current(asked, pred, gt):
+            return self._dropped(asked)
+        if computed.comparison is None:
+            self.status.value = f"{pred.name} vs {gt.name}: {computed.problem}"
+            self._shown = asked
+            return None
+        comparison = computed.comparison
+        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred, new=computed.layer)
+        self._numbers = (asked, comparison, computed.worst, pred, gt, target)
+        self._numbers_timer.start()
+        return None
+
+    def _show_numbers(self) -> None:
+        """GUI thread, second turn: the DSC labels, the worst slices, the status line and the plot."""
+        if not self._numbers:
+            return None
+        (asked, comparison, worst, pred, gt, target), self._numbers = self._numbers, ()
+        if not self._current(asked, pred, gt):
+            return self._dropped(asked)
+        self._show_numbers_now(comparison, worst, pred, gt, target)
+        self._shown = asked
+        return None
 
     def compare(self) -> Comparison | None:
         """The Compare button: :meth:`update_comparison`, with a notification when there is no pair."""
@@ -93,12 +183,11 @@ class ComparisonSection(Container):
         why) without a prediction and a ground truth, or when they do not match (``notify``: an error
         notification too; not for automatic updates, e.g. between two layers of a row being replaced)."""
         self.choice.settle()
+        self._asked += 1  # a comparison computing in the worker is dropped when it returns
+        self._shown = self._asked
         pred, gt = self.choice.pair
         if pred is None or gt is None:
-            missing = " and ".join(name for name, layer in (("a prediction", pred), ("a ground truth", gt))
-                                   if layer is None)
-            self.status.value = f"nothing compared: choose {missing} (Labels layers of one shape)"
-            return None
+            return self._missing(pred, gt)
         target = int(self.choice.target_label.value)
         try:
             comparison = compare_masks(binary_target(pred.data, target, binary_fallback=True),
@@ -112,10 +201,14 @@ class ComparisonSection(Container):
         return comparison
 
     def _show(self, comparison: Comparison, pred: Labels, gt: Labels, target: int) -> None:
-        """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``."""
-        self.comparison = comparison
+        """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``, now."""
         self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred)
-        self._worst = comparison.worst_slices()
+        self._show_numbers_now(comparison, comparison.worst_slices(), pred, gt, target)
+
+    def _show_numbers_now(self, comparison: Comparison, worst: np.ndarray, pred: Labels, gt: Labels,
+                          target: int) -> None:
+        self.comparison = comparison
+        self._worst = worst
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
         self.worst_info.value = f"{len(self._worst)} slices with foreground"
@@ -151,4 +244,4 @@ class ComparisonSection(Container):
         return index
 
 
-__all__ = ["CHOOSE_PAIR", "CompareFooter", "ComparisonSection"]
+__all__ = ["CHOOSE_PAIR", "CompareFooter", "ComparisonSection", "compute_comparison"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from qtpy.QtWidgets import QSizePolicy
 
 from napari_medsam_eval.core.palette import PLOT_CURSOR, PLOT_SERIES, PLOT_STOP
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
@@ -17,6 +18,8 @@ from napari_medsam_eval.propagation.stop_words import STOP_LABELS
 
 LINE_COLOR = PLOT_SERIES
 STOP_COLOR = PLOT_STOP
+#: the plot's least height in pixels (it grows with the Compare dock's result tab)
+MIN_HEIGHT = 90
 #: the stop markers' text size in points (readable beside the 8 pt axis labels)
 STOP_FONT_PT = 9
 
@@ -40,7 +43,8 @@ class SliceDicePlot:
 
     def __init__(self, colors: tuple[str, str], on_click: Callable[[float], Any]) -> None:
         background, self._text_color = colors
-        self.figure, self.axes, self.canvas = plot_canvas(background, 160)
+        self.figure, self.axes, self.canvas = plot_canvas(background, MIN_HEIGHT)
+        self.canvas.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Expanding)  # the height its tab has left
         fixed_margins(self.figure, bottom=0.22)
         style_axes(self.axes, background, self._text_color)
         self.canvas.setToolTip("DSC of every slice (frame) with foreground; click a point to go to its slice; "

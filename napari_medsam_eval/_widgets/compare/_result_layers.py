@@ -1,7 +1,8 @@
 """The TP/FP/FN overlay layer of a comparison and the agreement map's colours, without Qt (a
 prediction: :mod:`._prediction_layer`).
 
-The overlay is a Labels layer with its reference's transform and the metadata ``role``
+:func:`compute_comparison` compares a pair off the GUI thread (the comparison, its worst slices and,
+the first time, the overlay's layer model). The overlay is a Labels layer with its reference's transform and the metadata ``role``
 ``overlay`` that the widgets pick it by; writing again replaces its data. It is drawn under the
 prediction compared (:func:`draw_under`), so the prediction's contour stays on top of the fill.
 
@@ -12,6 +13,7 @@ The agreement map of a prompt sensitivity is drawn opaque in the bins of
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,6 +22,7 @@ from napari.utils.colormaps import Colormap, DirectLabelColormap
 
 from napari_medsam_eval._layer_style import OVERLAY_COLORS
 from napari_medsam_eval.core.palette import AGREEMENT_BINS, BLACK, WHITE, hex_to_rgb
+from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 
 #: agreement below this is no run at all (a share of at most 1000 runs is 0 or at least 1/1000)
@@ -78,13 +81,44 @@ def overlay_layer_name(target_label: int | None) -> str:
     return "TP/FP/FN" if target_label is None else f"TP/FP/FN [label {int(target_label)}]"
 
 
+def overlay_layer(overlay: np.ndarray, target_label: int | None, transform: dict[str, Any]) -> Labels:
+    """A new TP/FP/FN Labels layer of ``overlay`` (fixed colours) with ``transform`` (a reference's
+    :func:`transform_kwargs`); a plain layer model, so any thread may build it."""
+    return Labels(overlay, name=overlay_layer_name(target_label), colormap=overlay_colormap(), opacity=OVERLAY_OPACITY,
+                  metadata={"role": "overlay", "target_label": target_label}, **transform)
+
+
+@dataclass(frozen=True)
+class Computed:
+    """What :func:`compute_comparison` made off the GUI thread: the comparison and its worst slices, or
+    the reason there is none (``problem``); ``layer``: a new overlay layer's model, when one was asked for."""
+
+    comparison: Comparison | None
+    worst: np.ndarray
+    problem: str = ""
+    layer: Labels | None = None
+
+
+def compute_comparison(pred: np.ndarray, gt: np.ndarray, target: int,
+                       transform: dict[str, Any] | None = None) -> Computed:
+    """Compare ``pred`` with ``gt`` for label ``target`` (no Qt, any thread: the worker's job); with
+    ``transform`` (the ground truth's), the overlay's new layer model too. A mismatch is returned, not raised."""
+    try:
+        comparison = compare_masks(binary_target(pred, target, binary_fallback=True), binary_target(gt, target))
+    except ValueError as exc:
+        return Computed(None, np.array([], dtype=int), str(exc))
+    layer = None if transform is None else overlay_layer(comparison.overlay, target, transform)
+    return Computed(comparison, comparison.worst_slices(), layer=layer)
+
+
 def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_label: int | None,
-                  under: Layer | None = None) -> Labels:
+                  under: Layer | None = None, new: Labels | None = None) -> Labels:
     """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform
     and under ``under`` (the prediction compared, whose contour then stays visible).
 
     A comparison replaces the last one: the overlay layer already there (role ``overlay``, whatever its
-    target or shape) gets the new data, name and transform; further overlay layers are removed.
+    target or shape) gets the new data, name and transform; further overlay layers are removed. Without
+    one, ``new`` (:func:`overlay_layer`, built off the GUI thread) or a layer built here is added.
     """
     name = overlay_layer_name(target_label)
     overlays = [layer for layer in viewer.layers
@@ -96,9 +130,8 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
             for other in extra:
                 viewer.layers.remove(other)
     if layer is None:
-        layer = Labels(overlay, name=name, colormap=overlay_colormap(), opacity=OVERLAY_OPACITY,
-                       metadata={"role": "overlay", "target_label": target_label}, **transform_kwargs(reference))
-        layer = add_inactive(viewer, layer)
+        fits = new is not None and new.ndim == overlay.ndim and new.name == name
+        layer = add_inactive(viewer, new if fits else overlay_layer(overlay, target_label, transform_kwargs(reference)))
     else:
         layer.metadata["target_label"] = target_label
         for key, value in transform_kwargs(reference).items():
@@ -109,5 +142,5 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     return layer
 
 
-__all__ = ["NO_RUN", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend", "draw_under",
-           "overlay_colormap", "overlay_layer_name", "swatch", "write_overlay"]
+__all__ = ["Computed", "NO_RUN", "compute_comparison", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend", "draw_under",
+           "overlay_colormap", "overlay_layer", "overlay_layer_name", "swatch", "write_overlay"]

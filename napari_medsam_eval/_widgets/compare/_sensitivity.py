@@ -25,7 +25,7 @@ from napari_medsam_eval.core.palette import PLOT_SERIES, color_name
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.studies.sensitivity import DEFAULT_RUNS, SensitivityResult
-from napari_medsam_eval._widgets.common._dock_layout import wrap_status
+from napari_medsam_eval._widgets.common._dock_layout import button_row, fixed_margins, wrap_status
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.common._layers import add_inactive, find_layer, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import agreement_colormap, agreement_legend, draw_under, swatch
@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 AGREEMENT_LEGEND = ("share of the runs: " + " ".join(swatch(text, color) for text, color in agreement_legend())
                     + " (no run: not drawn); worst run: " + swatch(f"{color_name(WORST_RUN_COLOR)} contour",
                                                                     WORST_RUN_COLOR))
+#: the histogram's least height in pixels (the section has a tab of the Compare dock to itself)
+HISTOGRAM_HEIGHT = 150
 NEEDS_SEGMENT = ("prompt sensitivity uses the Segment widget's model and image: dock it, load a model and "
                  "segment or propagate the target first")
 
@@ -103,12 +105,13 @@ class SensitivitySection(Container):
         wrap_status(self.legend)
         self.status = Label(label="sensitivity", value="")
         wrap_status(self.status)
-        self.extend([self.runs, self.run_button, self.cancel_button, self.progress, self.spread, self.legend,
-                     self.status])
+        self.buttons = button_row(self.run_button, self.cancel_button)  # side by side, each its text's width
+        self.extend([self.runs, self.buttons, self.progress, self.spread, self.legend, self.status])
         for line, tip in ((self.legend, TIPS["agreement map"]), (self.status, TIPS["sensitivity"])):
             line.tooltip = tip  # the row's name explains; hovering the text itself shows it whole
         background, self._text = theme_colors(self.viewer)
-        self.figure, self.axes, self.canvas = plot_canvas(background, 110)
+        self.figure, self.axes, self.canvas = plot_canvas(background, HISTOGRAM_HEIGHT)
+        fixed_margins(self.figure, left=0.12, bottom=0.26)  # room for the axis label at any height
         style_axes(self.axes, background, self._text)
         self.native.layout().addWidget(self.canvas)
         # hidden until there is a histogram: a shown canvas redraws whenever the dock's layout changes

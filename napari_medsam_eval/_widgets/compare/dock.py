@@ -14,7 +14,14 @@ it drives, never the widget:
 - the prompt sensitivity (:class:`._sensitivity.SensitivitySection`), run with the
   Segment widget's session of the viewer (:func:`._sessions.session_of`);
 - the footer (:class:`._compare_metrics.CompareFooter`: Compare, Next worst
-  slice, status), always in view below the dock's scroll area (:mod:`._dock_layout`).
+  slice, status), always in view below the dock's tabs (:mod:`._dock_layout`).
+
+Results first: the dock's tabs are *result* (the DSC lines and the per-slice
+plot, the plot taking the height left; the tab shown by default and again
+whenever Compare or Next worst slice is pressed), *layers* (the pair and the
+target label, picked by themselves) and *sensitivity* (the section with the
+dock's whole height), so the DSC, the plot and Next worst slice are in view
+without scrolling with the Segment dock beside it in a 1366 x 768 window.
 """
 from __future__ import annotations
 
@@ -27,7 +34,8 @@ from napari_medsam_eval.evaluation.mask_comparison import Comparison
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_metrics import CHOOSE_PAIR, CompareFooter, ComparisonSection
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot
-from napari_medsam_eval._widgets.common._dock_layout import fit_in_dock, one_label_column
+from napari_medsam_eval._widgets.common._dock_layout import one_label_column
+from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
 from napari_medsam_eval._widgets.compare._sensitivity import SensitivitySection
 from napari_medsam_eval._widgets.common._sessions import session_of
@@ -41,6 +49,8 @@ if TYPE_CHECKING:
 CHOICE = ("pred_layer", "gt_layer", "target_label")
 METRICS = ("volume_dice", "slice_dice", "worst_info")
 FOOTER = ("compare_button", "worst_button", "status")
+#: the dock's tabs, in order (the first, the result, is shown by default)
+TABS = ("result", "layers", "sensitivity")
 
 
 class CompareWidget(Container):
@@ -55,8 +65,6 @@ class CompareWidget(Container):
         self.metrics = ComparisonSection(viewer, choice, self.plot, footer.status)
         # is it the model or the prompt?
         self.sensitivity = SensitivitySection(viewer, choice, session=lambda: session_of(viewer))
-        for part in (choice.native, self.metrics.native, self.plot.canvas, self.sensitivity.native, footer.native):
-            self.native.layout().addWidget(part)
         for section, names in ((choice, CHOICE), (self.metrics, METRICS), (footer, FOOTER)):
             for name in names:
                 setattr(self, name, getattr(section, name))
@@ -66,7 +74,15 @@ class CompareWidget(Container):
         one_label_column(choice, self.metrics, footer)  # one column of labels, as in one container
         follow_viewer(self, [], on_close=self.sensitivity.runner.close)  # a closed widget ends its job
         choice.refresh()
-        fit_in_dock(self, footer=[footer.actions, footer.status])  # Compare always in view
+        pages = ([self.metrics.native, self.plot.canvas], [choice.native], [self.sensitivity.native])
+        #: result (DSC, plot) | layers | sensitivity, over the footer (Compare, Next worst slice, status)
+        self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer)
+        for button in (footer.compare_button, footer.worst_button):  # their result in view
+            button.changed.connect(lambda *_: self.show_tab("result"))
+
+    def show_tab(self, name: str) -> None:
+        """Bring tab ``name`` (one of :data:`TABS`) to the front."""
+        self.tabs.setCurrentIndex(TABS.index(name))
 
     def reset_choices(self, *args: Any) -> None:
         """Refresh the layer choices (napari asks when layers change), keeping the compared layers."""
@@ -112,4 +128,4 @@ class CompareWidget(Container):
         self.layer_choice.go_to(index)
 
 
-__all__ = ["CHOOSE_PAIR", "CompareWidget"]
+__all__ = ["CHOOSE_PAIR", "CompareWidget", "TABS"]

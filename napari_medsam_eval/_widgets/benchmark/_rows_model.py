@@ -1,0 +1,249 @@
+"""The benchmark widget's row table as a Qt model: thousands of rows appended in one step.
+
+A ``QTableWidget`` filled item by item costs five items per row on the GUI thread (a
+2,000-row run folder: 10,000 items, then a sort through a Python ``__lt__``). Here the
+rows live in a :class:`RowsModel` (one tuple of cell texts and sort keys per row, made
+once when the row arrives); appending rows is one ``beginInsertRows`` / ``endInsertRows``,
+whatever their number, and the view only asks for the cells on screen. The model sorts
+itself (:meth:`RowsModel.sort`: Python's ``sorted`` over the keys made with the cells, text, or
+the score as a float with NaN as infinity: after every number, as :class:`._bench_items.NumericItem`
+sorts), keeping the selection; a ``QSortFilterProxyModel`` would instead ask the model for each
+key through a Python call per comparison (a 2,000-row folder: some 40,000 calls).
+
+:class:`RowsTable` is the view; it keeps the few ``QTableWidget`` calls the widget,
+its scripts and tests use (``rowCount``, ``item(line, column)`` with ``text`` /
+``data(Qt.UserRole)`` / ``toolTip``, ``sortItems``, ``scrollToItem``, ``visualItemRect``,
+``setCurrentCell``, ``cellDoubleClicked``, ``itemSelectionChanged``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
+
+from napari_medsam_eval._widgets.benchmark._bench_items import fmt, target_text
+from napari_medsam_eval._widgets.common._words import header_tip
+
+#: Qt item role holding the index of the row (in the model's rows) a table line shows
+ROW_INDEX_ROLE = Qt.UserRole + 1
+#: Qt item role of the key a column sorts by: the text, or the score (NaN as infinity)
+SORT_ROLE = Qt.UserRole + 2
+#: the columns holding scores (right-aligned, sorted by value)
+NUMERIC = frozenset({"DSC", "NSD"})
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+@dataclass(frozen=True)
+class RowCells:
+    """One row's cells: texts, tooltips, the numbers behind the scores and the sort keys."""
+
+    texts: tuple[str, ...]
+    tips: tuple[str, ...]
+    numbers: tuple[Any, ...]  # the score behind a numeric cell (NaN for none), None for a text cell
+    keys: tuple[Any, ...]
+
+
+def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
+    """The cells of ``row`` for the columns ``headers`` (case, target, DSC, NSD, status); no Qt, any thread."""
+    status = str(row.get("status", ""))
+    values = {"case": str(row.get("case_id", "")), "target": target_text(row), "DSC": row.get("dice"),
+              "NSD": row.get("nsd"), "status": status}
+    texts, tips, numbers, keys = [], [], [], []
+    for header in headers:
+        value = values[header]
+        if header in NUMERIC:
+            number = _number(value)
+            text = fmt(value)
+            numbers.append(number)
+            keys.append(math.inf if math.isnan(number) else number)
+        else:
+            text = str(value)
+            numbers.append(None)
+            keys.append(text)
+        texts.append(text)
+        tips.append(f"{status}: {row.get('error', '')}" if header == "status" and status != "ok" else text)
+    return RowCells(tuple(texts), tuple(tips), tuple(numbers), tuple(keys))
+
+
+class RowsModel(QAbstractTableModel):
+    """The rows of a run (dicts) as table lines; :meth:`append` adds any number in one insertion.
+
+    :attr:`cells` are in the order the rows arrived (a row's index there is its index in the
+    results view's rows); :attr:`order` is the order shown (line -> row index)."""
+
+    def __init__(self, headers: tuple[str, ...]) -> None:
+        super().__init__()
+        self.headers = headers
+        self.cells: list[RowCells] = []
+        self.order: list[int] = []
+        #: the column and order the lines are sorted by (None: in the order the rows arrived)
+        self.sorted_by: tuple[int, Qt.SortOrder] | None = None
+        #: how many insertions and resets the model made (tests: rows are appended, not rebuilt per row)
+        self.insertions = 0
+        self.resets = 0
+
+    def rowCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802, B008 - Qt's names
+        return 0 if parent.isValid() else len(self.order)
+
+    def columnCount(self, parent: QModelIndex = QModelIndex()) -> int:  # noqa: N802, B008
+        return 0 if parent.isValid() else len(self.headers)
+
+    def data(self, index: QModelIndex, role: int = Qt.DisplayRole) -> Any:
+        if not index.isValid():
+            return None
+        row = self.order[index.row()]
+        cells, column = self.cells[row], index.column()
+        if role == Qt.DisplayRole:
+            return cells.texts[column]
+        if role == Qt.ToolTipRole:
+            return cells.tips[column]
+        if role == SORT_ROLE:
+            return cells.keys[column]
+        if role == Qt.UserRole:
+            return cells.numbers[column]
+        if role == ROW_INDEX_ROLE:
+            return row
+        if role == Qt.TextAlignmentRole and self.headers[column] in NUMERIC:
+            return int(Qt.AlignRight | Qt.AlignVCenter)
+        return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = Qt.DisplayRole) -> Any:  # noqa: N802
+        if orientation != Qt.Horizontal:
+            return None
+        if role == Qt.DisplayRole:
+            return self.headers[section]
+        if role == Qt.ToolTipRole:
+            return header_tip(self.headers[section]) or self.headers[section]
+        return None
+
+    def append(self, cells: list[RowCells]) -> None:
+        """Add ``cells`` (one per row) at the end, in one insertion; then into their sorted places."""
+        if not cells:
+            return
+        first = len(self.cells)
+        self.beginInsertRows(QModelIndex(), first, first + len(cells) - 1)
+        self.cells.extend(cells)
+        self.order.extend(range(first, first + len(cells)))
+        self.endInsertRows()
+        self.insertions += 1
+        if self.sorted_by is not None:
+            self.sort(*self.sorted_by)
+
+    def clear(self) -> None:
+        self.beginResetModel()
+        self.cells, self.order = [], []
+        self.endResetModel()
+        self.resets += 1
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:
+        """Sort the lines by ``column``'s keys (stable), keeping the selection and current line."""
+        self.sorted_by = (column, order)
+        self.layoutAboutToBeChanged.emit()
+        kept = self.persistentIndexList()
+        rows = [self.order[index.row()] for index in kept]
+        cells = self.cells
+        self.order = sorted(self.order, key=lambda row: cells[row].keys[column],
+                            reverse=order == Qt.DescendingOrder)
+        line_of = {row: line for line, row in enumerate(self.order)}
+        self.changePersistentIndexList(kept, [self.index(line_of[row], index.column())
+                                              for row, index in zip(rows, kept)])
+        self.layoutChanged.emit()
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a :class:`RowsTable` line, as a ``QTableWidgetItem`` answers (text, tooltip, data)."""
+
+    table: "RowsTable"
+    line: int
+    column: int
+
+    @property
+    def index(self) -> QModelIndex:
+        return self.table.rows_model.index(self.line, self.column)
+
+    def text(self) -> str:
+        return str(self.index.data(Qt.DisplayRole))
+
+    def toolTip(self) -> str:  # noqa: N802 - Qt's name
+        return str(self.index.data(Qt.ToolTipRole))
+
+    def data(self, role: int) -> Any:
+        return self.index.data(role)
+
+    def row(self) -> int:
+        return self.line
+
+
+class RowsTable(QTableView):
+    """A sortable read-only table over a :class:`RowsModel` (which sorts itself); the case column takes the
+    width the others leave and elides its text (the whole text in the tooltip)."""
+
+    #: a line was double-clicked: (line, column), as ``QTableWidget.cellDoubleClicked``
+    cellDoubleClicked = Signal(int, int)  # noqa: N815 - Qt's name
+    #: the selection changed, as ``QTableWidget.itemSelectionChanged``
+    itemSelectionChanged = Signal()  # noqa: N815
+
+    def __init__(self, headers: tuple[str, ...], stretch: int = 0) -> None:
+        super().__init__()
+        self.rows_model = RowsModel(headers)
+        self.setModel(self.rows_model)
+        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
+        self.setSelectionBehavior(QAbstractItemView.SelectRows)
+        self.verticalHeader().setVisible(False)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeToContents)
+        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
+        header.setMinimumSectionSize(24)
+        # columns sized to the lines in view, not to every row (Qt's default reads 1,000 rows per column at each
+        # change: a Python call per cell and role)
+        header.setResizeContentsPrecision(0)
+        self.setTextElideMode(Qt.ElideMiddle)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self.doubleClicked.connect(lambda index: self.cellDoubleClicked.emit(index.row(), index.column()))
+        self.selectionModel().selectionChanged.connect(lambda *_: self.itemSelectionChanged.emit())
+
+    # -- as QTableWidget answers --------------------------------------------------------
+
+    def rowCount(self) -> int:  # noqa: N802 - Qt's name
+        return self.rows_model.rowCount()
+
+    def columnCount(self) -> int:  # noqa: N802
+        return self.rows_model.columnCount()
+
+    def item(self, line: int, column: int) -> Cell | None:
+        if not (0 <= line < self.rowCount() and 0 <= column < self.columnCount()):
+            return None
+        return Cell(self, line, column)
+
+    def row_index(self, line: int) -> int:
+        """The index in the model's rows of table line ``line`` (whatever the sort order)."""
+        return self.rows_model.order[line]
+
+    def sortItems(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:  # noqa: N802
+        self.sortByColumn(column, order)
+
+    def scrollToItem(self, cell: Cell) -> None:  # noqa: N802
+        self.scrollTo(cell.index)
+
+    def visualItemRect(self, cell: Cell) -> Any:  # noqa: N802
+        return self.visualRect(cell.index)
+
+    def setCurrentCell(self, line: int, column: int, flags: Any = None) -> None:  # noqa: N802
+        index = self.rows_model.index(line, column)
+        if flags is None:
+            self.setCurrentIndex(index)
+        else:
+            self.selectionModel().setCurrentIndex(index, flags)
+
+
+__all__ = ["Cell", "ROW_INDEX_ROLE", "RowCells", "RowsModel", "RowsTable", "SORT_ROLE", "row_cells"]

@@ -1,0 +1,85 @@
+"""Results in view without scrolling, docked from the Plugins menu in a real viewer (Xvfb).
+
+In a 1366 x 768 window with the Segment and Compare docks stacked, a comparison's DSC lines, its
+per-slice plot and Next worst slice are shown whole (not clipped by a scroll area or the window);
+with the Benchmark and Compare docks stacked (1600 x 1000, as in docs/napari.md), the rows arriving
+bring the row table to the front with ten rows and more in view, the summary one click away.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from napari.layers import Labels
+from test_report_data import rows_a
+
+from plugin_dock import dock
+from napari_medsam_eval._widgets.benchmark.dock import Progress
+
+pytestmark = pytest.mark.gui
+
+
+def _whole(widget) -> bool:
+    """Shown, and all of it in view (its visible region is its whole rectangle)."""
+    return widget.isVisible() and widget.visibleRegion().boundingRect() == widget.rect()
+
+
+def _sample_pair(viewer) -> tuple[Labels, Labels]:
+    """The CT phantom's ground truth and a prediction shifted from it (so the DSC is below 1)."""
+    viewer.open_sample("napari-medsam-eval", "phantom_ct")
+    truth = next(layer for layer in viewer.layers if layer.metadata.get("role") == "ground_truth")
+    prediction = viewer.add_layer(Labels(np.roll(np.asarray(truth.data), 3, axis=2), name="shifted prediction",
+                                         metadata={"role": "prediction", "image": truth.metadata.get("image")}))
+    return prediction, truth
+
+
+def test_compare_results_in_view_beside_segment_at_1366_by_768(make_napari_viewer, qtbot):
+    viewer = make_napari_viewer(show=True)
+    window = viewer.window._qt_window
+    window.resize(1366, 768)
+    prediction, truth = _sample_pair(viewer)
+    segment = dock(viewer, "segment")
+    compare = dock(viewer, "compare")
+    compare.pred_layer.value, compare.gt_layer.value = prediction, truth
+    assert compare.update_comparison() is not None
+    qtbot.wait(600)
+    assert window.width() <= 1366 and window.height() <= 768, window.size()
+    assert compare.volume_dice.value not in ("", "-")
+    for name, native in (("DSC (all)", compare.volume_dice.native), ("DSC (slice)", compare.slice_dice.native),
+                         ("worst", compare.worst_info.native), ("per-slice plot", compare.canvas),
+                         ("Next worst slice", compare.worst_button.native), ("Compare", compare.compare_button.native),
+                         ("status", compare.status.native)):
+        assert _whole(native), f"compare: {name} is not wholly in view ({native.visibleRegion().boundingRect()})"
+    assert compare.canvas.height() >= 80  # a plot, not a strip
+    for name in ("segment_button", "propagate_button", "correct_button", "cancel_button", "progress", "status"):
+        assert _whole(getattr(segment, name).native), f"segment: {name} is not wholly in view"
+
+
+def test_benchmark_rows_in_view_beside_compare(make_napari_viewer, qtbot):
+    viewer = make_napari_viewer(show=True)
+    window = viewer.window._qt_window
+    window.resize(1600, 1000)
+    benchmark = dock(viewer, "benchmark")
+    dock(viewer, "compare")
+    rows = [dict(row, case_id=f"{row['case_id']}-{i}") for i in range(3) for row in rows_a()]
+    benchmark.job.on_progress(Progress(done=1, total=1, rows=rows))  # rows arriving, as from a run
+    qtbot.wait(600)
+    assert window.width() <= 1600 and window.height() <= 1000, window.size()
+    table = benchmark.results.table
+    assert table.rowCount() == len(rows) >= 12 and _whole(table)
+    assert table.viewport().height() >= 10 * table.rowHeight(0), (table.viewport().height(), table.rowHeight(0))
+    summary = benchmark.results.summary
+    assert not summary.isVisible()  # on its own tab, one click away
+    benchmark.tabs.tabBar().setCurrentIndex(2)
+    qtbot.waitUntil(lambda: not benchmark.results.pending, timeout=10_000)
+    qtbot.wait(200)
+    assert _whole(summary) and summary.rowCount() > 0 and _whole(benchmark.results.canvas)
+
+
+def test_the_column_is_shared_by_the_heights_the_docks_state():
+    """Segment (no stated height) above Compare (360): Compare gets 360, Segment the rest; a column too
+    short for two stated heights scales them down together, the others kept at their least heights."""
+    from napari_medsam_eval._widgets.common._dock_tabs import column_heights
+
+    assert column_heights([443, 265], [None, 360], [294, 265]) == [348, 360]
+    assert column_heights([600, 200, 150], [None, 360, 400], [294, 265, 300]) == [295, 310, 345]
+    assert column_heights([500, 200], [None, None], [100, 100]) == [500, 200]
