@@ -92,6 +92,11 @@ class ResultsView(QWidget):
         self._refresh_timer.timeout.connect(self.refresh_soon)
         #: the refresh asked for last, and the one shown
         self._asked = self._shown = 0
+        #: the box plot of a summary from a worker is drawn in a turn of the event loop after its table
+        self._boxes_waiting: tuple[int, Boxes] | None = None
+        self._boxes_timer = QTimer(self)
+        self._boxes_timer.setSingleShot(True)
+        self._boxes_timer.timeout.connect(self._draw_waiting_boxes)
         #: computes the summary and the plot's data off the GUI thread (quiet: no status line, nothing locked)
         self.summarizer = WorkerRunner(None)
         layout = QVBoxLayout(self)
@@ -129,7 +134,7 @@ class ResultsView(QWidget):
 
     def _on_summarized(self, asked: int, result: tuple[pd.DataFrame, Boxes]) -> None:
         if asked == self._asked:  # else rows changed since: a later refresh shows them
-            self._show_summary(*result)
+            self._show_summary(*result, boxes_later=True)
 
     def _on_failed(self, asked: int) -> None:
         """The summary could not be computed (the runner notifies why): nothing is pending any more."""
@@ -197,8 +202,9 @@ class ResultsView(QWidget):
         self._asked += 1
         return self._show_summary(*summarize_rows(self.rows))
 
-    def _show_summary(self, summary: pd.DataFrame, boxes: Boxes) -> pd.DataFrame:
-        self._shown = self._asked
+    def _show_summary(self, summary: pd.DataFrame, boxes: Boxes, boxes_later: bool = False) -> pd.DataFrame:
+        """Fill the summary table and draw the box plot (``boxes_later``: in the next turn of the event loop,
+        so the two never freeze the viewer together; shown, for :attr:`pending`, once both are)."""
         self.summary_frame = summary
         self.summary.setRowCount(len(self.summary_frame))
         for line, task in enumerate(self.summary_frame.itertuples(index=False)):
@@ -208,9 +214,20 @@ class ResultsView(QWidget):
             items[1].setText(str(int(task.n)) if task.n_failed == 0 else f"{int(task.n)} ({int(task.n_failed)} failed)")
             for column, item in enumerate(items):
                 self.summary.setItem(line, column, item)
-        draw_boxes(self.axes, boxes, self._text_color)
-        self.canvas.draw_idle()
+        self._boxes_waiting = (self._asked, boxes)
+        if boxes_later:
+            self._boxes_timer.start(0)
+        else:
+            self._draw_waiting_boxes()
         return self.summary_frame
+
+    def _draw_waiting_boxes(self) -> None:
+        waiting, self._boxes_waiting = self._boxes_waiting, None
+        if waiting is not None:
+            asked, boxes = waiting
+            draw_boxes(self.axes, boxes, self._text_color)
+            self.canvas.draw_idle()
+            self._shown = asked
 
 
 __all__ = ["NumericItem", "ROW_HEADERS", "ROW_INDEX_ROLE", "ResultsView", "SUMMARY_HEADERS"]

@@ -2,7 +2,10 @@
 propagation stopped; a click on the plot asks for the nearest slice (:func:`nearest_slice`).
 
 Plain matplotlib on a Qt canvas, no viewer: the widget gives it the per-slice
-DSC and the prediction's propagation stops, and moves its cursor.
+DSC and the prediction's propagation stops, and moves its cursor. The cursor is
+blitted (drawn alone over the plot's last full drawing, kept as a bitmap): moving it
+with the slice shown costs a few milliseconds on the GUI thread, not a redraw of the
+whole plot.
 """
 from __future__ import annotations
 
@@ -55,7 +58,10 @@ class SliceDicePlot:
         #: (slice, rule) of the stops drawn
         self.stops: list[tuple[int, str]] = []
         self._on_click = on_click
+        #: the plot without its cursor, as last drawn in full (None: a full drawing is due)
+        self._background: Any = None
         self.canvas.mpl_connect("button_press_event", self._clicked)
+        self.canvas.mpl_connect("draw_event", self._drawn)
 
     def show(self, per_slice: np.ndarray, stops: list[tuple[int, str]], xlabel: str) -> None:
         """Draw ``per_slice`` (NaN: no foreground), the ``stops`` and a cursor at slice 0."""
@@ -65,7 +71,7 @@ class SliceDicePlot:
         self.per_slice = per_slice = np.asarray(per_slice, dtype=float)
         index = np.arange(len(per_slice))
         (self.line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color=LINE_COLOR, picker=5)
-        self.cursor = ax.axvline(0, color=PLOT_CURSOR, linewidth=1)
+        self.cursor = ax.axvline(0, color=PLOT_CURSOR, linewidth=1, animated=True)  # blitted, never in a full draw
         self.stops = stops
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
@@ -74,12 +80,29 @@ class SliceDicePlot:
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel("DSC", fontsize=8)
+        self._background = None
         self.canvas.draw_idle()
 
     def move_cursor(self, index: int) -> None:
-        if self.cursor is not None:
-            self.cursor.set_xdata([index, index])
+        """The cursor to slice ``index``: blitted over the last full drawing (a full drawing when none is kept)."""
+        if self.cursor is None:
+            return
+        self.cursor.set_xdata([index, index])
+        if self._background is None:
             self.canvas.draw_idle()
+            return
+        self.canvas.restore_region(self._background)
+        self._blit_cursor()
+
+    def _drawn(self, _event: Any) -> None:
+        """After a full drawing (a new plot, a resize): keep it without the cursor, then blit the cursor."""
+        self._background = self.canvas.copy_from_bbox(self.figure.bbox)
+        if self.cursor is not None:
+            self._blit_cursor()
+
+    def _blit_cursor(self) -> None:
+        self.axes.draw_artist(self.cursor)
+        self.canvas.blit(self.figure.bbox)
 
     def _clicked(self, event: Any) -> None:
         if self.line is not None and event.inaxes is self.axes and event.xdata is not None:
