@@ -215,3 +215,21 @@ def test_a_burst_of_steps_is_shown_as_two(qtbot):
     qtbot.waitUntil(lambda: not runner.busy, timeout=30_000)
     assert runner.pacer.shown == 3 and bar.value == 7
     assert worker is not None
+
+
+def test_the_slice_shown_beyond_the_comparison_shown_is_no_error(make_napari_viewer, qtbot):
+    """While a longer volume's comparison computes (a row opening), the viewer may already show a slice
+    past the end of the comparison on screen: the slice DSC says the whole one's, nothing raises (under
+    PyQt6 an exception in a slot aborts the process; the clinician session found it)."""
+    viewer = make_napari_viewer(show=True)
+    compare = dock(viewer, "compare")
+    short = np.zeros((3, 8, 8), dtype=np.uint8)
+    short[1, 2:6, 2:6] = 1
+    compare.metrics.comparison = compare_masks(short, short)
+    longer = viewer.add_labels(np.zeros((20, 8, 8), dtype=np.uint8), name="longer",
+                               metadata={"role": "ground_truth"})
+    compare.gt_layer.value = longer
+    viewer.dims.set_current_step(0, 14)
+    assert compare.metrics.choice.current_index() == 14
+    compare.metrics.on_dims()
+    assert compare.slice_dice.value == "1.0000"  # the whole comparison's DSC, not a slice's

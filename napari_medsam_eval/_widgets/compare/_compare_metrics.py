@@ -223,7 +223,8 @@ class ComparisonSection(Container):
         if self.comparison is None:
             return
         index = self.choice.current_index()
-        if index is None:
+        if index is None or not 0 <= index < len(self.comparison.per_slice):
+            # (outside: the comparison shown is of a pair whose new one is still computing, e.g. a row opening)
             self.slice_dice.value = _fmt(self.comparison.dice)
             return
         self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} (slice {index})"
