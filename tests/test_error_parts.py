@@ -2,15 +2,22 @@
 to 1 - DSC on random and on real masks, the empty-mask rules of the metrics."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
+import SimpleITK as sitk
 from scipy import ndimage
 
-from napari_medsam_eval.evaluation.error_parts import OK, OK_DICE, PARTS, error_parts, slice_ranges
+from napari_medsam_eval.cli import main
+from napari_medsam_eval.evaluation.error_parts import (
+    OK, OK_DICE, PART_COLUMNS, PARTS, ROW_COLUMNS, error_parts, parse_where, parts_text, slice_ranges)
 from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.io import read_label
+from napari_medsam_eval.benchmark.store import load_table
 
 SHAPE = (20, 40, 40)
+REPO = Path(__file__).resolve().parents[1]
 
 
 def cylinder(first: int, last: int, radius: float = 8.0, centre: tuple[float, float] = (20, 20)) -> np.ndarray:
@@ -125,10 +132,58 @@ def test_empty_masks_follow_the_metrics_rules():
 
 def test_columns_and_refusals():
     columns = error_parts(cylinder(5, 11), cylinder(5, 9), prompt_slice=7).columns()
-    assert list(columns) == [f"error_{p}" for p in PARTS] + ["dominant_error", "prompt_slice_dice"]
+    assert tuple(columns) == ROW_COLUMNS == tuple(f"error_{p}" for p in PARTS) + (
+        "dominant_error", "prompt_slice_dice", "error_slices")
     assert columns["dominant_error"] == "leak" and columns["prompt_slice_dice"] == 1.0
+    assert parse_where(columns["error_slices"]) == {"leak": {"largest": 10, "ranges": [[10, 11]]}}
+    assert parse_where("") == {} and parse_where("not json") == {}
     with pytest.raises(ValueError, match="differs"):
         error_parts(np.zeros((3, 4, 4)), np.zeros((3, 4, 5)))
     with pytest.raises(ValueError, match="outside"):
         error_parts(np.zeros((3, 4, 4)), np.zeros((3, 4, 4)), prompt_slice=3)
     assert slice_ranges(np.array([2, 3, 4, 9])) == [(2, 4), (9, 9)] and slice_ranges(np.array([])) == []
+
+
+def test_score_prints_why_each_label_missed(tmp_path, capsys):
+    """`medsam-eval score PRED GT`: the parts of each label after its metrics, in words and as CSV columns."""
+    gt_path = REPO / "sample_data" / "phantom_ct" / "label.nii.gz"
+    truth = sitk.ReadImage(str(gt_path))
+    labels = sitk.GetArrayFromImage(truth)
+    kidney = labels == 2
+    pred = np.where(kidney, 0, labels)
+    kept = np.zeros_like(kidney)
+    kept[24:] = ndimage.binary_erosion(kidney)[24:]
+    pred[kept] = 2
+    pred_path = tmp_path / "pred.nii.gz"
+    image = sitk.GetImageFromArray(pred.astype(labels.dtype))
+    image.CopyInformation(truth)
+    sitk.WriteImage(image, str(pred_path))
+    assert main(["score", str(pred_path), str(gt_path), "--labels", "2"]) == 0
+    printed = capsys.readouterr().out
+    parts = error_parts(pred == 2, kidney)
+    assert parts.dominant == "missed_slices" and parts.shares["under"] > 0
+    assert f"missed slices {parts.shares['missed_slices']:.3f} (slices " in printed
+    assert "dominant: missed slices" in printed
+    assert main(["score", str(pred_path), str(gt_path), "--labels", "2", "--csv"]) == 0
+    header, row = capsys.readouterr().out.strip().splitlines()[:2]
+    assert set(PART_COLUMNS) | {"dominant_error", "error_slices"} <= set(header.split(","))
+    assert ",missed_slices," in row
+
+
+def test_every_row_of_a_real_run_has_parts_adding_up(shared_data, tmp_path):
+    """A box-model run over three hippocampus cases: each scored row's parts add up to 1 - dice (1e-9), its
+    dominant part is the largest share, and the words say so; an old row without the columns reads n/a."""
+    out = tmp_path / "run"
+    assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "3", "--out", str(out),
+                 "--no-report", "--quiet"]) == 0
+    table = load_table(out)
+    scored = table[table["status"] == "ok"]
+    assert len(scored) == 6
+    for _, row in scored.iterrows():
+        assert sum(row[c] for c in PART_COLUMNS) == pytest.approx(1 - row["dice"], abs=1e-9)
+        largest = max(PARTS, key=lambda p: row[f"error_{p}"])
+        assert row["dominant_error"] in (OK, largest)
+        assert row["prompt_slice_dice"] == row["prompt_slice_dice"]  # a volume's prompt slice is scored
+        assert parse_where(row["error_slices"]) or row["dice"] == 1.0
+        assert "dominant: " in parts_text(row.to_dict())
+    assert parts_text({"dice": 0.5}) == "n/a"

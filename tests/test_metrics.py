@@ -16,6 +16,7 @@ import SimpleITK as sitk
 from scipy import ndimage
 
 from napari_medsam_eval.core.case import Spacing
+from napari_medsam_eval.evaluation.error_parts import ROW_COLUMNS
 from napari_medsam_eval.evaluation.metrics import (
     LITEMEDSAM_NSD_DICE_THRESHOLD,
     NOT_SCORED,
@@ -207,7 +208,8 @@ def test_label_metrics():
     assert result[3]["gt_voxels"] == 0 and result[3]["pred_voxels"] == 1
     assert compute_label_metrics(pred, gt, spacing, labels=[4])[4]["dice"] == 1.0
     assert set(compute_label_metrics(pred, gt, spacing, labels=[1])[1]) == {
-        "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels"}
+        "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels", *ROW_COLUMNS}
+    assert one["dominant_error"] == "under" and one["error_under"] == pytest.approx(16 / 112)
 
 
 def test_label_metrics_litemedsam_nsd_rule():

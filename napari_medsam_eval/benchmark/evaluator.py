@@ -240,7 +240,7 @@ class CaseEvaluator:
         try:
             if isinstance(self.protocol, CorrectionsProtocol):
                 pred = self._correct(case, image, prompt, gt, row, progress)
-                row.update(score_target(pred, gt, case, self.config.tolerance_mm))
+                row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
                 row["notes"] = json_dumps(result_notes(case.image, pred))
                 predictions[value] = pred
                 return row
@@ -253,7 +253,7 @@ class CaseEvaluator:
                 row.update(times)
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
-            row.update(score_target(pred, gt, case, self.config.tolerance_mm))
+            row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
             row["notes"] = json_dumps(result_notes(case.image, pred))
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))

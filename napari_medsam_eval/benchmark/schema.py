@@ -59,6 +59,13 @@ and read on its own. Column meanings:
 ``sens_spread``
 ``notes``              JSON list of what makes a valid result mean little: a constant
                        image, a prompt that gave an empty mask (``[]`` or ``""``: none)
+``error_<part>``       why it missed (:mod:`napari_medsam_eval.evaluation.error_parts`):
+                       the share of ``2 TP + FP + FN`` in each part (``leak``,
+                       ``missed_slices``, ``off_target``, ``over``, ``under``); they add up
+                       to ``1 - dice`` (NaN: not scored, or a run folder from before the parts)
+``dominant_error``     the largest part, ``ok`` at DSC >= 0.9 (``""``: not scored)
+``prompt_slice_dice``  DSC on the prompt slice alone (NaN for a 2D image)
+``error_slices``       JSON object: each non-empty part's slice ranges and its largest slice
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -75,6 +82,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
+from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
 
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",
@@ -82,11 +90,12 @@ COLUMNS: tuple[str, ...] = (
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
     "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
+    *ROW_COLUMNS,
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
                  "time_total_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
-                 "sens_dice_max", "sens_spread")
+                 "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s")
 #: the table's order

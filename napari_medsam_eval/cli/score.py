@@ -30,10 +30,12 @@ from ..datasets.base import root_dataset_json
 from ..core.errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
+from ..evaluation.error_parts import PART_COLUMNS, parts_text
 from ..evaluation.metrics import compute_label_metrics
 from .commands import command_help
 
-COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels"]
+COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels", "dominant_error", *PART_COLUMNS,
+           "error_slices"]
 #: a label map with more distinct values than this (and over twice the other map's) is taken for an image
 MAX_LABEL_VALUES = 64
 ROLES = ("prediction", "ground truth")
@@ -153,10 +155,11 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     names = {**declared, **pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
     per_label = compute_label_metrics(pred.array, gt.array, spacing[1:] if kind == "video" else spacing,
                                       labels=labels, tolerance_mm=tolerance_mm, kind=kind)
-    return [{"label": value, "name": names.get(value, ""), **metrics} for value, metrics in per_label.items()]
+    return [{"label": value, "name": names.get(value, ""), "kind": kind, **metrics} for value, metrics in per_label.items()]
 
 
-def format_table(rows: list[dict]) -> str:
+def format_table(rows: list[dict], unit: str = "slices") -> str:
+    """The rows as a fixed-width table, then one line per label on why it missed (``unit``: slices or frames)."""
     header = f"{'label':>5}  {'name':<14}{'DSC':>8}{'IoU':>8}{'NSD':>8}{'HD95':>9}{'gt vox':>10}{'pred vox':>10}"
     lines = [header]
     for r in rows:
@@ -164,6 +167,8 @@ def format_table(rows: list[dict]) -> str:
             f"{r['label']:>5}  {str(r['name'])[:14]:<14}{r['dice']:>8.4f}{r['iou']:>8.4f}{r['nsd']:>8.4f}"
             f"{r['hd95']:>9.3f}{int(r['gt_voxels']):>10}{int(r['pred_voxels']):>10}"
         )
+    lines.append("why it missed (each part's share of the error; the parts add up to 1 - DSC):")
+    lines.extend(f"{r['label']:>5}  {parts_text(r, unit=unit)}" for r in rows)
     return "\n".join(lines)
 
 
@@ -179,11 +184,11 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"tolerance_mm": args.tolerance_mm, "labels": rows}, indent=2))
     elif args.csv:
         buffer = _io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
+        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())
     else:
         print(f"NSD tolerance {args.tolerance_mm} mm")
-        print(format_table(rows))
+        print(format_table(rows, unit="frames" if rows and rows[0]["kind"] == "video" else "slices"))
     return 0

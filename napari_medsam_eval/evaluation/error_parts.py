@@ -26,6 +26,7 @@ metrics' empty rule), dominant ``ok``.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,6 +42,9 @@ PART_MEANINGS = {
     "over": "the other false positives: too much at the object's border",
     "under": "the other false negatives: too little inside the object's slices",
 }
+#: the columns of a result row the parts fill (:meth:`ErrorParts.columns`)
+PART_COLUMNS = tuple(f"error_{part}" for part in PARTS)
+ROW_COLUMNS = (*PART_COLUMNS, "dominant_error", "prompt_slice_dice", "error_slices")
 #: a result at or above this DSC is dominated by nothing: ``ok``
 OK_DICE = 0.9
 #: the dominant part of a result at or above :data:`OK_DICE`
@@ -74,11 +78,53 @@ class ErrorParts:
         return max(PARTS, key=lambda part: (self.shares[part], -PARTS.index(part)))
 
     def columns(self) -> dict[str, object]:
-        """The result row's columns: ``error_<part>`` shares, ``dominant_error`` and ``prompt_slice_dice``."""
+        """The result row's columns (:data:`ROW_COLUMNS`): ``error_<part>`` shares, ``dominant_error``,
+        ``prompt_slice_dice`` (NaN without a prompt slice) and ``error_slices`` (:meth:`where_json`)."""
         row: dict[str, object] = {f"error_{part}": self.shares[part] for part in PARTS}
         row["dominant_error"] = self.dominant
         row["prompt_slice_dice"] = np.nan if self.prompt_slice_dice is None else self.prompt_slice_dice
+        row["error_slices"] = self.where_json()
         return row
+
+    def where_json(self) -> str:
+        """Where each non-empty part lies, as compact JSON: ``{"leak": {"largest": 9, "ranges": [[8, 10]]}}``."""
+        where = {part: {"largest": self.largest_slice.get(part), "ranges": [list(r) for r in self.slices.get(part, [])]}
+                 for part in PARTS if self.voxels.get(part)}
+        return json.dumps(where, sort_keys=True, separators=(",", ":"))
+
+
+def parse_where(text: object) -> dict[str, dict[str, object]]:
+    """An ``error_slices`` cell read back ({} for a blank or an old row's missing cell)."""
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def part_name(part: str) -> str:
+    """A part's name in words: ``missed_slices`` -> ``missed slices``."""
+    return part.replace("_", " ")
+
+
+def ranges_text(ranges: list) -> str:
+    """Inclusive slice ranges in words: ``[[2, 4], [9, 9]]`` -> ``2-4, 9``."""
+    return ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
+
+
+def parts_text(row: dict, unit: str = "slices") -> str:
+    """One line saying why a row missed, from its columns: ``under 0.120 (slices 3-9), over 0.031 (...);
+    dominant: under``; the empty parts left out; ``n/a`` when the row has no parts (not scored, or old)."""
+    shares = {part: row.get(f"error_{part}") for part in PARTS}
+    if any(not isinstance(v, (int, float)) or v != v for v in shares.values()):
+        return "n/a"
+    where = parse_where(row.get("error_slices"))
+    said = [f"{part_name(part)} {shares[part]:.3f}"
+            + (f" ({unit} {ranges_text(where[part]['ranges'])})" if where.get(part, {}).get("ranges") else "")
+            for part in PARTS if shares[part] > 0]
+    return f"{', '.join(said) or 'no error'}; dominant: {part_name(str(row.get('dominant_error') or 'n/a'))}"
 
 
 def _as_slices(mask: np.ndarray) -> np.ndarray:

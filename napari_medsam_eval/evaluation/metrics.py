@@ -32,6 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .error_parts import error_parts
 from .surface_distance import (  # noqa: F401 - the surface metrics are re-exported: callers score from here
     LITEMEDSAM_NSD_TOLERANCE_MM, SpacingLike, SurfaceDistances, spacing_tuple, as_mask_pair,
     check_tolerance, compute_hd95, compute_surface_dice, compute_surface_distances)
@@ -110,13 +111,16 @@ def _video_surfaces(pred: np.ndarray, gt: np.ndarray, spacing: SpacingLike, tole
 
 
 def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: SpacingLike,
-               tolerance_mm: float = LITEMEDSAM_NSD_TOLERANCE_MM) -> dict[str, float]:
+               tolerance_mm: float = LITEMEDSAM_NSD_TOLERANCE_MM, prompt_slice: int | None = None,
+               ) -> dict[str, float | str]:
     """The one scorer of a binary prediction against a binary truth (``medsam-eval score`` and ``run``
     give these numbers, the widgets and studies too): Dice and IoU over the whole case; NSD at
     ``tolerance_mm`` and HD95 on the case's spacing for a volume (3D) and a 2D image; for a video
     (``T, H, W``, ``spacing`` the frame's ``y, x``) NSD and HD95 per frame in 2D, averaged over the frames
     where the prediction or the truth is present (time is not a length: a lost or spurious object makes
-    that frame's NSD 0 and HD95 ``inf``). Voxel counts of both."""
+    that frame's NSD 0 and HD95 ``inf``). Voxel counts of both. And why it missed: the error split into
+    parts that add up to ``1 - Dice`` (:func:`~.error_parts.error_parts`: ``error_<part>``,
+    ``dominant_error``, ``error_slices``; ``prompt_slice_dice`` when ``prompt_slice`` is given)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     pred, gt = as_mask_pair(np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool))
@@ -127,7 +131,8 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: SpacingLike
         surfaces = compute_surface_distances(pred, gt, spacing)
         nsd, hd95 = surfaces.surface_dice(tolerance_mm), surfaces.robust_hausdorff(95.0)
     return {"dice": compute_dice(pred, gt), "iou": compute_iou(pred, gt), "nsd": nsd, "hd95": hd95,
-            "gt_voxels": float(np.count_nonzero(gt)), "pred_voxels": float(np.count_nonzero(pred))}
+            "gt_voxels": float(np.count_nonzero(gt)), "pred_voxels": float(np.count_nonzero(pred)),
+            **error_parts(pred, gt, prompt_slice).columns()}
 
 
 def compute_label_metrics(

@@ -7,6 +7,7 @@
   over the frames where the prediction or the ground truth is present (a frame with
   exactly one of them empty scores NSD 0 and HD95 ``inf``).
 * Per-slice Dice along axis 0 (NaN where both are empty).
+* Why it missed: the error's parts (:mod:`.error_parts`), which add up to ``1 - Dice``.
 
 Some valid results mean nothing, and :func:`result_notes` says so (the ``notes``
 column of a row, a warning on the command line): an image with no intensity
@@ -21,6 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from ..core.case import Case
+from .error_parts import ROW_COLUMNS
 from .metrics import LITEMEDSAM_NSD_TOLERANCE_MM, compute_dice, compute_per_slice_dice, score_pair
 
 #: NSD tolerance of every row (LiteMedSAM's compute_metrics.py: 2 mm for all modalities)
@@ -34,15 +36,18 @@ def slice_dice_json(values: Sequence[float] | np.ndarray) -> str:
 
 
 def score_target(pred: np.ndarray, gt: np.ndarray, case: Case,
-                 tolerance_mm: float = NSD_TOLERANCE_MM) -> dict[str, object]:
+                 tolerance_mm: float = NSD_TOLERANCE_MM, prompt_slice: int | None = None) -> dict[str, object]:
     """The metric columns of a row for one binary prediction against one binary ground truth
-    (:func:`~napari_medsam_eval.evaluation.metrics.score_pair`, the scorer ``medsam-eval score`` uses too)."""
+    (:func:`~napari_medsam_eval.evaluation.metrics.score_pair`, the scorer ``medsam-eval score`` uses too),
+    with the error parts (:data:`~.error_parts.ROW_COLUMNS`; the prompt slice's own DSC when given)."""
     pred = np.asarray(pred, dtype=bool)
     gt = np.asarray(gt, dtype=bool)
     spacing = tuple(case.spacing.values)
-    scores = score_pair(pred, gt, case.kind, spacing[1:] if case.kind == "video" else spacing, tolerance_mm)
+    scores = score_pair(pred, gt, case.kind, spacing[1:] if case.kind == "video" else spacing, tolerance_mm,
+                        prompt_slice=None if case.kind == "image" else prompt_slice)
     per_slice = compute_per_slice_dice(pred, gt, axis=0) if case.kind != "image" else [compute_dice(pred, gt)]
     return {
+        **{column: scores[column] for column in ROW_COLUMNS},
         "dice": scores["dice"],
         "iou": scores["iou"],
         "nsd": scores["nsd"],

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..evaluation.aggregate import summarize
+from ..evaluation.error_parts import PART_COLUMNS
 from ..evaluation.scoring import NSD_TOLERANCE_MM, score_target
 from ..datasets import resolve_layout, task_name
 from ..core.intensity import case_intensity, prepare_image
@@ -133,9 +134,10 @@ def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol:
         for name, setting_prompt, options in settings:
             start = time.perf_counter()
             result = segment_by_kind(backend, image, case.kind, setting_prompt, case_id=case.case_id, **options)
-            scores = score_target(result.mask, gt, case, tolerance_mm)
+            scores = score_target(result.mask, gt, case, tolerance_mm, setting_prompt.slice_index)
             rows.append({**base, "setting": name, "dice": scores["dice"], "nsd": scores["nsd"],
                          "pred_voxels": scores["pred_voxels"], "gt_voxels": scores["gt_voxels"],
+                         **{column: scores[column] for column in (*PART_COLUMNS, "dominant_error")},
                          "stops": "; ".join(f"{s.direction}:{s.reason}@{s.at}" for s in result.record.stops),
                          "seconds": time.perf_counter() - start})
     backend.clear_cache()
@@ -147,8 +149,9 @@ def study_table(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for (task, setting), group in rows.groupby(["task", "setting"], sort=False):
         dice, nsd = summarize(group["dice"]), summarize(group["nsd"])
+        parts = {f"{column}_mean": float(group[column].mean()) for column in PART_COLUMNS if column in group}
         out.append({"task": task, "setting": setting, "n": dice["n"], "dice_median": dice["median"],
-                    "dice_q25": dice["q25"], "dice_q75": dice["q75"], "nsd_median": nsd["median"]})
+                    "dice_q25": dice["q25"], "dice_q75": dice["q75"], "nsd_median": nsd["median"], **parts})
     return pd.DataFrame(out)
 
 
