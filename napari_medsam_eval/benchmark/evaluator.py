@@ -52,7 +52,7 @@ from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from ..evaluation.scoring import result_notes, score_target
 from .case_progress import StepProgress, target_progress
-from .timing import SegmentTimer
+from .timing import SegmentTimer, with_rest
 
 PREDICTIONS_DIR = "predictions"
 #: how a row's error starts when its prediction could not be written (the runner stops: the disk is full, ...)
@@ -282,7 +282,7 @@ class CaseEvaluator:
                                                    rules=self.config.propagation, case_id=case.case_id,
                                                    progress=progress)
         times = timer.columns()
-        times["time_total_s"] = max(0.0, times["time_total_s"] - scoring["seconds"])
+        times = with_rest({**times, "time_total_s": max(0.0, times["time_total_s"] - scoring["seconds"])})
         dice = [round(step["dice"], 4) for step in steps]
         row.update(times)
         row.update({"prompt": prompts_to_json(anchors), "dice_after": json_dumps(dice),
@@ -318,18 +318,26 @@ class CaseEvaluator:
 
     def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:
-        """One label map per case (a later target wins where two overlap), written atomically."""
-        relative = Path(PREDICTIONS_DIR) / f"{safe_file_stem(ref.case_id)}{prediction_suffix(case)}"
-        combined = np.zeros(case.spatial_shape, dtype=np.uint16 if max(rows, default=0) > 255 else np.uint8)
+        """One label map per case (a later target wins where two overlap), written atomically; a target
+        that lost voxels to a later one gets a file of its own too (``<case>.label<value>``), and its row
+        names that file: every row's file reproduces the row (``medsam-eval score``)."""
+        stem, suffix = safe_file_stem(ref.case_id), prediction_suffix(case)
+        dtype = np.uint16 if max(rows, default=0) > 255 else np.uint8
+        combined = np.zeros(case.spatial_shape, dtype=dtype)
         for value in sorted(predictions):
             combined[predictions[value]] = value
+        files: dict[int | None, tuple[Path, np.ndarray]] = {None: (Path(PREDICTIONS_DIR) / f"{stem}{suffix}", combined)}
+        for value, mask in predictions.items():
+            if np.any(mask & (combined != value)):  # overwritten where a later target overlaps it
+                files[value] = (Path(PREDICTIONS_DIR) / f"{stem}.label{value}{suffix}", mask.astype(dtype) * value)
+        written: dict[int | None, tuple[str, str]] = {}
         try:
-            path = write_mask(combined, self.config.out_dir / relative, case)  # verified before it is kept
-            checksum = sha256_file(path)
+            for key, (relative, labels) in files.items():
+                path = write_mask(labels, self.config.out_dir / relative, case)  # verified before it is kept
+                written[key] = (relative.as_posix(), sha256_file(path))
         except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
             for value, row in rows.items():
                 rows[value] = fail_row(row, f"{UNSAVED_PREFIX}: {error_text(error)}")
             return
         for value, row in rows.items():
-            row["prediction_path"] = relative.as_posix()
-            row["prediction_sha256"] = checksum
+            row["prediction_path"], row["prediction_sha256"] = written.get(value, written[None])

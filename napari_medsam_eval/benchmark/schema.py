@@ -36,13 +36,17 @@ and read on its own. Column meanings:
                        for a native propagation, ``box_3d`` for the official loop)
 ``slice_scores``       JSON list: the model's own score (predicted IoU) of every
                        slice it segmented, ``null`` elsewhere
-``time_*_s``           seconds: image encoder and mask decoder as the backend
-                       reports them (summed over slices; NaN when the backend
-                       does not report them), and wall time of segmentation
-                       and propagation for this target (metrics excluded)
+``time_*_s``           seconds: image encoder (every pass, the video rule's too) and
+                       mask decoder as the backend reports them (summed over slices;
+                       NaN when the backend does not report them), wall time of
+                       segmentation and propagation for this target (metrics
+                       excluded), and the rest of it (``time_other_s``: encoder +
+                       decoder + other = total)
 ``attributes``         JSON object: split, difficulty, view ... of the case
 ``seed``               the run's seed
-``prediction_path``    prediction file relative to the run folder (``""`` if not saved)
+``prediction_path``    prediction file relative to the run folder (``""`` if not saved):
+                       the case's label map, or the target's own where a later
+                       target overwrote some of its voxels in it
 ``prediction_sha256``  SHA-256 of that file, taken after it was written and read
                        back; ``--resume`` redoes a case whose file is missing or
                        no longer matches
@@ -87,17 +91,18 @@ from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",
     "dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice",
-    "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s", "attributes", "seed",
+    "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s",
+    "time_other_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
     "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
     *ROW_COLUMNS,
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
-                 "time_total_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
+                 "time_total_s", "time_other_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
                  "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
-TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s")
+TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s", "time_other_s")
 #: the table's order
 SORT_COLUMNS = ("case_id", "target_label")
 

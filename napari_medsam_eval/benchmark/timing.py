@@ -11,6 +11,11 @@ A backend that propagates natively (SAM2/MedSAM2) makes no per-slice
 ``segment`` calls; its encoder/decoder times are then unknown (NaN) and only
 the wall time around the call is recorded. A cached embedding costs no
 encoder time: the second target of a case usually shows less encoder time.
+
+A backend that embeds slices outside ``segment`` too (LiteMedSAM's video rule reads each frame's
+feature grid before its mask) reports every encoder pass through its ``embed`` method: where a backend
+has one, it is wrapped as well and the encoder time is its sum (never counted twice). The columns add
+up: ``time_other_s`` is the rest of the wall time (preparing slices, the propagation rules, copies).
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ from ..models.base import SegmentationBackend
 
 #: backend methods returning a SegmentResult whose timings are summed
 TIMED_METHODS = ("segment", "segment_box256")
+#: the backend method returning ``(embedding, encoder seconds)`` for every encoder pass, where there is one
+EMBED_METHOD = "embed"
 
 
 class SegmentTimer:
@@ -37,7 +44,7 @@ class SegmentTimer:
         self._saved: dict[str, Any] = {}
         self._start = 0.0
 
-    def _wrap(self, method):
+    def _wrap(self, method, embeds: bool):
         @functools.wraps(method)
         def timed(*args: Any, **kwargs: Any):
             result = method(*args, **kwargs)
@@ -45,17 +52,30 @@ class SegmentTimer:
             timings = getattr(result, "timings", None) or {}
             if "encoder" in timings or "decoder" in timings:
                 self.reported += 1
-                self.encoder += float(timings.get("encoder", 0.0))
+                if not embeds:  # else the embed wrapper counted this call's encoder pass
+                    self.encoder += float(timings.get("encoder", 0.0))
                 self.decoder += float(timings.get("decoder", 0.0))
             return result
 
         return timed
 
+    def _wrap_embed(self, method):
+        @functools.wraps(method)
+        def timed(*args: Any, **kwargs: Any):
+            embedding, seconds = method(*args, **kwargs)
+            self.encoder += float(seconds)
+            return embedding, seconds
+
+        return timed
+
     def __enter__(self) -> "SegmentTimer":
-        for name in TIMED_METHODS:
+        embeds = hasattr(type(self.backend), EMBED_METHOD)
+        for name in TIMED_METHODS + ((EMBED_METHOD,) if embeds else ()):
             if hasattr(type(self.backend), name):
                 self._saved[name] = self.backend.__dict__.get(name)
-                setattr(self.backend, name, self._wrap(getattr(self.backend, name)))
+                method = getattr(self.backend, name)
+                setattr(self.backend, name, self._wrap_embed(method) if name == EMBED_METHOD
+                        else self._wrap(method, embeds))
         self._start = time.perf_counter()
         return self
 
@@ -69,10 +89,17 @@ class SegmentTimer:
         self._saved.clear()
 
     def columns(self) -> dict[str, float]:
-        """The ``time_*_s`` columns: NaN for encoder/decoder when no call reported them."""
+        """The ``time_*_s`` columns: NaN for encoder/decoder (and the rest) when no call reported them."""
         known = self.reported > 0
-        return {
+        return with_rest({
             "time_encoder_s": self.encoder if known else float("nan"),
             "time_decoder_s": self.decoder if known else float("nan"),
             "time_total_s": self.total,
-        }
+        })
+
+
+def with_rest(times: dict[str, float]) -> dict[str, float]:
+    """``times`` with ``time_other_s``: the wall time that is neither encoder nor decoder, so that encoder +
+    decoder + other = total (NaN when the encoder/decoder times are unknown)."""
+    rest = times["time_total_s"] - times["time_encoder_s"] - times["time_decoder_s"]
+    return {**times, "time_other_s": max(0.0, rest) if rest == rest else float("nan")}
