@@ -78,6 +78,11 @@ CANVASES: dict[str, dict[str, str]] = {
                 "positive point": POSITIVE_POINT, "negative point": NEGATIVE_POINT, "box": BOX_PROMPT},
 }
 
+#: the error parts (evaluation/error_parts.py): false positives in warm colours (leak, off target,
+#: over), false negatives in cool ones (missed slices, under); the report's bars, the docks' overlay
+ERROR_PART_COLORS = {"leak": VERMILLION, "off_target": ORANGE, "over": YELLOW,
+                     "missed_slices": REDDISH_PURPLE, "under": SKY_BLUE}
+
 # --- plots ---------------------------------------------------------------------------------------
 #: the widgets' plots, on the viewer's theme (dark by default): the data, its summary (mean,
 #: median) and the slice on screen, where a propagation stopped
@@ -113,7 +118,7 @@ def hex_to_rgb(color: str) -> tuple[float, float, float]:
 
 __all__ = [
     "ADDED", "AGREEMENT_BINS", "A_ONLY", "BLACK", "BLUE", "BLUISH_GREEN", "BOTH", "BOX_PROMPT", "B_ONLY",
-    "CANVASES", "COLOR_NAMES", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
+    "CANVASES", "COLOR_NAMES", "ERROR_PART_COLORS", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
     "HIGHLIGHT", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "PLOT_CATEGORIES", "PLOT_CURSOR",
     "PLOT_LIGHT_THEME", "PLOT_SERIES", "PLOT_STOP", "PLOT_SUMMARY", "POINT_BORDERS", "POSITIVE_POINT",
     "PREDICTION", "PREDICTION_PALETTE", "REDDISH_PURPLE", "REMOVED", "REPORT_CATEGORIES", "REPORT_MARK",

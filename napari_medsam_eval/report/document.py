@@ -1,13 +1,12 @@
 """The run report: ``report.md`` and ``report.html`` in the run directory, figures in ``figures/``.
 
-Sections: the run (from ``manifest.json``, else from the table), the overall
-median (median of task medians and pooled median, both labelled), the
-per-task table (DSC and NSD as median [q25, q75], mean, n, failures), the
-same split by each case attribute with a few values (e.g. SUN-SEG
-difficulty), for a ``corrections`` run the effort section (NoC per task and
-the DSC-vs-interactions curves, :mod:`.effort_section`), the box plots,
-failed cases with their errors and the worst cases with their per-slice DSC
-along z or t.
+Results first: what was read (rows, failures), the overall median (median of task medians and
+pooled median, both labelled), the per-task table (DSC and NSD as median [q25, q75], mean, n,
+failures), why it failed (the error parts per task, :mod:`.error_section`), the same task table split
+by each case attribute with a few values (e.g. SUN-SEG difficulty), for a ``corrections`` run the
+effort section (NoC per task and the DSC-vs-interactions curves, :mod:`.effort_section`), the box
+plots, failed cases with their errors and the worst cases with their per-slice DSC along z or t; the
+run's details (from ``manifest.json``, else from the table) and its timing at the end.
 """
 from __future__ import annotations
 
@@ -19,11 +18,13 @@ import pandas as pd
 
 from ..evaluation.aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
+from ..benchmark.parts_backfill import fill_parts
 from ..benchmark.schema import is_missing
 from ..core.ownership import overlap
 from ..core.palette import REPORT_MARK, REPORT_PROMPT, REPORT_STOP, color_name
 from . import markup as mk
 from .effort_section import effort_blocks
+from .error_section import error_blocks
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
 from .sensitivity_section import sensitivity_blocks
 from .figures import plot_slice_dice, plot_task_boxes
@@ -151,17 +152,17 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     figures = out_dir / FIGURES
     summary = summarize_tasks(table, metrics=metrics)
     overall = overall_summary(table, metrics=metrics)
-    blocks = [mk.heading(f"Benchmark report: {run.name}", 1), mk.heading("Run")]
-    facts = manifest_facts(run.manifest, table)
+    blocks = [mk.heading(f"Benchmark report: {run.name}", 1)]
     source = run.source.name if run.source else "table"
     empty = int(table["status"].eq("empty_gt").sum())
-    facts += [f"results: {source}, {len(table)} rows (case x target), {int(table['status'].eq('failed').sum())} failed"
-              + (f", {empty} with no ground truth of their target (empty_gt: not scored, not in n)" if empty else "")]
+    results = [f"results: {source}, {len(table)} rows (case x target), {int(table['status'].eq('failed').sum())} "
+               "failed" + (f", {empty} with no ground truth of their target (empty_gt: not scored, not in n)"
+                           if empty else "")]
     tolerances = sorted(table["nsd_tolerance_mm"].dropna().unique())
     if tolerances and "nsd" in metrics:
-        facts.append("NSD tolerance: " + ", ".join(f"{t:g} mm" for t in tolerances))
-    facts += [t for t in [_timing(table)] if t] + [f"note: {n}" for n in run.notes]
-    blocks += [mk.bullets(facts), mk.heading("Overall")]
+        results.append("NSD tolerance: " + ", ".join(f"{t:g} mm" for t in tolerances))
+    results += [f"note: {n}" for n in run.notes]
+    blocks += [mk.bullets(results), mk.heading("Overall")]
     blocks += [mk.table(*overall_rows(overall), numeric=[False, True, True, True, True, True])]
     blocks.append(mk.paragraph(
         "Median of task medians: each task's median, then the median across tasks (every task weighs the same, "
@@ -170,6 +171,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         note=True))
     header, rows = task_rows(summary, ["task"], metrics)
     blocks += [mk.heading("Per task"), mk.table(header, rows, numeric=[False] + [True] * (len(header) - 1))]
+    blocks += error_blocks(table, figures, FIGURES, unit="frames" if set(table["kind"]) == {"video"} else "slices")
     for attribute in (auto_attributes(table) if attributes is None else list(attributes)):
         split = summarize_tasks(table, by=("task", attribute), metrics=metrics)
         has_it = attribute_column(table, attribute).ne("n/a")
@@ -227,7 +229,8 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         blocks += images
     else:
         blocks.append(mk.paragraph("No scored cases."))
-    return blocks
+    facts = manifest_facts(run.manifest, table) + [t for t in [_timing(table)] if t]
+    return blocks + [mk.heading("Run"), mk.bullets(facts)]
 
 
 def write_report(run_dir: str | Path, worst_k: int = 5, attributes: Sequence[str] | None = None,
@@ -245,6 +248,12 @@ def write_report(run_dir: str | Path, worst_k: int = 5, attributes: Sequence[str
     check_apart([out / name for name in REPORT_FILES[:3]], [run.source, run.path / MANIFEST_FILE])
     if not own:
         check_output_folder(out, REPORT_FILES, "report")
+    table, filled = fill_parts(run.path, run.table)  # a run folder from before the error parts
+    if filled:
+        run.table = table
+        run.notes.append(f"the error parts of {filled} rows were computed from their saved predictions (the run "
+                         "folder predates them; a target overwritten where targets overlapped gets the parts of "
+                         "what was saved)")
     blocks = build_report(run, out, worst_k=worst_k, attributes=attributes)
     summary = summarize_tasks(run.table)
     mk.write_text(out / "task_summary.csv", summary.to_csv(index=False))

@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..benchmark.schema import is_missing
-from ..core.palette import (REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
+from ..core.palette import (ERROR_PART_COLORS, REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
                             REPORT_SERIES, REPORT_STOP)
 from ..evaluation.interaction_effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
@@ -85,6 +85,31 @@ def plot_task_boxes(table: pd.DataFrame, path: str | Path, metric: str = "dice",
     axes.set_ylabel(label)
     axes.grid(axis="y", alpha=0.3)
     axes.set_title(title or f"{label} per {by}")
+    return save_figure(figure, path)
+
+
+def plot_error_parts(parts: pd.DataFrame, path: str | Path) -> Path:
+    """One horizontal bar per task (rows of ``report.error_section.task_parts``): each error part's mean
+    stacked, so a bar ends at 1 - the task's mean DSC."""
+    shown = parts[parts["n"] > 0]
+    figure = _new_figure(7.0, max(2.2, 0.45 * len(shown) + 1.4))
+    axes = figure.add_subplot()
+    names = list(ERROR_PART_COLORS)
+    order = [p for p in ("leak", "off_target", "over", "missed_slices", "under") if p in names]
+    positions = np.arange(len(shown))[::-1]
+    left = np.zeros(len(shown))
+    for part in order:
+        values = shown[part].to_numpy(dtype=float)
+        axes.barh(positions, values, left=left, color=ERROR_PART_COLORS[part], edgecolor="white", linewidth=0.5,
+                  label=part.replace("_", " "))
+        left += values
+    axes.set_yticks(positions)
+    axes.set_yticklabels([f"{t} (n={n})" for t, n in zip(shown["task"], shown["n"])], fontsize=8)
+    axes.set_xlim(0, max(0.05, float(left.max(initial=0.0)) * 1.05))
+    axes.set_xlabel("mean share of the error (the bar's length: 1 - mean DSC)")
+    figure.legend(loc="outside lower center", fontsize=7, ncols=len(order))
+    axes.grid(axis="x", alpha=0.3)
+    axes.set_title("Why it failed: each task's error split into parts")
     return save_figure(figure, path)
 
 

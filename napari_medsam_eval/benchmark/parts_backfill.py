@@ -1,0 +1,63 @@
+"""The error parts of a run folder made before them, computed from the predictions it saved.
+
+A run folder written before the error parts (:mod:`..evaluation.error_parts`) has no ``error_*``
+columns. Where the run saved its predictions and its dataset is still there, each scored row's parts
+are computed from the saved file against the case's ground truth, as the scorer computes them for a
+new run; every other such row stays without parts (the report says ``n/a``). Nothing is written: the
+run folder is left as it was.
+
+A saved label map composed from overlapping targets (older runs saved one map per case, a later
+target winning) gives the earlier target's parts of what was saved, not of what was scored; the row's
+DSC is kept, and the note says how many rows were filled so.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..core.errors import DataError
+from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS, error_parts
+from .open_row import load_run_case
+from .schema import STATUS_OK, is_missing
+
+
+def rows_without_parts(table: pd.DataFrame) -> pd.Series:
+    """Boolean mask of the scored rows with no parts."""
+    if not set(PART_COLUMNS) <= set(table.columns):
+        return table["status"].eq(STATUS_OK)
+    return table["status"].eq(STATUS_OK) & table[list(PART_COLUMNS)].isna().any(axis=1)
+
+
+def fill_parts(run_dir: str | Path, table: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``table`` with the parts of every scored row that lacks them and has a readable saved prediction
+    (module doc), and how many rows were filled."""
+    missing = rows_without_parts(table)
+    if not missing.any() or not table.loc[missing, "prediction_path"].astype(str).str.len().any():
+        return table, 0
+    table = table.copy()
+    for column in ROW_COLUMNS:
+        if column not in table:
+            table[column] = "" if column in ("dominant_error", "error_slices") else np.nan
+    filled = 0
+    for index in table.index[missing]:
+        row = table.loc[index].to_dict()
+        if not str(row.get("prediction_path") or ""):
+            continue
+        try:
+            loaded = load_run_case(run_dir, row)
+        except (DataError, OSError):
+            continue
+        if loaded.prediction is None or loaded.case.label is None or is_missing(row.get("target_label")):
+            continue
+        value = int(row["target_label"])
+        prompt = None if is_missing(row.get("prompt_slice")) or loaded.case.kind == "image" else int(row["prompt_slice"])
+        parts = error_parts(np.asarray(loaded.prediction) == value, np.asarray(loaded.case.label) == value, prompt)
+        for column, cell in parts.columns().items():
+            table.at[index, column] = cell
+        filled += 1
+    return table, filled
+
+
+__all__ = ["fill_parts", "rows_without_parts"]
