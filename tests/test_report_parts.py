@@ -12,6 +12,7 @@ import pytest
 from napari_medsam_eval.benchmark.store import load_table
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.evaluation.error_parts import PART_COLUMNS, PARTS, ROW_COLUMNS, part_name
+from napari_medsam_eval.report.compare_parts import change_sentence, part_changes
 from napari_medsam_eval.report.error_section import task_parts
 
 
@@ -82,3 +83,25 @@ def test_an_old_run_folder_gets_its_parts_from_saved_predictions_else_n_a(saved_
             assert "n/a: this run's rows hold no error parts" in markdown
     assert list(fresh.columns[:4]) == ["task", "n", "mean_dice", "error"] and set(PARTS) <= set(fresh.columns)
     assert part_name("missed_slices") == "missed slices"
+
+
+def test_compare_says_how_each_part_changed(saved_run, shared_data, tmp_path, capsys):
+    """Box baseline (A) against the oracle (B): B removes A's whole error, part by part, in words and in
+    compare.md; the changes add up to minus the DSC change."""
+    oracle = tmp_path / "oracle"
+    assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "oracle", "--limit", "3", "--out", str(oracle),
+                 "--no-report", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(saved_run), str(oracle), "--out", str(tmp_path / "cmp"), "--resamples", "50"]) == 0
+    printed = capsys.readouterr().out
+    box, best = load_table(saved_run), load_table(oracle)
+    for task, rows in box.groupby("task"):
+        other = best[best["task"] == task]
+        leak, over = (rows[c].mean() - other[c].mean() for c in ("error_leak", "error_over"))
+        assert f"error parts, {task} (3 pairs): B removes {leak:.3f} of leak and {over:.3f} of over" in printed
+    changes = part_changes(saved_run, oracle)
+    everything = changes[changes["task"] == "(all)"].iloc[0]
+    assert sum(everything[f"change_{p}"] for p in PARTS) == pytest.approx(box["dice"].mean() - best["dice"].mean(),
+                                                                          abs=1e-9)
+    assert "## How the error parts changed (B - A)" in (tmp_path / "cmp" / "compare.md").read_text()
+    assert change_sentence({"leak": -0.08, "under": 0.02, "over": 0.001}) == "B removes 0.080 of leak and adds 0.020 of under"

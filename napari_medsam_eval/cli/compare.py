@@ -34,6 +34,10 @@ def run(args: argparse.Namespace) -> int:
     print(format_comparison(comparison))
     for note in comparison.attrs.get("notes", []):
         print(f"note: {note}")
+    from ..report.compare_parts import part_changes
+
+    for _, change in part_changes(a, b).iterrows():
+        print(f"error parts, {change['task']} ({change['n']} pairs): {change['sentence']}")
     from ..report.compare_effort import effort_comparison
     from ..report.document import text_table
 

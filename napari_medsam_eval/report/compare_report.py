@@ -10,6 +10,7 @@ import pandas as pd
 
 from . import markup as mk
 from .compare_effort import effort_blocks
+from .compare_parts import part_change_blocks, part_changes
 from .paired import ALL, compare_runs, paired_scores
 from .document import text_table
 from .figures import plot_paired_differences
@@ -64,6 +65,7 @@ def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_
                      f"median ({n_boot} resamples of the pairs, seed {seed}); Wilcoxon: two-sided signed-rank "
                      f"test, zero differences dropped. '{ALL}' pools the pairs of every task.", note=True),
         mk.image(figure.name, f"paired {label} difference per task"),
+        *part_change_blocks(part_changes(a, b)),
         *effort_blocks(a.table, b.table),  # two corrections runs: each one's curve and NoC
     ]
     mk.write_text(out / "compare.csv", comparison.to_csv(index=False))
