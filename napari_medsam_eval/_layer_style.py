@@ -21,6 +21,7 @@ from typing import Any
 from .core import palette
 from .core.palette import GROUND_TRUTH_PALETTE, PREDICTION_PALETTE
 from .session.attempts import ADDED, REMOVED
+from .evaluation.error_parts import PART_VALUES
 from .evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, OVERLAY_FN, OVERLAY_FP, OVERLAY_TP
 
 #: how many label values get a palette colour (the rest: the first colour)
@@ -37,6 +38,9 @@ CHANGE_COLORS = {None: "transparent", 0: "transparent", ADDED: palette.ADDED, RE
 #: two runs' predictions of a target (Benchmark widget, *Two runs*): only run A, only run B, both
 AB_COLORS = {None: "transparent", 0: "transparent", AB_A_ONLY: palette.A_ONLY, AB_B_ONLY: palette.B_ONLY,
              AB_BOTH: palette.BOTH}
+#: an opened row's "why" layer (evaluation/error_parts.py): each error part in its colour, the rest transparent
+ERROR_PART_LAYER_COLORS = {None: "transparent", 0: "transparent",
+                           **{PART_VALUES[part]: color for part, color in palette.ERROR_PART_COLORS.items()}}
 #: the worst run of a prompt sensitivity (Compare widget): a contour in the highlight colour
 WORST_RUN_COLOR = palette.HIGHLIGHT
 

@@ -15,6 +15,7 @@ from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_label
+from napari_medsam_eval.evaluation.error_parts import error_parts, parse_where, part_masks
 from napari_medsam_eval.evaluation.metrics import compute_dice
 from napari_medsam_eval.core.prompt import prompts_from_json
 
@@ -59,10 +60,13 @@ def test_every_row_opens_with_its_case_prediction_and_prompt(box_run: tuple[Path
         (expected,) = prompts_from_json(row["prompt"])
         assert loaded.prompt == expected and loaded.prompt.target_label == row["target_label"]
         assert loaded.prompt.slice_index == row["prompt_slice"] and loaded.prompt.boxes
-        # the slice to show: of the target's slices, one with the most FP + FN voxels of the saved prediction
+        # the slice to show: where the saved prediction's dominant error part (why it missed) is largest
         truth, predicted = case.label == row["target_label"], saved == row["target_label"]
-        errors = np.where(truth.any(axis=(1, 2)), (truth ^ predicted).sum(axis=(1, 2)), 0)
-        assert errors.max() > 0 and errors[loaded.view_slice] == errors.max()
+        parts = error_parts(predicted, truth)
+        assert parts.dominant != "ok"
+        dominant = part_masks(predicted, truth)[parts.dominant]
+        per_slice = dominant.sum(axis=(1, 2))
+        assert per_slice.max() > 0 and per_slice[loaded.view_slice] == per_slice.max()
         if row["target_label"] == 2:  # the last label wins overlaps in the saved map: its DSC is exact
             dice = compute_dice(loaded.prediction == 2, case.label == 2)
             assert dice == pytest.approx(row["dice"], abs=1e-9)
@@ -78,7 +82,10 @@ def test_a_missing_prediction_is_a_note_naming_the_file(box_run: tuple[Path, pd.
     loaded = load_run_case(copy, row)
     assert loaded.prediction is None and loaded.case.case_id == row["case_id"] and loaded.prompt is not None
     assert "not found" in loaded.note and str(copy / row["prediction_path"]) in loaded.note
-    assert loaded.view_slice == row["prompt_slice"]  # without a prediction: the prompt's slice
+    # without a prediction: where the row says its dominant part is largest; a row without parts: the prompt's slice
+    assert loaded.view_slice == parse_where(row["error_slices"])[row["dominant_error"]]["largest"]
+    old_row = {**row, "dominant_error": "", "error_slices": ""}
+    assert load_run_case(copy, old_row).view_slice == row["prompt_slice"]
     unsaved = load_run_case(copy, {**row, "prediction_path": ""})
     assert unsaved.prediction is None and "no prediction saved" in unsaved.note
 

@@ -147,6 +147,16 @@ def test_the_old_colours_fail_the_check():
     assert delta_e(OLD["FN"], OLD["ground truth"]) == pytest.approx(23.9, abs=0.05)
 
 
+@pytest.mark.parametrize("vision", list(VISIONS))
+def test_the_error_parts_keep_apart_from_each_other_and_what_is_drawn_with_them(vision):
+    """The "why" layer's five parts (two colours beyond Okabe-Ito's) against each other, the truth, the
+    prediction and the prompts, and against the other labels' colours, as a canvas's roles are."""
+    assert pairs_too_close({"why it failed": palette.WHY_CANVAS}, vision) == []
+    palettes = {"ground truth": GROUND_TRUTH_PALETTE, "prediction": PREDICTION_PALETTE}
+    assert labels_too_close({"why it failed": palette.WHY_CANVAS}, palettes, vision) == []
+    assert set(palette.ERROR_PART_COLORS.values()) <= set(palette.WHY_CANVAS.values())
+
+
 def test_the_palette_is_okabe_ito():
     allowed = set(palette.OKABE_ITO) | {palette.WHITE}
     roles = {color for roles in CANVASES.values() for color in roles.values()}

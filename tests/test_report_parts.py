@@ -98,7 +98,8 @@ def test_compare_says_how_each_part_changed(saved_run, shared_data, tmp_path, ca
     for task, rows in box.groupby("task"):
         other = best[best["task"] == task]
         leak, over = (rows[c].mean() - other[c].mean() for c in ("error_leak", "error_over"))
-        assert f"error parts, {task} (3 pairs): B removes {leak:.3f} of leak and {over:.3f} of over" in printed
+        assert f"  {task} (3 pairs): B removes {leak:.3f} of leak and {over:.3f} of over" in printed
+    assert "\nwhy it failed, B - A (each error part's mean change" in printed
     changes = part_changes(saved_run, oracle)
     everything = changes[changes["task"] == "(all)"].iloc[0]
     assert sum(everything[f"change_{p}"] for p in PARTS) == pytest.approx(box["dice"].mean() - best["dice"].mean(),

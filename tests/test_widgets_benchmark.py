@@ -20,6 +20,7 @@ from napari_medsam_eval._widgets.common import _worker as worker_module
 from napari_medsam_eval._widgets.benchmark import dock as benchmark_module
 from napari_medsam_eval._widgets.common._layers import current_index
 from napari_medsam_eval._widgets.benchmark._results_table import ROW_HEADERS
+from napari_medsam_eval.evaluation.error_parts import error_parts, part_masks
 from napari_medsam_eval.benchmark import CaseStep, load_table, read_manifest, run_benchmark
 from napari_medsam_eval.datasets import get_layout
 from napari_medsam_eval.io import read_label
@@ -56,10 +57,12 @@ def _widget(viewer, dataset, out, model: str = "litemedsam", limit: int = 3) -> 
 
 
 def _most_errors_shown(viewer, layers, target: int) -> int:
-    """The slice the viewer shows of the opened row; it must be the one of the target's slices with the most
-    FP + FN voxels of the prediction, and the image must be visible."""
+    """The slice the viewer shows of the opened row; it must be the one where the prediction's dominant error
+    part (why it missed) is largest (a result without one: the most FP + FN voxels), the image visible."""
     truth, predicted = layers["ground_truth"].data == target, layers["prediction"].data == target
-    errors = np.where(truth.any(axis=(1, 2)), (truth ^ predicted).sum(axis=(1, 2)), 0)
+    parts = error_parts(predicted, truth)
+    wrong = part_masks(predicted, truth)[parts.dominant] if parts.dominant != "ok" else truth ^ predicted
+    errors = wrong.sum(axis=(1, 2))
     shown = current_index(viewer, layers["image"])
     assert errors.max() > 0 and errors[shown] == errors.max() and layers["image"].visible, (shown, errors)
     return shown
@@ -309,7 +312,8 @@ def test_cancel_within_a_case_records_nothing_of_it_and_resume_redoes_it(shared_
     assert cases == [(0, 3, 0), (1, 3, 2)] and read_manifest(out)["status"] == "cancelled"
     kept = load_table(out)
     assert len(kept) == len(table) == 2 and set(kept["case_id"]) == {"hippocampus_001"}
-    assert set(kept["status"]) == {"ok"} and len(list((out / "predictions").iterdir())) == 1
+    saved = sorted(path.name for path in (out / "predictions").iterdir())  # the first case's only
+    assert set(kept["status"]) == {"ok"} and saved == ["hippocampus_001.label1.nii.gz", "hippocampus_001.nii.gz"]
     resumed = benchmark_module.RunConfig(dataset, out, "box", "medsam2", limit=3, resume=True,
                                          save_predictions=True)
     steps, table = _drain(benchmark_module.benchmark_job(resumed, threading.Event()))

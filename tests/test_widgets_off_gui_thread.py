@@ -180,7 +180,7 @@ def test_a_2000_row_folder_is_appended_in_one_step_and_summarized_off_the_gui(ma
     assert numbers == sorted(numbers) and all(math.isnan(value) for value in shown[len(numbers):])
     assert view.column_values("DSC")[0] == f"{numbers[0]:.4f}"
     failed = next(line for line in range(ROWS) if view.row_at(line)["status"] == "failed")
-    assert view.table.item(failed, 4).toolTip() == "failed: boom"
+    assert view.table.item(failed, _results_table.ROW_HEADERS.index("status")).toolTip() == "failed: boom"
     # rows arriving later are appended in one insertion each, in their sorted place
     view.add_rows([{**rows[0], "case_id": "late", "dice": -1.0}], later=True)
     assert view.table.rowCount() == ROWS + 1 and model.insertions == insertions + 2

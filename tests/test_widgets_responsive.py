@@ -140,7 +140,7 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
         np.testing.assert_array_equal(widget.opened["ground_truth"].data, cases[row["case_id"]])
         # one layer per role, whatever the number of rows opened: nothing piles up
         roles = [layer.metadata.get("role", "image") for layer in viewer.layers]
-        assert sorted(roles) == ["ground_truth", "image", "overlay", "prediction", "prompt_boxes"]
+        assert sorted(roles) == ["error_parts", "ground_truth", "image", "overlay", "prediction", "prompt_boxes"]
     # the opened layers stay (through napari's proxies they were removed about a second later)
     qtbot.wait(2000)
     assert all(widget.opened[role] in viewer.layers for role in ("image", "ground_truth", "prediction"))

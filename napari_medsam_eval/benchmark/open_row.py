@@ -12,9 +12,8 @@ naming the file or folder. A prediction that was not saved or cannot be read
 is not an error: the case still opens, and :attr:`RunCase.note` says why
 there is no prediction (naming the file).
 
-:attr:`RunCase.view_slice` is the slice to show: where the prediction is
-most wrong for the row's target (:func:`~napari_medsam_eval.evaluation.mask_comparison.largest_error_slice`),
-else the prompt's slice.
+:attr:`RunCase.view_slice` is the slice to show: where the result's dominant error part is largest
+(:func:`view_slice`), else the prompt's slice.
 """
 from __future__ import annotations
 
@@ -29,6 +28,7 @@ from ..datasets import CaseRef, DatasetLayout, get_layout
 from ..core.errors import DataError
 from ..io import read_label
 from ..core.prompt import Prompt, prompts_from_json
+from ..evaluation.error_parts import OK, PARTS, error_parts, parse_where
 from ..evaluation.mask_comparison import binary_target, largest_error_slice
 from .manifest import MANIFEST_FILE, read_manifest
 from .schema import is_missing
@@ -103,14 +103,22 @@ def read_prediction(run_dir: Path, row: dict[str, Any], case: Case) -> tuple[np.
 
 def view_slice(case: Case, prediction: np.ndarray | None, row: dict[str, Any],
                prompt: Prompt | None = None) -> int | None:
-    """The slice of ``case`` to show for ``row``: where ``prediction`` has the most FP + FN voxels of the
-    row's target (:func:`largest_error_slice`), else the ``prompt``'s slice; None for 2D cases."""
+    """The slice of ``case`` to show for ``row``: where the result's dominant error part
+    (:mod:`..evaluation.error_parts`) is largest, from ``prediction`` or else the row's ``error_slices``;
+    for a result without one (``ok``), where ``prediction`` has the most FP + FN voxels of the row's target
+    (:func:`largest_error_slice`); else the ``prompt``'s slice; None for 2D cases."""
     found = None
     target = row.get("target_label")
     if prediction is not None and case.label is not None and prediction.shape == case.label.shape:
         target = None if is_missing(target) else int(float(target))
-        found = largest_error_slice(binary_target(prediction, target, binary_fallback=True),
-                                    binary_target(case.label, target))
+        pred, truth = binary_target(prediction, target, binary_fallback=True), binary_target(case.label, target)
+        parts = error_parts(pred, truth) if pred.ndim == 3 else None
+        if parts is not None and parts.dominant != OK:
+            found = parts.largest_slice[parts.dominant]
+        else:
+            found = largest_error_slice(pred, truth)
+    elif len(case.spatial_shape) >= 3 and str(row.get("dominant_error") or "") in PARTS:
+        found = parse_where(row.get("error_slices")).get(str(row["dominant_error"]), {}).get("largest")
     if found is None and prompt is not None and prompt.slice_index is not None and len(case.spatial_shape) >= 3:
         found = int(prompt.slice_index)
     return found

@@ -36,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {note}")
     from ..report.compare_parts import part_changes
 
-    for _, change in part_changes(a, b).iterrows():
-        print(f"error parts, {change['task']} ({change['n']} pairs): {change['sentence']}")
+    changes = part_changes(a, b)
+    if len(changes):
+        print("\nwhy it failed, B - A (each error part's mean change over the pairs with parts in both runs):")
+    for _, change in changes.iterrows():
+        print(f"  {change['task']} ({change['n']} pairs): {change['sentence']}")
     from ..report.compare_effort import effort_comparison
     from ..report.document import text_table
 

@@ -66,6 +66,20 @@ PREDICTION_PALETTE = (PREDICTION, "#D20F5A", "#FF9687", "#87693C")
 AGREEMENT_BINS: tuple[tuple[float, str], ...] = (
     (0.0, "#00224E"), (0.2, "#434E6C"), (0.4, "#7D7C78"), (0.6, "#BCAE6C"), (0.8, "#FEE838"))
 
+#: the error parts (evaluation/error_parts.py): the report's bars and an opened row's "why" layer (which
+#: leaves TP undrawn: the truth's fill and the prediction's contour show it). Dark red and vermillion for
+#: the false positives past the object (leak) and off it, indigo for too much at its border (over: not the
+#: box's yellow), reddish purple and sky blue for the false negatives (missed slices, under). Okabe and
+#: Ito have too few colours for five more roles, so dark red and indigo were chosen (CIEDE2000) apart from
+#: each other part and every role drawn with them (:data:`WHY_CANVAS`, tests/test_palette.py)
+ERROR_PART_COLORS = {"leak": "#990000", "off_target": VERMILLION, "over": "#490092",
+                     "missed_slices": REDDISH_PURPLE, "under": SKY_BLUE}
+
+#: the roles drawn with an opened row's "why" layer (kept apart from CANVASES, whose roles are Okabe-Ito's)
+WHY_CANVAS = {"ground truth": GROUND_TRUTH, "prediction": PREDICTION,
+              **{part.replace("_", " "): color for part, color in ERROR_PART_COLORS.items()},
+              "positive point": POSITIVE_POINT, "negative point": NEGATIVE_POINT, "box": BOX_PROMPT}
+
 #: which roles share one canvas (tests/test_palette.py keeps each set apart)
 CANVASES: dict[str, dict[str, str]] = {
     "compare": {"ground truth": GROUND_TRUTH, "prediction": PREDICTION, "TP": TRUE_POSITIVE,
@@ -77,11 +91,6 @@ CANVASES: dict[str, dict[str, str]] = {
     "segment": {"ground truth": GROUND_TRUTH, "prediction": PREDICTION, "added": ADDED, "removed": REMOVED,
                 "positive point": POSITIVE_POINT, "negative point": NEGATIVE_POINT, "box": BOX_PROMPT},
 }
-
-#: the error parts (evaluation/error_parts.py): false positives in warm colours (leak, off target,
-#: over), false negatives in cool ones (missed slices, under); the report's bars, the docks' overlay
-ERROR_PART_COLORS = {"leak": VERMILLION, "off_target": ORANGE, "over": YELLOW,
-                     "missed_slices": REDDISH_PURPLE, "under": SKY_BLUE}
 
 # --- plots ---------------------------------------------------------------------------------------
 #: the widgets' plots, on the viewer's theme (dark by default): the data, its summary (mean,
@@ -118,7 +127,7 @@ def hex_to_rgb(color: str) -> tuple[float, float, float]:
 
 __all__ = [
     "ADDED", "AGREEMENT_BINS", "A_ONLY", "BLACK", "BLUE", "BLUISH_GREEN", "BOTH", "BOX_PROMPT", "B_ONLY",
-    "CANVASES", "COLOR_NAMES", "ERROR_PART_COLORS", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
+    "CANVASES", "COLOR_NAMES", "ERROR_PART_COLORS", "WHY_CANVAS", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
     "HIGHLIGHT", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "PLOT_CATEGORIES", "PLOT_CURSOR",
     "PLOT_LIGHT_THEME", "PLOT_SERIES", "PLOT_STOP", "PLOT_SUMMARY", "POINT_BORDERS", "POSITIVE_POINT",
     "PREDICTION", "PREDICTION_PALETTE", "REDDISH_PURPLE", "REMOVED", "REPORT_CATEGORIES", "REPORT_MARK",

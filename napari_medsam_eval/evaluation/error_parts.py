@@ -42,6 +42,8 @@ PART_MEANINGS = {
     "over": "the other false positives: too much at the object's border",
     "under": "the other false negatives: too little inside the object's slices",
 }
+#: values of :func:`part_overlay`'s map, one per part (0: no error there)
+PART_VALUES = {part: value for value, part in enumerate(PARTS, start=1)}
 #: the columns of a result row the parts fill (:meth:`ErrorParts.columns`)
 PART_COLUMNS = tuple(f"error_{part}" for part in PARTS)
 ROW_COLUMNS = (*PART_COLUMNS, "dominant_error", "prompt_slice_dice", "error_slices")
@@ -156,7 +158,8 @@ def _off_target(pred: np.ndarray, gt: np.ndarray, both: np.ndarray) -> np.ndarra
     return ~touching[pieces] & (pieces > 0)
 
 
-def _part_masks(pred: np.ndarray, gt: np.ndarray) -> dict[str, np.ndarray]:
+def part_masks(pred: np.ndarray, gt: np.ndarray) -> dict[str, np.ndarray]:
+    """Each part's voxels (boolean masks of ``pred``'s shape; ``pred`` and ``gt`` boolean, slices first)."""
     pred_on = pred.reshape(len(pred), -1).any(axis=1)
     gt_on = gt.reshape(len(gt), -1).any(axis=1)
     fp, fn = pred & ~gt, gt & ~pred
@@ -178,7 +181,7 @@ def error_parts(pred: np.ndarray, gt: np.ndarray, prompt_slice: int | None = Non
     if p.shape != g.shape:
         raise ValueError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
     tp = int(np.count_nonzero(p & g))
-    masks = _part_masks(p, g)
+    masks = part_masks(p, g)
     per_slice = {part: np.count_nonzero(mask.reshape(len(mask), -1), axis=1) for part, mask in masks.items()}
     voxels = {part: int(counts.sum()) for part, counts in per_slice.items()}
     denominator = 2 * tp + sum(voxels.values())
@@ -196,3 +199,14 @@ def error_parts(pred: np.ndarray, gt: np.ndarray, prompt_slice: int | None = Non
         largest_slice={part: (int(np.argmax(counts)) if counts.any() else None) for part, counts in per_slice.items()},
         prompt_slice_dice=prompt_dice,
     )
+
+
+def part_overlay(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
+    """A map of ``pred``'s shape holding each error voxel's part (:data:`PART_VALUES`; 0 where nothing is wrong)."""
+    p, g = _as_slices(pred), _as_slices(gt)
+    if p.shape != g.shape:
+        raise ValueError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
+    overlay = np.zeros(p.shape, dtype=np.uint8)
+    for part, mask in part_masks(p, g).items():
+        overlay[mask] = PART_VALUES[part]
+    return overlay.reshape(np.shape(pred))

@@ -18,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..benchmark.schema import is_missing
-from ..core.palette import (ERROR_PART_COLORS, REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
+from ..core.palette import (ERROR_PART_COLORS, WHITE, REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
                             REPORT_SERIES, REPORT_STOP)
 from ..evaluation.interaction_effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
@@ -100,7 +100,7 @@ def plot_error_parts(parts: pd.DataFrame, path: str | Path) -> Path:
     left = np.zeros(len(shown))
     for part in order:
         values = shown[part].to_numpy(dtype=float)
-        axes.barh(positions, values, left=left, color=ERROR_PART_COLORS[part], edgecolor="white", linewidth=0.5,
+        axes.barh(positions, values, left=left, color=ERROR_PART_COLORS[part], edgecolor=WHITE, linewidth=0.5,
                   label=part.replace("_", " "))
         left += values
     axes.set_yticks(positions)

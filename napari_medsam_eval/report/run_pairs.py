@@ -35,6 +35,7 @@ from ..core.case import Case
 from ..evaluation.mask_comparison import ab_overlay, binary_target, most_different_slice
 from ..core.errors import DataError
 from ..benchmark.schema import is_missing
+from .compare_parts import part_changes
 from .paired import PAIR_KEYS, compare_runs, paired_scores
 from .results import RunResults, load_run
 
@@ -97,6 +98,8 @@ class RunPair:
     rows_a: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
     rows_b: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: how each error part changed, B - A, per task (:func:`~.compare_parts.part_changes`)
+    part_changes: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def describe(self) -> tuple[str, str]:
@@ -135,7 +138,7 @@ def open_run_pair(run_a: str | Path, run_b: str | Path, metric: str = "dice", n_
     unpaired["reason"] = [_reason(s, x, y) for s, x, y in zip(unpaired["side"], unpaired["a"], unpaired["b"])]
     return RunPair(a, b, paired[PAIR_COLUMNS].reset_index(drop=True),
                    unpaired[UNPAIRED_COLUMNS].reset_index(drop=True), comparison, rows_a, rows_b,
-                   notes + pair_notes + list(a.notes) + list(b.notes))
+                   notes + pair_notes + list(a.notes) + list(b.notes), part_changes(a, b))
 
 
 @dataclass

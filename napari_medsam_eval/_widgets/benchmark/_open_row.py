@@ -35,10 +35,15 @@ from typing import Any, Generator
 import numpy as np
 from napari.layers import Image, Labels, Layer, Points, Shapes
 
-from napari_medsam_eval._layer_style import style_prediction
+from napari.utils.colormaps import DirectLabelColormap
+
+from napari_medsam_eval._layer_style import ERROR_PART_LAYER_COLORS, style_prediction
 from napari_medsam_eval._reader import case_to_layer_data
 from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
+from napari_medsam_eval.benchmark.schema import is_missing
 from napari_medsam_eval.core.prompt import Prompt
+from napari_medsam_eval.evaluation.error_parts import part_overlay
+from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, make_point_layer, show_prompt
@@ -54,7 +59,7 @@ STEP_PAUSE_MS = 30
 
 @dataclass(frozen=True)
 class OpenStep:
-    """One layer of an opened row: its ``role`` (image, ground_truth, prediction, prompt_boxes,
+    """One layer of an opened row: its ``role`` (image, ground_truth, prediction, error_parts, prompt_boxes,
     prompt_points) and the layer, built off the GUI thread; a prompt step has its ``prompt`` and an
     empty ``spare`` layer of the other prompt kind (to fill a reused layer with :func:`show_prompt`)."""
 
@@ -81,6 +86,9 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
         steps.append(OpenStep("prediction", style_prediction(Labels(
             loaded.prediction, name=f"{case.case_id} prediction ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
+    why = why_layer(loaded, image)
+    if why is not None:
+        steps.append(OpenStep("error_parts", why))
     prompt = loaded.prompt
     if prompt is not None:
         boxes = make_box_layer(image, f"{image.name} prompt box")
@@ -92,6 +100,21 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
                 layer.metadata[OPENED_KEY] = role
                 steps.append(OpenStep(role, layer, prompt, spare))
     return steps
+
+
+def why_layer(loaded: RunCase, image: Layer) -> Labels | None:
+    """The row's error split into parts (:func:`~napari_medsam_eval.evaluation.error_parts.part_overlay`), each
+    part in its colour (:data:`ERROR_PART_LAYER_COLORS`), over ``image``'s transform; None without a saved
+    prediction or a ground truth."""
+    case, row, prediction = loaded.case, loaded.row, loaded.prediction
+    if prediction is None or case.label is None or np.shape(prediction) != np.shape(case.label):
+        return None
+    target = None if is_missing(row.get("target_label")) else int(row["target_label"])
+    overlay = part_overlay(binary_target(prediction, target, binary_fallback=True), binary_target(case.label, target))
+    return Labels(overlay, name=f"{case.case_id} why{'' if target is None else f' [label {target}]'}",
+                  colormap=DirectLabelColormap(color_dict=ERROR_PART_LAYER_COLORS), opacity=0.7,
+                  metadata={"role": "error_parts", "target_label": target, OPENED_KEY: "error_parts"},
+                  **transform_kwargs(image))
 
 
 def open_job(run_dir: str | Path, row: dict[str, Any], ack: threading.Event,

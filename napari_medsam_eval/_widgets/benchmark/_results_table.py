@@ -33,12 +33,13 @@ from napari_medsam_eval.report import summarize_tasks
 from napari_medsam_eval._widgets.benchmark._bench_boxes import Boxes, box_data, draw_boxes
 from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, text_item as _text_item
 from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE, RowsTable, row_cells
+from napari_medsam_eval._widgets.benchmark._why_filter import WhyFilter
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 #: columns of the row table
-ROW_HEADERS = ("case", "target", "DSC", "NSD", "status")
+ROW_HEADERS = ("case", "target", "DSC", "NSD", "why", "status")
 #: columns of the summary table
 SUMMARY_HEADERS = ("task", "n", "median DSC", "DSC IQR", "median NSD")
 #: least milliseconds between two refreshes of the summary and plot while rows arrive
@@ -101,6 +102,9 @@ class ResultsView(QWidget):
         self.summarizer = WorkerRunner(None)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        #: the rows of one dominant error part only (why it missed)
+        self.why_filter = WhyFilter(self.table.rows_model)
+        layout.addWidget(self.why_filter)
         layout.addWidget(self.table)
         #: the per-task summary above the box plot, shown apart from the rows (the Benchmark dock's summary tab)
         self.summary_view = QWidget()

@@ -17,63 +17,22 @@ its scripts and tests use (``rowCount``, ``item(line, column)`` with ``text`` /
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from qtpy.QtGui import QColor
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
-from napari_medsam_eval._widgets.benchmark._bench_items import fmt, target_text
+from napari_medsam_eval.core.palette import ERROR_PART_COLORS
+
+from napari_medsam_eval._widgets.benchmark._row_cells import NUMERIC, RowCells, row_cells
 from napari_medsam_eval._widgets.common._words import header_tip
 
 #: Qt item role holding the index of the row (in the model's rows) a table line shows
 ROW_INDEX_ROLE = Qt.UserRole + 1
 #: Qt item role of the key a column sorts by: the text, or the score (NaN as infinity)
 SORT_ROLE = Qt.UserRole + 2
-#: the columns holding scores (right-aligned, sorted by value)
-NUMERIC = frozenset({"DSC", "NSD"})
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float("nan")
-
-
-@dataclass(frozen=True)
-class RowCells:
-    """One row's cells: texts, tooltips, the numbers behind the scores and the sort keys."""
-
-    texts: tuple[str, ...]
-    tips: tuple[str, ...]
-    numbers: tuple[Any, ...]  # the score behind a numeric cell (NaN for none), None for a text cell
-    keys: tuple[Any, ...]
-
-
-def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
-    """The cells of ``row`` for the columns ``headers`` (case, target, DSC, NSD, status); no Qt, any thread."""
-    status = str(row.get("status", ""))
-    values = {"case": str(row.get("case_id", "")), "target": target_text(row), "DSC": row.get("dice"),
-              "NSD": row.get("nsd"), "status": status}
-    texts, tips, numbers, keys = [], [], [], []
-    for header in headers:
-        value = values[header]
-        if header in NUMERIC:
-            number = _number(value)
-            text = fmt(value)
-            numbers.append(number)
-            keys.append(math.inf if math.isnan(number) else number)
-        else:
-            text = str(value)
-            numbers.append(None)
-            keys.append(text)
-        texts.append(text)
-        tips.append(f"{status}: {row.get('error', '')}" if header == "status" and status != "ok" else text)
-    return RowCells(tuple(texts), tuple(tips), tuple(numbers), tuple(keys))
-
-
 class RowsModel(QAbstractTableModel):
     """The rows of a run (dicts) as table lines; :meth:`append` adds any number in one insertion.
 
@@ -87,6 +46,8 @@ class RowsModel(QAbstractTableModel):
         self.order: list[int] = []
         #: the column and order the lines are sorted by (None: in the order the rows arrived)
         self.sorted_by: tuple[int, Qt.SortOrder] | None = None
+        #: which lines are shown (None: every row): :meth:`set_filter`
+        self.keep: Callable[[RowCells], bool] | None = None
         #: how many insertions and resets the model made (tests: rows are appended, not rebuilt per row)
         self.insertions = 0
         self.resets = 0
@@ -112,6 +73,8 @@ class RowsModel(QAbstractTableModel):
             return cells.numbers[column]
         if role == ROW_INDEX_ROLE:
             return row
+        if role == Qt.DecorationRole and self.headers[column] == "why" and cells.why in ERROR_PART_COLORS:
+            return QColor(ERROR_PART_COLORS[cells.why])  # the colour of the part in an opened row's "why" layer
         if role == Qt.TextAlignmentRole and self.headers[column] in NUMERIC:
             return int(Qt.AlignRight | Qt.AlignVCenter)
         return None
@@ -130,11 +93,24 @@ class RowsModel(QAbstractTableModel):
         if not cells:
             return
         first = len(self.cells)
-        self.beginInsertRows(QModelIndex(), first, first + len(cells) - 1)
         self.cells.extend(cells)
-        self.order.extend(range(first, first + len(cells)))
+        shown = [first + i for i, cell in enumerate(cells) if self.keep is None or self.keep(cell)]
+        if not shown:
+            return
+        self.beginInsertRows(QModelIndex(), len(self.order), len(self.order) + len(shown) - 1)
+        self.order.extend(shown)
         self.endInsertRows()
         self.insertions += 1
+        if self.sorted_by is not None:
+            self.sort(*self.sorted_by)
+
+    def set_filter(self, keep: Callable[[RowCells], bool] | None) -> None:
+        """Show only the rows ``keep`` answers True for (None: every row), in the current sort order."""
+        self.beginResetModel()
+        self.keep = keep
+        self.order = [row for row, cell in enumerate(self.cells) if keep is None or keep(cell)]
+        self.endResetModel()
+        self.resets += 1
         if self.sorted_by is not None:
             self.sort(*self.sorted_by)
 

@@ -88,7 +88,9 @@ class TwoRunsView(QWidget):
         self.pair = pair
         a, b = pair.describe
         notes = "".join(f"\nnote: {n}" for n in pair.notes)
-        self.runs.setText(f"A = {pair.run_a.path}: {a}\nB = {pair.run_b.path}: {b}{notes}")
+        why = "".join(f"\nwhy it failed, {r['task']} ({r['n']} pairs): {r['sentence']}"
+                      for _, r in pair.part_changes.iterrows())
+        self.runs.setText(f"A = {pair.run_a.path}: {a}\nB = {pair.run_b.path}: {b}{notes}{why}")
         header, rows = comparison_rows(pair.comparison)
         self.stats.setRowCount(len(rows))
         for line, values in enumerate(rows):

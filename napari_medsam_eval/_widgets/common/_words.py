@@ -93,6 +93,8 @@ HEADERS: dict[str, str] = {
     "target": "the structure scored: its name and its number (label value)",
     "task": "the dataset and the target (structure) scored, e.g. hippocampus_mri/anterior",
     "status": "ok, or why the case failed (hover a failed line for the error)",
+    "why": "why the result missed: its largest error part (leak, missed slices, off target, over, under), ok "
+           "at DSC >= 0.9; hover for every part's share and slices",
     "n": "the cases scored (failed ones in brackets)",
     "median DSC": explain("dsc", "The median over the task's cases"),
     "DSC IQR": explain("iqr", "Of DSC"),
