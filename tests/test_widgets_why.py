@@ -63,3 +63,21 @@ def test_filter_by_part_then_open_at_the_dominant_part(make_napari_viewer, box_r
         assert "".join(f"{round(c * 255):02X}" for c in colors[value][:3]) == expected.upper()
     view.why_filter.choose(None)
     assert view.table.rowCount() == len(table)
+
+
+def test_compare_says_why_the_result_on_display_missed(make_napari_viewer, box_run, qtbot):
+    """The Compare dock, docked beside Benchmark: an opened row's comparison says why it missed, in the
+    dock's width (the dominant part, then the largest shares) and in full on hover."""
+    out, table = box_run
+    viewer = make_napari_viewer()
+    bench, compare = dock(viewer, "benchmark"), dock(viewer, "compare")
+    bench.load_results(out)
+    row = table.to_dict("records")[1]
+    opener = bench.open_row(row)
+    qtbot.waitUntil(lambda: opener not in WorkerBase._worker_set, timeout=60_000)
+    comparison = compare.metrics.update_comparison()
+    parts = comparison.parts
+    assert parts is not None and parts.dominant == row["dominant_error"] == "leak"
+    assert parts.shares == pytest.approx({p: row[f"error_{p}"] for p in PARTS}, abs=1e-12)
+    assert compare.metrics.why.value.startswith("leak: leak ")
+    assert "dominant: leak" in compare.metrics.why.tooltip and "(slices " in compare.metrics.why.tooltip

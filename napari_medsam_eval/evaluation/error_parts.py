@@ -129,6 +129,14 @@ def parts_text(row: dict, unit: str = "slices") -> str:
     return f"{', '.join(said) or 'no error'}; dominant: {part_name(str(row.get('dominant_error') or 'n/a'))}"
 
 
+def short_parts_text(parts: ErrorParts, most: int = 3) -> str:
+    """A line that fits a narrow dock: the dominant part, then the ``most`` largest parts' shares
+    (``under: under 0.120, over 0.031``; ``ok: over 0.031`` at or above :data:`OK_DICE`)."""
+    largest = sorted((p for p in PARTS if parts.shares[p] > 0), key=lambda p: -parts.shares[p])[:most]
+    shares = ", ".join(f"{part_name(p)} {parts.shares[p]:.3f}" for p in largest)
+    return f"{part_name(parts.dominant)}: {shares or 'no error'}"
+
+
 def _as_slices(mask: np.ndarray) -> np.ndarray:
     array = np.asarray(mask).astype(bool, copy=False)
     if array.ndim == 2:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .error_parts import ErrorParts, error_parts
 from .metrics import compute_dice, compute_per_slice_dice
 
 #: values of the overlay map made by :func:`compare_masks`
@@ -38,6 +39,8 @@ class Comparison:
     dice: float
     per_slice: np.ndarray
     counts: dict[str, int]
+    #: why it missed: the error split into parts (:mod:`.error_parts`); None for other than 2D or 3D masks
+    parts: ErrorParts | None = None
 
     def slice_dice(self, index: int) -> float:
         return float(self.per_slice[int(index)])
@@ -80,7 +83,7 @@ def compare_masks(pred: np.ndarray, gt: np.ndarray) -> Comparison:
     else:
         per_slice = np.array([dice if (p.any() or g.any()) else np.nan])
     counts = {name: int(np.count_nonzero(overlay == value)) for value, name in OVERLAY_NAMES.items()}
-    return Comparison(overlay, dice, per_slice, counts)
+    return Comparison(overlay, dice, per_slice, counts, error_parts(p, g) if p.ndim in (2, 3) else None)
 
 
 #: values of :func:`ab_overlay`'s map (two predictions of one target: run A's, run B's)

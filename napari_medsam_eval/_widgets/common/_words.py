@@ -62,6 +62,10 @@ TIPS: dict[str, str] = {
                                             "prediction compared is that image's"),
     "DSC (all)": explain("dsc", "Here: of the whole prediction, every slice"),
     "DSC (slice)": explain("dsc", "Here: of the slice (frame) on screen"),
+    "why": "why the whole prediction missed: its largest error part, then the largest shares of the error "
+           "(they add up to 1 - DSC). leak: false positives on slices without ground truth; missed slices: false "
+           "negatives on slices without prediction; off target: a piece of prediction touching no ground truth; "
+           "over / under: too much / too little at the object's border on slices with both",
     "worst": "the worst slice shown (lowest DSC among the slices with the target), its rank and its DSC",
     "prompt sensitivity": explain("prompt sensitivity", "It runs the Segment widget's model and shows where "
                                                         "the runs agree, their DSC spread and the worst run"),

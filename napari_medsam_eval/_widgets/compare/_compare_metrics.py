@@ -4,9 +4,10 @@
 holds (:func:`napari_medsam_eval.evaluation.mask_comparison.compare_masks`): a TP/FP/FN
 Labels layer with fixed colours, drawn under the prediction's contour (each comparison replaces
 the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of the whole mask and of
-the slice on screen (updated as the dims move), the per-slice plot
+the slice on screen (updated as the dims move), why the whole mask missed (its error parts,
+:mod:`napari_medsam_eval.evaluation.error_parts`; each part's share and slices on hover), the per-slice plot
 (:class:`._compare_plot.SliceDicePlot`) and "Next worst slice". Without a pair
-the status line (:class:`CompareFooter`'s) says what to choose.
+the status line (:class:`._compare_footer.CompareFooter`'s) says what to choose.
 
 The automatic comparisons (the pair or its data changed: a propagation's result written, a
 benchmark row opened) must not freeze the viewer: :func:`compute_comparison` (the masks, the
@@ -22,25 +23,21 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from magicgui.widgets import Container, Label, PushButton
+from magicgui.widgets import Container, Label
 from napari.layers import Labels
 from napari.utils.notifications import show_error, show_warning
 from qtpy.QtCore import QTimer
 
+from napari_medsam_eval.evaluation.error_parts import parts_text, short_parts_text
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
-from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
-from napari_medsam_eval._widgets.common._layers import follow_viewer
+from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, CompareFooter
+from napari_medsam_eval._widgets.common._layers import follow_viewer, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
-from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts, with_shortcut
+from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
 from napari_medsam_eval._widgets.common._words import TIPS
-from napari_medsam_eval._widgets.common._layers import transform_kwargs
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
-
-#: the status line when there is nothing to compare
-CHOOSE_PAIR = ("choose a prediction and a ground truth (Labels layers of one shape) to compare; "
-               "opening a benchmark row or segmenting picks them by itself")
 
 #: milliseconds the event loop runs (repaints the new overlay) before the numbers and the plot are shown
 PAUSE_MS = 30
@@ -48,23 +45,6 @@ PAUSE_MS = 30
 
 def _fmt(value: float) -> str:
     return "n/a (both empty)" if np.isnan(value) else f"{value:.4f}"
-
-
-class CompareFooter(Container):
-    """Compare and Next worst slice in a row, and the status line (the dock's footer)."""
-
-    def __init__(self) -> None:
-        super().__init__(labels=True)
-        self.margins = (0, 0, 0, 0)
-        self.compare_button = PushButton(text="Compare", tooltip=(
-            "compare now: the overlay of true positives (found), false positives (predicted only) and false "
-            "negatives (missed), replacing the last one; the DSC and the per-slice plot"))
-        self.worst_button = PushButton(text="Next worst slice", tooltip=with_shortcut(
-            "go to the slice with the next lowest DSC among those with foreground", "next_worst", COMPARE_SHORTCUTS))
-        self.actions = button_row(self.compare_button, self.worst_button)
-        self.status = Label(label="status", value=CHOOSE_PAIR)
-        wrap_status(self.status)
-        self.extend([self.actions, self.status])
 
 
 class ComparisonSection(Container):
@@ -94,7 +74,8 @@ class ComparisonSection(Container):
         self.volume_dice = Label(label="DSC (all)", value="-", tooltip=TIPS["DSC (all)"])
         self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
         self.worst_info = Label(label="worst", value="-", tooltip=TIPS["worst"])
-        self.extend([self.volume_dice, self.slice_dice, self.worst_info])
+        self.why = Label(label="why", value="-", tooltip=TIPS["why"])  # the error parts of the whole mask
+        self.extend([self.volume_dice, self.why, self.slice_dice, self.worst_info])
         choice.pair_changed.connect(self._on_pair_changed)
         follow_viewer(self, [(viewer.dims.events.current_step, self.on_dims)], on_close=self._on_close)
         self._unbind = bind_shortcuts(viewer, {"next_worst": self.next_worst}, COMPARE_SHORTCUTS)
@@ -211,6 +192,10 @@ class ComparisonSection(Container):
         self._worst = worst
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
+        unit = "frames" if gt.metadata.get("kind") == "video" else "slices"
+        parts = comparison.parts
+        self.why.value = "-" if parts is None else short_parts_text(parts)
+        self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{parts_text(parts.columns(), unit)}")
         self.worst_info.value = f"{len(self._worst)} slices with foreground"
         self.status.value = f"label {target}: {pred.name} vs {gt.name}"
         self.stop_markers = stop_markers(pred.metadata.get("stops"))

@@ -13,7 +13,7 @@ it drives, never the widget:
   take the viewer to their slice;
 - the prompt sensitivity (:class:`._sensitivity.SensitivitySection`), run with the
   Segment widget's session of the viewer (:func:`._sessions.session_of`);
-- the footer (:class:`._compare_metrics.CompareFooter`: Compare, Next worst
+- the footer (:class:`._compare_footer.CompareFooter`: Compare, Next worst
   slice, status), always in view below the dock's tabs (:mod:`._dock_layout`).
 
 Results first: the dock's tabs are *result* (the DSC lines and the per-slice
@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 #: the sections' controls shown as the widget's own attributes
 CHOICE = ("pred_layer", "gt_layer", "target_label")
-METRICS = ("volume_dice", "slice_dice", "worst_info")
+METRICS = ("volume_dice", "why", "slice_dice", "worst_info")
 FOOTER = ("compare_button", "worst_button", "status")
 #: the dock's tabs, in order (the first, the result, is shown by default)
 TABS = ("result", "layers", "sensitivity")
