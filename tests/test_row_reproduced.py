@@ -45,3 +45,35 @@ def test_the_time_columns_add_up(box_run):
     parts = table["time_encoder_s"] + table["time_decoder_s"] + table["time_other_s"]
     assert np.allclose(parts, table["time_total_s"], atol=1e-9)
     assert (table["time_other_s"] >= 0).all()
+
+
+def test_every_encoder_pass_is_counted_once():
+    """A backend that embeds slices outside ``segment`` too (LiteMedSAM's video rule reads a frame's feature
+    grid before its mask): the timer counts each ``embed`` pass once, those inside ``segment`` included, and
+    the rest of the wall time is ``time_other_s``."""
+    import time
+
+    from napari_medsam_eval.benchmark.timing import SegmentTimer
+    from napari_medsam_eval.models.base import SegmentResult
+
+    class Backend:
+        def embed(self, image, cache_key=None):
+            time.sleep(0.02)
+            return "embedding", 0.5  # the seconds the backend says the pass took
+
+        def feature_grid(self, image):
+            return self.embed(image)[0]
+
+        def segment(self, image, prompt, cache_key=None):
+            _, seconds = self.embed(image)
+            return SegmentResult(mask=np.zeros((2, 2), bool), timings={"encoder": seconds, "decoder": 0.25})
+
+    backend = Backend()
+    with SegmentTimer(backend) as timer:
+        for _ in range(3):
+            backend.feature_grid(None)  # outside segment: counted
+            backend.segment(None, None)  # its pass: counted once, not twice
+    times = timer.columns()
+    assert times["time_encoder_s"] == pytest.approx(6 * 0.5) and times["time_decoder_s"] == pytest.approx(3 * 0.25)
+    assert times["time_other_s"] == pytest.approx(max(0.0, times["time_total_s"] - 3.75))
+    assert "embed" not in backend.__dict__ and "segment" not in backend.__dict__  # the wrappers are gone
