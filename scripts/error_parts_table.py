@@ -74,13 +74,19 @@ def run(name: str, dataset: Path, extra: list[str], out: Path, store: Path, limi
 
 
 def parts_markdown(folders: dict[str, Path]) -> str:
-    header = ["task", "n", "mean DSC", "1 - mean DSC", *(part_name(p) for p in PARTS), "dominant: ok / " + " / ".join(
-        part_name(p) for p in PARTS)]
+    """Per task: n, mean DSC, the prompt slice's median DSC, 1 - mean DSC and each part's mean, the results by
+    dominant part."""
+    header = ["task", "n", "mean DSC", "prompt-slice DSC (median)", "1 - mean DSC", *(part_name(p) for p in PARTS),
+              "dominant: ok / " + " / ".join(part_name(p) for p in PARTS)]
     lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
     for folder in folders.values():
-        for _, r in task_parts(load_table(folder)).iterrows():
+        table = load_table(folder)
+        prompt_dice = table[table["status"] == "ok"].groupby("task")["prompt_slice_dice"].median()
+        for _, r in task_parts(table).iterrows():
             counts = " / ".join(str(r[f"dominant_{k}"]) for k in (OK, *PARTS))
-            lines.append(f"| {r['task']} | {r['n']} | {r['mean_dice']:.3f} | {r['error']:.3f} | "
+            on_prompt = prompt_dice.get(r["task"], float("nan"))
+            lines.append(f"| {r['task']} | {r['n']} | {r['mean_dice']:.3f} | "
+                         + ("n/a" if on_prompt != on_prompt else f"{on_prompt:.3f}") + f" | {r['error']:.3f} | "
                          + " | ".join(f"{r[p]:.3f}" for p in PARTS) + f" | {counts} |")
     return "\n".join(lines)
 
