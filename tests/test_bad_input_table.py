@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import SimpleITK as sitk
 
-from napari_medsam_eval.benchmark import run_benchmark
+from napari_medsam_eval.benchmark import load_table, run_benchmark
 from napari_medsam_eval.cli import main
 
 CASE = "hippocampus_001"
@@ -282,7 +282,9 @@ def test_model_options_are_checked_against_the_model(tmp_path, shared_data, caps
     (["--limit", "0"], "argument --limit: must be 1 or more"),
     (["--limit", "-2"], "argument --limit: must be 1 or more"),
     (["--workers", "0"], "argument --workers: must be 1 or more"),
-    (["--seed", "-1"], "argument --seed: must be 0 or more"),
+    (["--seed", "-1"], "argument --seed: must be a whole number from 0 to 9223372036854775807"),
+    (["--seed", str(2**63)], "argument --seed: must be a whole number from 0 to 9223372036854775807"),
+    (["--seed", str(2**64)], "argument --seed: must be a whole number from 0 to 9223372036854775807"),
     (["--gpus-per-worker", "nan"], "argument --gpus-per-worker: not a finite number"),
     (["--protocol-options", '{"margin": "five"}'], "margin must be an integer, got 'five'"),
     (["--protocol-options", '{"margin": true}'], "margin must be an integer, got True"),
@@ -294,6 +296,8 @@ def test_model_options_are_checked_against_the_model(tmp_path, shared_data, caps
     (["--propagation", '{"hold": 1.5}'], "hold must be an integer (or null), got 1.5"),
 ])
 def test_bad_options_to_run_are_refused_before_work(tmp_path, shared_data, capsys, args, fragment):
+    """Refused when the options are parsed, with the option named; a seed too large for the table or for
+    numpy too (it ended in an internal error after every case ran)."""
     out = tmp_path / "run"
     code, err = _run_cli(capsys, "run", shared_data / "hippocampus_mri", "--model", "box", "--out", out,
                          "--quiet", *args)
@@ -302,7 +306,9 @@ def test_bad_options_to_run_are_refused_before_work(tmp_path, shared_data, capsy
 
 
 @pytest.mark.parametrize("command", [["propagation-study", "--limit", "-1"], ["prompt-study", "--limit", "0"],
-                                     ["compare", "--resamples", "0"], ["report", "--worst", "-1"]])
+                                     ["compare", "--resamples", "0"], ["report", "--worst", "-1"],
+                                     ["prompt-study", "--seed", str(2**80)], ["prompt-study", "--seed", str(2**32)],
+                                     ["compare", "--seed", str(2**63)]])
 def test_counts_are_whole_and_in_range_everywhere(tmp_path, shared_data, capsys, command):
     name, *flags = command
     positional = {"propagation-study": [shared_data / "hippocampus_mri", "--out", tmp_path / "o"],
@@ -369,3 +375,11 @@ def test_the_studies_never_replace_a_users_file(tmp_path, shared_data, capsys, s
     code, err = _run_cli(capsys, study, dataset, "--out", folder, "--limit", "1", "--quiet")
     _assert_one_line(code, err, f"would replace {name}, which medsam-eval did not write there", study)
     assert (folder / name).read_text() == "my own notes\n"
+
+
+def test_the_largest_seed_runs(tmp_path, capsys):
+    """2**63 - 1, the largest seed --seed takes, runs and is recorded as given."""
+    out = tmp_path / "run"
+    assert main(["run", str(Path(__file__).resolve().parents[1] / "sample_data" / "phantom_2d"), "--model", "box", "--out", str(out), "--quiet",
+                 "--no-report", "--seed", str(2**63 - 1)]) == 0
+    assert int(load_table(out)["seed"].iloc[0]) == 2**63 - 1

@@ -14,6 +14,7 @@ import pytest
 
 from napari_medsam_eval.benchmark import ResultStore, comparable, load_table, run_benchmark
 from napari_medsam_eval.benchmark.store import BLOCK_KEY, encode_case
+from napari_medsam_eval import models
 from napari_medsam_eval.core.errors import DataError
 
 SLOW_BACKEND = '''
@@ -175,3 +176,46 @@ def test_sigkill_then_resume_gives_the_uninterrupted_table(tmp_path: Path, share
     pd.testing.assert_frame_equal(load_table(run_dir), resumed)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "completed" and len(manifest["sessions"]) == 2
+
+
+@pytest.mark.slow
+def test_sigterm_is_handled_as_ctrl_c_and_resume_completes(tmp_path: Path, shared_data: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """``medsam-eval run`` (the console script's entry) stopped with SIGTERM part-way, as a job scheduler
+    stops it: one line saying so, exit 143, the manifest ``interrupted`` with the cases stored before kept,
+    and ``--resume`` completes the uninterrupted table (before, the manifest said ``running``, silently)."""
+    (tmp_path / "slow_backend.py").write_text(SLOW_BACKEND)
+    dataset, run_dir = shared_data / "hippocampus_mri", tmp_path / "stopped"
+    args = ["run", str(dataset), "--model", "box", "--model-options", '{"delay": 0.05}', "--limit", "10",
+            "--out", str(run_dir), "--quiet", "--no-report"]
+    script = ("import sys; sys.path.insert(0, %r)\n"
+              "from napari_medsam_eval import models\n"
+              "models.BACKENDS['box'] = 'slow_backend:build'  # the box baseline, slowed down\n"
+              "from napari_medsam_eval.cli import console_main\n"
+              "sys.argv = ['medsam-eval', *%r]\n"
+              "console_main()\n") % (str(tmp_path), args)
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
+    rows_file = run_dir / "results.jsonl"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 4:  # 2 cases x 2 targets
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, f"the run ended before it could be stopped: {process.stderr.read()!r}"
+        os.kill(process.pid, signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 143 and err.strip().splitlines()[-1] == "interrupted (SIGTERM)", err
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    done_before = ResultStore(run_dir).done_case_ids()
+    assert manifest["status"] == "interrupted" and 2 <= len(done_before) < 10
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SLOW_BOX_DELAY", "0")  # (the same rows, without the wait)
+    monkeypatch.setitem(models.BACKENDS, "box", "slow_backend:build")
+    options = {"delay": 0.05}
+    resumed = run_benchmark(dataset, run_dir, "box", model_options=options, limit=10, resume=True)
+    reference = run_benchmark(dataset, tmp_path / "reference", "box", model_options=options, limit=10)
+    pd.testing.assert_frame_equal(comparable(resumed), comparable(reference))
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "completed"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import signal
 import sys
 import warnings
 from importlib import import_module
@@ -91,14 +92,24 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {os_error_text(error)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as stop:
+        terminated = isinstance(stop, Terminated)
+        print("interrupted" + (" (SIGTERM)" if terminated else ""), file=sys.stderr)
+        return 128 + signal.SIGTERM if terminated else 130
     except Exception as error:  # noqa: BLE001 - last line of defence for a CLI
         if args.debug:
             raise
         print(f"internal error: {type(error).__name__}: {error} (rerun with --debug for the traceback)", file=sys.stderr)
         return 1
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, as Ctrl+C is: a run records ``interrupted`` and keeps what it
+    stored, the command says so and exits 143."""
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(f"signal {signum}")
 
 
 #: the garbage collector's generation-0 threshold in the ``medsam-eval`` process (Python's default: 700)
@@ -122,10 +133,12 @@ def console_main() -> None:
     Measured on the 2-vCPU VM docs/performance.md names. Everything a
     command writes is closed before :func:`main` returns; in-process callers
     (tests, scripts) call :func:`main` and keep their own settings (Python's
-    warning format too: the command prints ``warning: <message>`` lines).
+    warning format too: the command prints ``warning: <message>`` lines; and SIGTERM, which the command
+    handles as Ctrl+C: :class:`Terminated`).
     """
     gc.set_threshold(GC_GEN0_THRESHOLD, *gc.get_threshold()[1:])
     warnings.showwarning = show_warning_line
+    signal.signal(signal.SIGTERM, _terminate)  # a job scheduler's stop, handled as Ctrl+C
     code = main()
     gc.freeze()
     sys.exit(code)

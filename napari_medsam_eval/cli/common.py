@@ -49,6 +49,30 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+#: the largest seed: what a results table's integer column (int64) and numpy's generators both hold
+MAX_SEED = 2**63 - 1
+#: the largest seed of numpy's legacy ``RandomState`` (the prompt study seeds it, as Mazurowski et al.'s code)
+MAX_LEGACY_SEED = 2**32 - 1
+
+
+def _seed(text: str, most: int, said: str) -> int:
+    value = _whole(text)
+    if not 0 <= value <= most:
+        raise argparse.ArgumentTypeError(f"must be a whole number from 0 to {most} ({said}), got {value}")
+    return value
+
+
+def seed_int(text: str) -> int:
+    """A seed: a whole number from 0 to :data:`MAX_SEED`, checked when the options are parsed (before any
+    model loads or case runs)."""
+    return _seed(text, MAX_SEED, "2**63 - 1")
+
+
+def legacy_seed_int(text: str) -> int:
+    """A seed of numpy's ``RandomState``: 0 to :data:`MAX_LEGACY_SEED`, checked when the options are parsed."""
+    return _seed(text, MAX_LEGACY_SEED, "2**32 - 1, what numpy's RandomState takes")
+
+
 def non_negative_float(text: str) -> float:
     value = finite_float(text)
     if value < 0:

@@ -5,7 +5,7 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import MedsamEvalError
-from .common import non_negative_int, positive_int
+from .common import positive_int, seed_int
 from .commands import command_help
 
 
@@ -16,7 +16,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--metric", choices=["dice", "nsd"], default="dice", help="score to compare (default dice)")
     parser.add_argument("--out", type=Path, help="write compare.md, compare.csv and the difference plot here")
     parser.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples (default 10000)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--seed", type=seed_int, default=0, help="bootstrap seed (default 0)")
     parser.set_defaults(func=run)
 
 

@@ -24,7 +24,7 @@ from ..datasets import available_layouts
 from ..core.glossary import TERMS
 from ..core.intensity import INTENSITY_MODES
 from .common import (add_embeddings_argument, add_precision_argument, embeddings_option, json_options,
-                     non_negative_float, non_negative_int, positive_int, precision_option, propagation_option)
+                     non_negative_float, positive_int, precision_option, propagation_option, seed_int)
 from .commands import command_help
 
 
@@ -58,7 +58,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
-    parser.add_argument("--seed", type=non_negative_int, default=0, help=TERMS["seed"])
+    parser.add_argument("--seed", type=seed_int, default=0, help=TERMS["seed"])
     parser.add_argument("--propagation", metavar="PRESET|JSON",
                         help="propagation rules of per-slice models: a preset (volume, video, legacy) or JSON options, "
                              "e.g. '{\"intensity_k\": 3}' (default: each kind's measured rules)")

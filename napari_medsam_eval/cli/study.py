@@ -14,7 +14,7 @@ from ..core.errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
 from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
-                     non_negative_int, positive_int, precision_option)
+                     legacy_seed_int, non_negative_int, positive_int, precision_option)
 from .commands import command_help
 
 
@@ -42,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-oracle", action="store_true", help="leave out the oracle (best candidate) columns")
     parser.add_argument("--select", choices=["first", "score", "mask"], default="first",
                         help="candidate scored without oracle: first (their code), score (highest-rated), mask")
-    parser.add_argument("--seed", type=non_negative_int, default=1, help="seed for tie-breaking (their 1)")
+    parser.add_argument("--seed", type=legacy_seed_int, default=1, help="seed for tie-breaking (their 1)")
     parser.add_argument("--seeding", choices=SEEDINGS, default="per-mask", help="RNG reset per mask or shared")
     parser.add_argument("--dt-backend", choices=DT_BACKENDS, default="opencv-c", help="distance transform")
     parser.add_argument("--volume-slices", choices=["middle", "all"], default="middle",
