@@ -8,6 +8,8 @@ are made in ``tmp_path`` from the real hippocampus data.
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -383,3 +385,42 @@ def test_the_largest_seed_runs(tmp_path, capsys):
     assert main(["run", str(Path(__file__).resolve().parents[1] / "sample_data" / "phantom_2d"), "--model", "box", "--out", str(out), "--quiet",
                  "--no-report", "--seed", str(2**63 - 1)]) == 0
     assert int(load_table(out)["seed"].iloc[0]) == 2**63 - 1
+
+
+def test_dataset_json_entries_outside_the_dataset_are_refused_per_case(tmp_path, shared_data, capsys):
+    """An MSD ``dataset.json`` listing a case by ``../..`` and one by an absolute path elsewhere: each of those
+    cases is a failed row naming the file (the others are scored); with --allow-outside they are read too.
+    Nothing outside the run folder changes (md5 of every file)."""
+    source = shared_data / "hippocampus_mri"
+    root, outside = tmp_path / "data" / "hippo", tmp_path / "elsewhere"
+    for folder in ("imagesTr", "labelsTr"):
+        (root / folder).mkdir(parents=True)
+        (outside / folder).mkdir(parents=True)
+    names = ("hippocampus_001", "hippocampus_004", "hippocampus_007")
+    for name, where in zip(names, (root, outside, outside)):
+        for folder in ("imagesTr", "labelsTr"):
+            shutil.copy(source / folder / f"{name}.nii.gz", where / folder)
+    info = json.loads((source / "dataset.json").read_text())
+    info["training"] = [
+        {"image": "./imagesTr/hippocampus_001.nii.gz", "label": "./labelsTr/hippocampus_001.nii.gz"},
+        {"image": "../../elsewhere/imagesTr/hippocampus_004.nii.gz",
+         "label": "../../elsewhere/labelsTr/hippocampus_004.nii.gz"},
+        {"image": str(outside / "imagesTr" / "hippocampus_007.nii.gz"),
+         "label": str(outside / "labelsTr" / "hippocampus_007.nii.gz")}]
+    (root / "dataset.json").write_text(json.dumps(info))
+    before = {p: hashlib.md5(p.read_bytes()).hexdigest() for p in tmp_path.rglob("*") if p.is_file()}
+    assert main(["run", str(root), "--model", "box", "--out", str(tmp_path / "run"), "--quiet", "--no-report"]) == 0
+    table = load_table(tmp_path / "run")
+    failed = table[table["status"] == "failed"]
+    assert sorted(set(failed["case_id"])) == ["hippocampus_004", "hippocampus_007"]
+    assert all("outside the dataset folder" in e and "--allow-outside" in e for e in failed["error"])
+    assert "../../elsewhere/imagesTr/hippocampus_004.nii.gz" in " ".join(failed["error"])
+    assert set(table.loc[table["case_id"] == "hippocampus_001", "status"]) == {"ok"}
+    assert main(["run", str(root), "--model", "box", "--out", str(tmp_path / "allowed"), "--quiet", "--no-report",
+                 "--allow-outside"]) == 0
+    allowed = load_table(tmp_path / "allowed")
+    assert set(allowed["status"]) == {"ok"} and allowed["case_id"].nunique() == 3
+    assert json.loads((tmp_path / "allowed" / "manifest.json").read_text())["config"]["allow_outside"] is True
+    after = {p: hashlib.md5(p.read_bytes()).hexdigest() for p in before}
+    assert after == before
+    capsys.readouterr()

@@ -29,6 +29,8 @@ _MANIFEST_NAMES = {"dataset": "dataset_path"}
 _NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision")
 #: fields recorded only when they differ from the default (older manifests lack them)
 _RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
+#: fields recorded only when set, whatever the executor
+_RECORDED_WHEN_TRUE = ("allow_outside",)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class RunConfig:
     #: the built model's precision as its ``describe()`` says (LiteMedSAM: fp32, bf16, int8; "" when it does not
     #: say), set by the run for its rows; the option that chooses it is ``model_options["precision"]``
     precision: str = ""
+    #: read files a dataset lists outside its folder (``--allow-outside``; refused per case otherwise)
+    allow_outside: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dataset", Path(self.dataset))
@@ -112,7 +116,7 @@ class RunConfig:
         for item in fields(self):
             name, value = item.name, getattr(self, item.name)
             if name in _NOT_RECORDED or (name in _RECORDED_WHEN_SET and value == _RECORDED_WHEN_SET[name]
-                                         and self.executor == "local"):
+                                         and self.executor == "local") or (name in _RECORDED_WHEN_TRUE and not value):
                 continue
             recorded[_MANIFEST_NAMES.get(name, name)] = str(Path(value).resolve()) if name == "dataset" else value
         return recorded

@@ -25,6 +25,7 @@ so ``resume`` does it again), the rows already written stay.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import sys
@@ -182,6 +183,8 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     refs = layout_obj.list_cases(dataset)
     if not refs:
         raise DataError(f"no cases found (layout {layout_obj.name}: {layout_obj.summary})", dataset)
+    if config.allow_outside:  # files the dataset lists outside its folder are read (refused per case otherwise)
+        refs = [dataclasses.replace(ref, allow_outside=True) for ref in refs]
     listed, refs = refs, (refs[:config.limit] if config.limit else refs)
     protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
     config = config.resolved(layout_obj.name, protocol_obj)

@@ -57,6 +57,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
+    parser.add_argument("--allow-outside", action="store_true",
+                        help="read the files a dataset lists outside its folder (dataset.json's '../..' or absolute "
+                             "paths); without it each such case is a failed row naming the file")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
     parser.add_argument("--seed", type=seed_int, default=0, help=TERMS["seed"])
     parser.add_argument("--propagation", metavar="PRESET|JSON",
@@ -153,7 +156,8 @@ def run(args: argparse.Namespace) -> int:
             protocol_options=protocol_options, layout=args.layout, limit=args.limit, workers=args.workers,
             resume=args.resume, save_predictions=args.save_predictions, seed=args.seed, intensity=args.intensity,
             propagation=propagation_option(args.propagation), executor=getattr(args, "executor", "local"),
-            ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0))
+            ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0),
+            allow_outside=args.allow_outside)
         table = run_benchmark(config, progress_bar=not args.quiet)
     except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
         if getattr(args, "debug", False):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ class CaseRef:
     kind: str
     paths: dict[str, Any] = field(default_factory=dict)
     attributes: dict[str, Any] = field(default_factory=dict)
+    #: read files the dataset lists outside its folder (``run --allow-outside``); refused otherwise
+    allow_outside: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -32,6 +35,18 @@ class CaseRef:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "CaseRef":
         return cls(**data)
+
+    def outside(self) -> list[str]:
+        """The paths this case lists outside its dataset folder (``../..``, an absolute path elsewhere),
+        judged on the paths as written, so links inside the folder stay inside."""
+        root = os.path.normpath(os.path.abspath(self.root))
+        found = []
+        for value in self.paths.values():
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                path = os.path.normpath(os.path.abspath(str(item)))
+                if path != root and not path.startswith(root + os.sep):
+                    found.append(str(item))
+        return found
 
     def files(self) -> list[Path]:
         """Every file this case reads (a folder counts as the files directly in it)."""

@@ -9,7 +9,9 @@ message, so the run records it as failed rather than dropping it silently.
 
 When ``dataset.json`` has a ``training`` list (``[{"image": "./imagesTr/x.nii.gz",
 "label": "./labelsTr/x.nii.gz"}, ...]``, paths relative to the dataset root as
-MSD writes them), the training cases are exactly its entries: a listed file
+MSD writes them), the training cases are exactly its entries (an entry outside the dataset folder,
+``../../x.nii.gz`` or an absolute path elsewhere, is refused when the case is read, naming it, unless
+the run allows it: ``run --allow-outside``): a listed file
 that is missing is still a case, which fails on loading with the reason, and
 files of ``imagesTr`` that the list does not name are ignored. An entry naming
 ``x.nii.gz`` where only nnU-Net's ``x_0000.nii.gz`` exists uses channel 0000.
@@ -88,6 +90,10 @@ class MSDLayout(DatasetLayout):
         return unique_case_ids(refs, root)
 
     def _read(self, ref: CaseRef) -> Case:
+        outside = [] if ref.allow_outside else ref.outside()
+        if outside:
+            raise DataError(f"dataset.json lists a file of case {ref.case_id} outside the dataset folder "
+                            f"({outside[0]}); pass --allow-outside to read it", Path(ref.root) / "dataset.json")
         image = Path(ref.paths["image"])
         if not image.exists():
             raise DataError(f"image of case {ref.case_id}: {missing_message(image)}", image)
