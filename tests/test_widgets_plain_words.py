@@ -17,6 +17,7 @@ from qtpy.QtCore import QEvent
 from qtpy.QtGui import QHelpEvent
 from qtpy.QtWidgets import QApplication, QScrollArea, QTableWidget, QToolTip, QWidget
 
+from napari_medsam_eval._widgets.benchmark._results_table import ROW_HEADERS
 from plugin_dock import dock
 from napari_medsam_eval.benchmark import run_benchmark
 from napari_medsam_eval.core.glossary import PROTOCOL_WORDS, terms_in
@@ -105,9 +106,14 @@ def test_a_cell_too_narrow_for_its_text_shows_it_whole_on_hover(make_napari_view
     assert widget.load_results(out) == 6  # three cases, anterior and posterior
     view = widget.results
     qtbot.waitUntil(lambda: not view.pending and view.summary.rowCount() == 2, timeout=60_000)
-    for table in (view.table, view.summary):  # every cell, whatever its column's width
-        cells = [table.item(r, c) for r in range(table.rowCount()) for c in range(table.columnCount())]
+    why = ROW_HEADERS.index("why")  # its tooltip says more than its text: every error part, its share, slices
+    for table in (view.table, view.summary):  # every other cell, whatever its column's width: its whole text
+        cells = [table.item(r, c) for r in range(table.rowCount()) for c in range(table.columnCount())
+                 if table is not view.table or c != why]
         assert [(i.text(), i.toolTip()) for i in cells if i.toolTip() != i.text()] == []
+    for line in range(view.table.rowCount()):
+        cell = view.table.item(line, why)
+        assert cell.toolTip().startswith("why it missed: ") and f"dominant: {cell.text()}" in cell.toolTip()
     # a dock narrow enough that the case and task names are cut: hovering one shows it whole
     for table in (view.table, view.summary):
         header = table.horizontalHeader()  # the name column takes what the others leave
