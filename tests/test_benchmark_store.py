@@ -132,18 +132,24 @@ def kill_part_way(tmp_path: Path, dataset: Path, run_dir: Path, options: dict, e
         "run_benchmark(%r, %r, 'slow_backend:build', model_options=%r, limit=10, workers=2%s)\n"
     ) % (str(tmp_path), str(dataset), str(run_dir), options, extra)
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
-    rows_file = run_dir / "results.jsonl"
-    deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() < deadline and process.poll() is None:
-            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 6:  # 3 cases x 2 targets
-                break
-            time.sleep(0.02)
-        assert process.poll() is None, f"the run ended before it could be killed: {process.stderr.read()!r}"
-        os.kill(process.pid, signal.SIGKILL)
+        signal_when_stored(process, run_dir, 6, signal.SIGKILL, timeout_s)  # 3 cases x 2 targets
     finally:
         process.wait(timeout=30)
     return process
+
+
+def signal_when_stored(process: subprocess.Popen, run_dir: Path, rows: int, number: int, timeout_s: float) -> None:
+    """Send ``process`` (a run into ``run_dir``) the signal ``number`` once ``rows`` rows are stored; it must
+    still be running then."""
+    rows_file = run_dir / "results.jsonl"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and process.poll() is None:
+        if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= rows:
+            break
+        time.sleep(0.02)
+    assert process.poll() is None, f"the run ended before the signal: {process.stderr.read()!r}"
+    os.kill(process.pid, number)
 
 
 @pytest.mark.slow
@@ -195,15 +201,8 @@ def test_sigterm_is_handled_as_ctrl_c_and_resume_completes(tmp_path: Path, share
               "sys.argv = ['medsam-eval', *%r]\n"
               "console_main()\n") % (str(tmp_path), args)
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE, text=True)
-    rows_file = run_dir / "results.jsonl"
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline and process.poll() is None:
-            if rows_file.exists() and rows_file.read_bytes().count(b"\n") >= 4:  # 2 cases x 2 targets
-                break
-            time.sleep(0.02)
-        assert process.poll() is None, f"the run ended before it could be stopped: {process.stderr.read()!r}"
-        os.kill(process.pid, signal.SIGTERM)
+        signal_when_stored(process, run_dir, 4, signal.SIGTERM, 120)  # 2 cases x 2 targets
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
