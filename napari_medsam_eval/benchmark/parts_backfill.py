@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..core.errors import DataError
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS, error_parts
-from .open_row import load_run_case
+from .open_row import RunCase, load_run_case
 from .schema import STATUS_OK, is_missing
 
 
@@ -41,13 +41,19 @@ def fill_parts(run_dir: str | Path, table: pd.DataFrame) -> tuple[pd.DataFrame, 
         if column not in table:
             table[column] = "" if column in ("dominant_error", "error_slices") else np.nan
     filled = 0
+    loaded_files: dict[tuple[str, str], RunCase | None] = {}  # a case's targets often share one saved file
     for index in table.index[missing]:
         row = table.loc[index].to_dict()
-        if not str(row.get("prediction_path") or ""):
+        key = (str(row.get("case_id")), str(row.get("prediction_path") or ""))
+        if not key[1]:
             continue
-        try:
-            loaded = load_run_case(run_dir, row)
-        except (DataError, OSError):
+        if key not in loaded_files:
+            try:
+                loaded_files[key] = load_run_case(run_dir, row)
+            except (DataError, OSError):
+                loaded_files[key] = None
+        loaded = loaded_files[key]
+        if loaded is None:
             continue
         if loaded.prediction is None or loaded.case.label is None or is_missing(row.get("target_label")):
             continue
