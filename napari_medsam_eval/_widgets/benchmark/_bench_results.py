@@ -128,7 +128,9 @@ class ResultsBrowser(Container):
         self.opened = _open_row.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
         where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
         if loaded.view_slice is not None and loaded.prediction is not None:
-            where += f"; slice {loaded.view_slice} shown: the most errors"
+            why = str(loaded.row.get("dominant_error") or "")
+            said = f"the most {why.replace('_', ' ')}" if why and why != "ok" else "the most errors"
+            where += f"; slice {loaded.view_slice} shown: {said}"
         self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
