@@ -1,6 +1,7 @@
 """napari writer: a Labels layer (a prediction, an edited ground truth) to NIfTI/NRRD/MHA/npz.
 
-Thin: :func:`napari_medsam_eval.io.writers.write_mask` writes (atomically).
+Thin: :func:`napari_medsam_eval.io.writers.write_mask` writes (atomically), never into a dataset
+folder (:func:`napari_medsam_eval.core.ownership.check_may_write`: a ground truth is not saved over).
 The geometry comes from the layer's ``metadata['geometry']`` when the layer
 came from our reader or our widgets (spacing, origin and direction of the
 source file, so the mask overlays the image in any other viewer), else from
@@ -16,6 +17,7 @@ import numpy as np
 
 from .core.case import Case, Spacing
 from .core.errors import MedsamEvalError
+from .core.ownership import check_may_write
 from .io.writers import write_mask
 
 #: array axes of a layer by its number of dimensions
@@ -40,7 +42,11 @@ def reference_case(data: np.ndarray, meta: dict[str, Any]) -> Case:
 
 def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
     """npe2 single-layer writer: ``path`` gets the labels; returns the written path(s)."""
+    from .datasets.dataset_roots import dataset_holding
+
     try:
+        # napari's save dialog asked before replacing a file; a dataset's files are never replaced
+        check_may_write(path, overwrite=True, option="the file", dataset=dataset_holding(path))
         written = write_mask(np.asarray(data), path, reference_case(data, meta))
     except (MedsamEvalError, ValueError) as error:
         raise ValueError(f"cannot write {Path(path).name}: {error}") from error

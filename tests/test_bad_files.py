@@ -29,7 +29,7 @@ from napari_medsam_eval.cli import main
 from napari_medsam_eval.core.errors import DataError
 from napari_medsam_eval.io import read_case, read_mask2d, read_medsam_npz
 from napari_medsam_eval.io.sitk_io import short_sitk_message
-from napari_medsam_eval.io.sizes import CEILING_ENV, memory_ceiling
+from napari_medsam_eval.io.sizes import CEILING_ENV, MEMORY_FRACTION, RAISE_HINT, memory_ceiling
 
 REPO = Path(__file__).resolve().parents[1]
 CASE, OTHER = "hippocampus_001", "hippocampus_004"
@@ -157,12 +157,12 @@ def test_simpleitk_reason_is_kept(tmp_path, shared_data, monkeypatch, capsys):
 
 def test_memory_ceiling_is_named(shared_data, monkeypatch, capsys):
     ceiling, how = memory_ceiling()
-    assert ceiling > 0 and how.startswith("half of ") and CEILING_ENV in how
+    assert ceiling > 0 and how.startswith(f"{MEMORY_FRACTION:.0%} of ")
     monkeypatch.setenv(CEILING_ENV, "0.00001")
     image = _hippo(shared_data)
     _one_error(*_cli(capsys, "info", image), image,
                f"35 x 51 x 35 voxels of 8-bit unsigned integer (62.5 KB), above the memory ceiling of 10.0 KB "
-               f"(set by {CEILING_ENV}); {BEFORE}")
+               f"(set by {CEILING_ENV}); {BEFORE}; {RAISE_HINT}")
     monkeypatch.setenv(CEILING_ENV, "lots")
     code, err = _cli(capsys, "info", image)
     assert code == 2 and err.strip() == f"error: {CEILING_ENV}='lots' is not a number of GB"

@@ -424,3 +424,178 @@ def test_dataset_json_entries_outside_the_dataset_are_refused_per_case(tmp_path,
     after = {p: hashlib.md5(p.read_bytes()).hexdigest() for p in before}
     assert after == before
     capsys.readouterr()
+
+
+# ------------------------------------------------------------ issue 44: the decoded-size limit, every reader
+#: a limit of 10 KB (--max-decoded-gb is in GB): every small file below is above it
+TINY_LIMIT = "0.00001"
+
+
+def _limit_video(path: Path) -> Path:
+    import av
+
+    with av.open(str(path), "w") as container:
+        stream = container.add_stream("mpeg4", rate=25)
+        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
+        for t in range(10):
+            frame = np.zeros((48, 64, 3), np.uint8)
+            frame[10:30, t:t + 20] = 255
+            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
+                container.mux(packet)
+        for packet in stream.encode():
+            container.mux(packet)
+    return path
+
+
+def _limit_dicom(folder: Path, shared: Path) -> Path:
+    from dicom_series import write_series
+
+    volume = sitk.Cast(sitk.ReadImage(str(_image(shared))), sitk.sitkInt16)
+    write_series(volume, folder / "series", "1.2.826.0.1.3680043.2.1125.44")
+    return folder / "series"
+
+
+def _limit_frames(folder: Path) -> Path:
+    (folder / "frames").mkdir()
+    for t in range(3):
+        imageio_write(folder / "frames" / f"frame{t}.png", np.full((40, 50), t * 40, np.uint8))
+    return folder / "frames"
+
+
+def imageio_write(path: Path, array: np.ndarray) -> Path:
+    import imageio.v3 as iio
+
+    iio.imwrite(path, array)
+    return path
+
+
+LIMITED: list[tuple[str, Callable[[Path, Path], Path], str]] = [
+    ("npz", lambda f, s: _npz(f, imgs=np.zeros((20, 30, 40), np.uint8)), "arrays of 24.0 KB in all"),
+    ("NIfTI gz", lambda f, s: _image(s), "35 x 51 x 35 voxels of 8-bit unsigned integer (62.5 KB)"),
+    ("NRRD", lambda f, s: _write_like(_array(_image(s)), _image(s), f / "big.nrrd"), "(62.5 KB)"),
+    ("MHA", lambda f, s: _write_like(_array(_image(s)), _image(s), f / "big.mha"), "(62.5 KB)"),
+    ("DICOM series", _limit_dicom, "a series of 35 x 51 x 35 voxels of 16-bit signed integer (125.0 KB)"),
+    ("video", lambda f, s: _limit_video(f / "big.avi"), "10 frames of 64 x 48 RGB (92.2 KB)"),
+    ("PNG", lambda f, s: imageio_write(f / "big.png", np.zeros((100, 120, 3), np.uint8)),
+     "120 x 100 pixels of mode RGB (36.0 KB)"),
+    ("frame folder", lambda f, s: _limit_frames(f), "3 frames of 50 x 40 pixels of mode L (6.0 KB)"),
+]
+
+
+@pytest.mark.parametrize("name, make, fragment", LIMITED, ids=[item[0] for item in LIMITED])
+def test_every_reader_refuses_a_decoded_size_above_the_limit(tmp_path, shared_data, capsys, name, make, fragment):
+    """``--max-decoded-gb`` (and MEDSAM_EVAL_MAX_IMAGE_GB) refuses from the header alone: one ``error:`` line naming
+    the file, its decoded size, the limit and how to raise it; exit 2; with the default limit the file reads."""
+    path = make(tmp_path, shared_data)
+    limit = "0.000005" if name == "frame folder" else TINY_LIMIT
+    assert main(["info", str(path), "--max-decoded-gb", limit]) == 2
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"error: {path}: header declares "), err
+    assert fragment in errors[0] and "above the memory ceiling of" in errors[0], err
+    assert "refused before allocating; raise it with --max-decoded-gb GB or MEDSAM_EVAL_MAX_IMAGE_GB=GB" in err
+    assert "Traceback" not in err and "internal error" not in err
+    assert main(["info", str(path)]) == 0
+    capsys.readouterr()
+
+
+def test_run_records_an_image_above_the_limit_as_a_failed_row(tmp_path, shared_data, capsys):
+    """A dataset case whose image is above ``--max-decoded-gb`` is a failed row naming the file and the limit;
+    the other cases are scored."""
+    root = tmp_path / "hippo"
+    for folder in ("imagesTr", "labelsTr"):
+        (root / folder).mkdir(parents=True)
+    shutil.copy(_image(shared_data), root / "imagesTr")
+    shutil.copy(_label(shared_data), root / "labelsTr")
+    big = np.kron(_array(_image(shared_data)), np.ones((2, 2, 2), np.uint8))  # 8x the voxels: 500 KB
+    big_label = np.kron(_array(_label(shared_data)), np.ones((2, 2, 2), np.uint8))
+    for array, folder in ((big, "imagesTr"), (big_label, "labelsTr")):
+        sitk.WriteImage(sitk.GetImageFromArray(array), str(root / folder / "hippocampus_900.nii.gz"))
+    shutil.copy(shared_data / "hippocampus_mri" / "dataset.json", root)
+    assert main(["run", str(root), "--model", "box", "--out", str(tmp_path / "run"), "--quiet", "--no-report",
+                 "--max-decoded-gb", "0.0002"]) == 0
+    table = load_table(tmp_path / "run")
+    failed = table[table["status"] == "failed"]
+    assert set(failed["case_id"]) == {"hippocampus_900"}
+    assert all("above the memory ceiling of 200.0 KB" in e and "--max-decoded-gb" in e for e in failed["error"])
+    assert set(table.loc[table["case_id"] == CASE, "status"]) == {"ok"}
+    capsys.readouterr()
+
+
+# -- issue 44: a results table edited by hand, read by report and compare -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def finished_box_run(tmp_path_factory, shared_data) -> Path:
+    """A finished run of the box baseline on 3 hippocampus cases (results.jsonl, .parquet, .csv)."""
+    run = tmp_path_factory.mktemp("hand_edits") / "run"
+    assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "3", "--out", str(run),
+                 "--quiet", "--no-report"]) == 0
+    return run
+
+
+def _csv_records(path: Path) -> tuple[list[str], list[list[str]]]:
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as stream:
+        header, *records = list(csv.reader(stream))
+    return header, records
+
+
+def _hand_edit(run: Path, folder: Path, edit: str) -> tuple[Path, str, tuple[str, int] | None]:
+    """``run``'s results.csv alone (a table made elsewhere) in ``folder``, edited by hand: the CSV, the
+    message fragment naming the bad line, and the (case, label) a lenient reading leaves out (None: no row lost)."""
+    import csv
+    import io
+
+    folder.mkdir()
+    shutil.copy(run / "manifest.json", folder)
+    header, records = _csv_records(run / "results.csv")
+    assert len((run / "results.csv").read_text().splitlines()) == len(records) + 1  # one line per record
+    case, label = header.index("case_id"), header.index("target_label")
+    line_of = lambda index: index + 2  # noqa: E731 - after the header, one line per record
+    if edit == "duplicated row":
+        records.append(list(records[1]))
+        fragment = (f"line {line_of(len(records) - 1)}: case {records[1][case]} label {records[1][label]} appears "
+                    f"again (first at line {line_of(1)})")
+        lost = None
+    elif edit == "dice as text":
+        records[2][header.index("dice")] = "0.8x"
+        fragment, lost = f"line {line_of(2)}: dice holds '0.8x', not a number", (records[2][case], records[2][label])
+    else:  # a row cut short
+        lost = (records[3][case], records[3][label])
+        records[3] = records[3][:10]
+        fragment = f"line {line_of(3)}: a row cut short: 10 of the header's {len(header)} fields"
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([header, *records])
+    (folder / "results.csv").write_text(out.getvalue(), encoding="utf-8")
+    return folder / "results.csv", fragment, None if lost is None else (lost[0], int(lost[1]))
+
+
+@pytest.mark.parametrize("edit", ["duplicated row", "dice as text", "row cut short"])
+def test_a_hand_edited_results_table_is_refused_or_skipped_and_counted(finished_box_run, tmp_path, capsys, edit):
+    """Refused by ``report`` and ``compare`` in one line naming the file and the line; with --lenient the row
+    is skipped, a warning line and the report say how many and why, and every count is the rows kept (a
+    duplicated row is no longer counted twice, a dice of text no longer left out of the median only)."""
+    from napari_medsam_eval.report import summarize_tasks
+
+    csv_path, fragment, lost = _hand_edit(finished_box_run, tmp_path / "edited", edit)
+    folder = csv_path.parent
+    for command in (["report", folder], ["compare", finished_box_run, folder, "--resamples", "10"]):
+        code, err = _run_cli(capsys, *command)
+        _assert_one_line(code, err, fragment, command[0])
+        assert f"error: {csv_path}: " in err and "--lenient" in err
+    assert not (folder / "report.md").exists()
+
+    original = load_table(finished_box_run / "results.csv")
+    kept = original if lost is None else original[~(original["case_id"].eq(lost[0])
+                                                    & original["target_label"].eq(lost[1]))]
+    rows = len(_csv_records(csv_path)[1])
+    said = f"1 of {rows} rows of results.csv skipped (--lenient)"
+    code, err = _run_cli(capsys, "report", folder, "--lenient")
+    assert code == 0 and f"warning: {said}" in err and fragment.split(": ", 1)[1].split(" (first")[0] in err
+    report = (folder / "report.md").read_text()
+    assert f"warning: {said}" in report and f"results: results.csv, {len(kept)} rows" in report
+    assert (folder / "task_summary.csv").read_text() == summarize_tasks(kept.reset_index(drop=True)).to_csv(index=False)
+    code, err = _run_cli(capsys, "compare", finished_box_run, folder, "--resamples", "10", "--lenient")
+    assert code == 0 and f"warning: B: {said}" in err

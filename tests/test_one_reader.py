@@ -35,13 +35,13 @@ def _runs(tmp_path: Path) -> tuple[Path, Path]:
 def reads(monkeypatch) -> list[Path]:
     """The files the report package reads, through the store's reader (which it is handed unchanged)."""
     seen: list[Path] = []
-    real = store.read_table
+    real = store.read_checked
 
-    def spy(path):
+    def spy(path, *args, **kwargs):
         seen.append(Path(path))
-        return real(path)
+        return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(results, "read_table", spy)
+    monkeypatch.setattr(results, "read_checked", spy)
     return seen
 
 

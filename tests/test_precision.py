@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from napari_medsam_eval.cli import main
+from napari_medsam_eval.core.cache import cache_dir
 from napari_medsam_eval.models.checkpoint_files import ModelOptionError as OptionError
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
@@ -35,12 +36,11 @@ EMBEDDING_ERROR_MAX = 0.5
 
 
 @pytest.fixture(scope="session")
-def precision_cache(tmp_path_factory):
-    """One export cache for the session: fp32 exported once, int8 quantized once."""
-    root = tmp_path_factory.mktemp("precision-export-cache")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("NAPARI_MEDSAM_EVAL_CACHE", str(root))
-        yield root
+def precision_cache():
+    """The run's export cache (suite_isolation.py), not one of its own: fp32 is exported once for the whole
+    run, and int8 quantized once on the 5 SAM-Med2D CT slices, the set the first-look tests calibrate on
+    where the CPU has no bf16 (they reuse this export; a private cache made each twice)."""
+    return cache_dir()
 
 
 @pytest.fixture(scope="session")

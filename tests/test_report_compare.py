@@ -9,7 +9,8 @@ import pytest
 from test_report_data import make_row, rows_a, shifted, write_run
 
 from napari_medsam_eval.cli import main
-from napari_medsam_eval.report import bootstrap_median_ci, compare_runs, paired_scores, wilcoxon_test
+from napari_medsam_eval.core.errors import DataError
+from napari_medsam_eval.report import bootstrap_median_ci, compare_runs, load_run, paired_scores, wilcoxon_test
 
 
 def row_of(comparison: pd.DataFrame, task: str) -> pd.Series:
@@ -63,8 +64,13 @@ def test_labels_join_across_formats_and_duplicates(tmp_path):
     b_rows = shifted(rows, 0.1)
     b_rows.insert(0, dict(b_rows[0], dice=0.0))  # an earlier attempt of liver_00, superseded by the later row
     b = write_run(tmp_path / "b", b_rows, formats=("parquet",))
-    pairs, notes = paired_scores(a, b)
-    assert pairs["paired"].sum() == 13 and notes and "duplicate" in notes[0]
+    with pytest.raises(DataError, match="results.parquet: row 2: case liver_00 label 1 appears again"):
+        paired_scores(a, b)  # a duplicate is refused, naming the file and the row
+    lenient = load_run(b, lenient=True)  # or skipped and counted: the later row kept, as the pairing keeps it
+    assert f"1 of {len(b_rows)} rows of results.parquet skipped" in lenient.warnings[0]
+    assert "row 1: case liver_00 label 1 appears again at row 2, which is kept" in lenient.warnings[0]
+    pairs, notes = paired_scores(a, lenient)
+    assert pairs["paired"].sum() == 13 and not notes
     assert np.allclose(pairs.loc[pairs["paired"], "diff"], 0.1)
 
 

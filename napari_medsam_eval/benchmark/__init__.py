@@ -8,7 +8,8 @@
 Modules: :mod:`.runner` (the loop, run folder, progress, cancel), :mod:`.evaluator`
 (one case -> rows), :mod:`.case_progress` (progress and cancel inside a case), :mod:`..evaluation.scoring`
 (metric columns), :mod:`.timing`, :mod:`.schema` (the columns), :mod:`.store` (the run folder's
-files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.local_executor` (process
+files, atomic rows, resume, and the one reader of its results, :func:`load_table`), :mod:`.table_checks` (the
+checks each row read passes), :mod:`.table_copies` (which results file is read, and the others), :mod:`.local_executor` (process
 pool), :mod:`.ray_executor` (Ray actors, ``executor="ray"``), :mod:`.manifest`, :mod:`.open_row` (a row's
 case, saved prediction and prompt, opened again).
 """
@@ -39,6 +40,7 @@ _EXPORTS: dict[str, str] = {
     "ROWS_FILE": "store",
     "ResultStore": "store",
     "load_table": "store",
+    "read_checked": "store",
     "read_rows": "store",
     "read_table": "store",
     "results_file": "store",
@@ -72,6 +74,7 @@ __all__ = [
     "load_run_case",
     "load_table",
     "read_manifest",
+    "read_checked",
     "read_rows",
     "read_table",
     "results_file",

@@ -29,7 +29,10 @@ runner's ``results.jsonl`` first (it is current; the parquet/CSV of a run
 killed or still going are stale), else ``results.parquet``, else
 ``results.csv`` (tables made elsewhere or by an older version, whose labels
 may read ``1.0`` or ``"1"`` and whose status may read ``" OK"``:
-:func:`table_of_rows` says how they are taken).
+:func:`table_of_rows` says how they are taken). Every row read from a file is
+checked first (:mod:`.table_checks`: no duplicate, numbers in the number
+columns, no CSV line cut short), an error naming the file and the line, or
+with ``lenient`` left out and listed (:func:`read_checked`).
 
 JSON numbers follow Python's :mod:`json`: ``NaN`` and ``Infinity`` are written
 as those tokens. ``results.csv``/``results.parquet`` are derived files, written
@@ -41,7 +44,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -49,8 +52,8 @@ import pandas as pd
 from ..core.checksum import sha256_file
 from ..core.errors import DataError, os_problem
 from .files import CSV_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
-from .schema import (FLOAT_COLUMNS, INT_COLUMNS, STATUS_FAILED, TEXT_COLUMNS, is_missing, json_dumps,
-                     to_dataframe, whole_number)
+from .schema import INT_COLUMNS, STATUS_FAILED, is_missing, json_dumps, to_dataframe, whole_number
+from .table_checks import Skipped, check_rows, csv_rows
 
 #: in every line of ``results.jsonl``: the number of rows of the line's case (written as one block)
 BLOCK_KEY = "_case_rows"
@@ -151,11 +154,12 @@ def read_rows(path: str | Path) -> list[dict[str, Any]]:
     return _complete_prefix(data, path)[0]
 
 
-def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int]:
+def _complete_prefix(data: bytes, path: Path, repeats: bool = False) -> tuple[list[dict[str, Any]], int]:
     """Rows of complete case blocks at the start of ``data`` and the byte offset they end at.
 
     A case whose block appears twice is damage (the runner writes a case
-    once, and rewrites the file when it redoes one): a DataError naming both.
+    once, and rewrites the file when it redoes one): a DataError naming both,
+    unless ``repeats`` (a lenient reading, whose row checks skip the repeated rows).
     """
     rows: list[dict[str, Any]] = []
     block: list[dict[str, Any]] = []
@@ -177,7 +181,7 @@ def _complete_prefix(data: bytes, path: Path) -> tuple[list[dict[str, Any]], int
                             f"case {row.get('case_id')!r} starts", path)
         if not block:
             case_id = row.get("case_id")
-            if case_id in first_line:
+            if case_id in first_line and not repeats:
                 raise DataError(f"line {line_number}: case {case_id!s} appears a second time (its first block starts "
                                 f"at line {first_line[case_id]}); remove one of the blocks", path)
             first_line[case_id] = line_number
@@ -301,37 +305,50 @@ def results_file(run: str | Path) -> Path:
     raise DataError(f"no results table in the run directory (expected one of {', '.join(RESULT_FILES)})", run)
 
 
-def _read_csv(path: Path, columns: Iterable[str] | None = None) -> pd.DataFrame:
-    """A results CSV with its text and integer columns as written (``"007"`` stays text) and only blank
-    float cells missing."""
-    text = {c: str for c in TEXT_COLUMNS + INT_COLUMNS}
-    return pd.read_csv(path, usecols=columns, dtype=text, keep_default_na=False,
-                       na_values={c: ["", "nan", "NaN"] for c in FLOAT_COLUMNS})
+class CheckedTable(NamedTuple):
+    """A results file read: its typed table and the rows a lenient reading left out (:mod:`.table_checks`)."""
+
+    table: pd.DataFrame
+    skipped: list[Skipped]
+    rows: int
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """The typed table of one results file: ``.jsonl`` (its complete cases, :func:`read_rows`),
-    ``.parquet`` or ``.csv``, through :func:`table_of_rows`; an unreadable file is a DataError."""
+def _numbered_rows(path: Path, lenient: bool) -> tuple[Iterable[tuple[int, Any]], str]:
+    """The file's rows with their line numbers (a parquet file's row numbers), and which of the two."""
+    if path.name.endswith(".jsonl"):
+        data = path.read_bytes()
+        return enumerate(_complete_prefix(data, path, repeats=lenient)[0], start=1), "line"  # a row a line
+    if path.name.endswith(".parquet"):
+        return enumerate(pd.read_parquet(path).to_dict("records"), start=1), "row"
+    if path.name.endswith(".csv"):
+        return list(csv_rows(path)), "line"
+    raise DataError("not a results table (expected .parquet, .csv or .jsonl)", path)
+
+
+def read_checked(path: str | Path, lenient: bool = False) -> CheckedTable:
+    """The typed table of one results file: ``.jsonl`` (its complete cases, as :func:`read_rows`),
+    ``.parquet`` or ``.csv``, each row checked (:func:`.table_checks.check_rows`: a bad row is a
+    DataError naming the file and the line, or with ``lenient`` left out and listed), then typed by
+    :func:`table_of_rows`; an unreadable file is a DataError."""
     path = Path(path)
     try:
-        if path.name.endswith(".jsonl"):
-            rows: list[dict[str, Any]] = read_rows(path)
-        elif path.name.endswith(".parquet"):
-            rows = pd.read_parquet(path).to_dict("records")
-        elif path.name.endswith(".csv"):
-            rows = _read_csv(path).to_dict("records")
-        else:
-            raise DataError("not a results table (expected .parquet, .csv or .jsonl)", path)
+        numbered, where = _numbered_rows(path, lenient)
+        rows, skipped = check_rows(numbered, path, lenient=lenient, where=where)
     except DataError:
         raise
-    except pd.errors.EmptyDataError:
-        rows = []
-    except Exception as error:  # noqa: BLE001 - pyarrow/pandas raise many types for a corrupt file
+    except OSError as error:
+        raise DataError(f"cannot read the results table ({error.strerror or error})", path) from None
+    except Exception as error:  # noqa: BLE001 - pyarrow/pandas/csv raise many types for a corrupt file
         raise DataError(f"cannot read the results table ({type(error).__name__}: {error})", path) from None
-    return table_of_rows(rows, path)
+    return CheckedTable(table_of_rows(rows, path), skipped, len(rows) + len(skipped))
 
 
-def load_table(run: str | Path) -> pd.DataFrame:
+def read_table(path: str | Path, lenient: bool = False) -> pd.DataFrame:
+    """The typed table of one results file (:func:`read_checked`)."""
+    return read_checked(path, lenient).table
+
+
+def load_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
     """The typed table of a run folder (:func:`results_file`, :func:`read_table`) or of one results file.
 
     A folder that holds no results file yet (a run that has not finished a
@@ -340,20 +357,7 @@ def load_table(run: str | Path) -> pd.DataFrame:
     run = Path(run)
     if not run.is_file() and not any((run / name).is_file() for name in RESULT_FILES):
         return to_dataframe([])
-    return read_table(results_file(run))
-
-
-def table_case_ids(path: str | Path) -> set[str]:
-    """The case ids of a parquet/CSV results table, reading that column only (empty when unreadable)."""
-    path = Path(path)
-    try:
-        if path.name.endswith(".parquet"):
-            column = pd.read_parquet(path, columns=["case_id"])["case_id"]
-        else:
-            column = _read_csv(path, columns=["case_id"])["case_id"]
-    except Exception:  # noqa: BLE001 - a damaged derived table counts as holding no case
-        return set()
-    return set(column.astype(str))
+    return read_table(results_file(run), lenient)
 
 
 class RunLock:

@@ -63,6 +63,12 @@ def build_parser(only: str | None = ALL) -> argparse.ArgumentParser:
             import_module(f"{__name__}.{module}").add_parser(subparsers)
         else:
             subparsers.add_parser(name, help=text, add_help=False)
+    if only in COMMANDS or only == ALL:  # a command's parser was built (never for the bare --help)
+        from .common import IMAGE_COMMANDS, add_decoded_limit_argument
+
+        for name in IMAGE_COMMANDS:
+            if only == ALL or only == name:
+                add_decoded_limit_argument(subparsers.choices[name])
     return parser
 
 
@@ -81,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        from .common import decoded_limit  # a command runs: its module imported common already
+
+        with decoded_limit(args):
+            return int(args.func(args) or 0)
     except MedsamEvalError as error:
         if args.debug:
             raise

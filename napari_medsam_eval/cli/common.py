@@ -93,6 +93,34 @@ def label_value(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    """A finite number above 0 (a size, a limit)."""
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0, got {text}")
+    return value
+
+
+#: the commands that read images, each taking ``--max-decoded-gb`` (added by :func:`add_decoded_limit_argument`)
+IMAGE_COMMANDS = ("info", "score", "segment", "run", "prompt-study", "propagation-study")
+
+
+def add_decoded_limit_argument(parser: argparse.ArgumentParser) -> None:
+    """``--max-decoded-gb GB``: the decoded-size limit of :mod:`napari_medsam_eval.core.decoded_limit` for this command."""
+    from ..core.decoded_limit import CEILING_ENV, CEILING_OPTION, MEMORY_FRACTION
+
+    parser.add_argument(CEILING_OPTION, type=positive_float, metavar="GB", dest="max_decoded_gb",
+                        help=f"refuse an image whose header declares more than GB (10^9 bytes) decoded, before "
+                             f"reading it (default: {MEMORY_FRACTION * 100:.0f}%% of memory, or ${CEILING_ENV})")
+
+
+def decoded_limit(args: argparse.Namespace):
+    """A context in which ``--max-decoded-gb`` (when given) is the decoded-size limit (:func:`ceiling_set_to`)."""
+    from ..core.decoded_limit import ceiling_set_to
+
+    return ceiling_set_to(getattr(args, "max_decoded_gb", None))
+
+
 def add_embeddings_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embeddings", metavar="DIR", help=EMBEDDINGS_HELP)
 
@@ -159,3 +187,21 @@ def check_calibration_apart(options: dict[str, Any], inputs: list[Any]) -> None:
         path = Path(item)
         files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
         calibration.check_apart(files, path)
+
+
+#: ``--overwrite``'s help, one text for every command that writes a named file
+OVERWRITE_HELP = ("replace an existing output file that medsam-eval did not write (or that changed since); "
+                  "a file inside a dataset folder is never replaced (docs/guarantees.md)")
+
+
+def add_overwrite_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
+
+
+def check_out_file(path: Any, overwrite: bool, option: str = "--out") -> Any:
+    """``path`` when a command may write that file (:func:`~napari_medsam_eval.core.ownership.check_may_write`,
+    with where it lies in a dataset), else a DataError naming it: before any work."""
+    from ..core.ownership import check_may_write
+    from ..datasets.dataset_roots import dataset_holding
+
+    return check_may_write(path, overwrite=overwrite, option=option, dataset=dataset_holding(path))

@@ -5,8 +5,9 @@ import argparse
 from pathlib import Path
 
 from ..core.errors import MedsamEvalError
-from .common import positive_int, seed_int
+from .common import add_overwrite_argument, positive_int, seed_int
 from .commands import command_help
+from .table_reading import add_lenient_argument, print_warnings
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +18,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--out", type=Path, help="write compare.md, compare.csv and the difference plot here")
     parser.add_argument("--resamples", type=positive_int, default=10_000, help="bootstrap resamples (default 10000)")
     parser.add_argument("--seed", type=seed_int, default=0, help="bootstrap seed (default 0)")
+    add_overwrite_argument(parser)
+    add_lenient_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -25,9 +28,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.resamples < 1:
         raise MedsamEvalError(f"--resamples must be >= 1, not {args.resamples}")
-    a, b = load_run(args.run_a), load_run(args.run_b)
+    a, b = load_run(args.run_a, args.lenient), load_run(args.run_b, args.lenient)
+    print_warnings(a, "A")
+    print_warnings(b, "B")
     if args.out is not None:
-        path, comparison = write_comparison(a, b, args.out, metric=args.metric, n_boot=args.resamples, seed=args.seed)
+        path, comparison = write_comparison(a, b, args.out, metric=args.metric, n_boot=args.resamples, seed=args.seed,
+                                            overwrite=args.overwrite)
     else:
         path, comparison = None, compare_runs(a, b, metric=args.metric, n_boot=args.resamples, seed=args.seed)
     print(f"{args.metric}: B ({args.run_b}) - A ({args.run_a})")

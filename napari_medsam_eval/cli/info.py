@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..core.array_blocks import value_counts
 from ..core.case import Case
 from ..io import read_case
 from .commands import command_help
@@ -37,7 +38,7 @@ def describe_case(case: Case) -> dict:
         "intensity": {"min": float(image.min()), "max": float(image.max()), "mean": round(float(image.mean()), 3)},
     }
     if case.label is not None:
-        values, counts = np.unique(case.label, return_counts=True)
+        values, counts = value_counts(case.label)  # np.unique would sort a copy of the whole label map
         names = case.label_names
         voxel_volume = float(np.prod(case.spacing.values)) if case.kind == "volume" else None
         facts["labels"] = [

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..datasets import available_layouts
 from ..models import build_backend
-from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
-                     positive_int, precision_option)
+from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
+                     embeddings_option, positive_int, precision_option)
 from .commands import command_help
 
 
@@ -37,6 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
     parser.add_argument("--no-official", action="store_true", help="leave out the official 3D-box reference")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_overwrite_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..report.folder import check_output_folder, record_written
 
-    check_output_folder(args.out, STUDY_FILES, "propagation study")  # before any work; never a user's file
+    check_output_folder(args.out, STUDY_FILES, "propagation study", args.overwrite)  # before any work
     options = {k: v for k, v in (("checkpoint", args.checkpoint and str(args.checkpoint)),
                                  ("device", args.device)) if v}
     options.update(embeddings_option(args))

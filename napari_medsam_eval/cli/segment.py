@@ -25,13 +25,15 @@ from ..core.intensity import INTENSITY_MODES, case_intensity, prepare_image, res
 from ..io import read_case, write_mask
 from ..io.writers import check_output_path
 from ..models import available_backends, build_backend
+from ..core.ledger import record_written
 from ..core.ownership import check_not_inputs
 from ..core.prompt import Prompt, check_prompt_in_image
 from ..propagation import PropagationResult, resolve_rules, segment_by_kind
 from ..propagation.anchors import AnchoredSegmentation
 from ..core.anchor_prompts import is_painted
-from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
-                     finite_float, json_options, label_value, non_negative_int, precision_option, propagation_option)
+from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
+                     check_out_file, embeddings_option, finite_float, json_options, label_value, non_negative_int,
+                     precision_option, propagation_option)
 from .commands import command_help
 
 
@@ -69,6 +71,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--propagation", metavar="PRESET|JSON",
                         help="propagation rules: a preset (volume, video, legacy) or JSON options (default: the kind's)")
     parser.add_argument("--no-propagate", action="store_true", help="segment only the prompted slice")
+    add_overwrite_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -201,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
         case.modality = args.modality
     prompts = _prompts(args, case)
     check_output_path(args.out, case.kind)  # before any model work is spent on it
+    check_out_file(args.out, args.overwrite)  # never over a file not ours, never into a dataset
     options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args), "device": args.device}
     if args.checkpoint is not None:
         options["checkpoint"] = str(args.checkpoint)
@@ -232,8 +236,13 @@ def run(args: argparse.Namespace) -> int:
 
     for note in result_notes(case.image, mask):  # valid, but meaning little: say so
         print(f"warning: {note}", file=sys.stderr)
-    labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32) * args.label_value
+    if mask.dtype == bool and args.label_value == 1:
+        labels = mask.view(np.uint8)  # the mask's own bytes (True is 1): no mask-sized copy
+    else:
+        labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32)
+        labels *= args.label_value  # in place: one copy, not two
     path = write_mask(labels, args.out, case)
+    record_written(path.parent, [path.name])  # ours now: a re-run may replace it without --overwrite
     print(f"wrote {path} ({int(mask.sum())} voxels on {int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim > 2 else 1} slices)")
     if len(prompts) > 1:
         print("prompts on slices " + ", ".join(str(p.slice_index) for p in prompts) + " (the first propagated, "

@@ -13,8 +13,8 @@ from typing import Any
 from ..core.errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
-from .common import (add_embeddings_argument, add_precision_argument, check_calibration_apart, embeddings_option,
-                     legacy_seed_int, non_negative_int, positive_int, precision_option)
+from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
+                     embeddings_option, legacy_seed_int, non_negative_int, positive_int, precision_option)
 from .commands import command_help
 
 
@@ -51,6 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="SAM-Med2D masks X_<object>_NNN: one class per object (union) or per file")
     parser.add_argument("--no-figure", action="store_true", help="skip the PNG figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table on stdout")
+    add_overwrite_argument(parser)
     parser.set_defaults(func=run)
 
 
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from ..report.folder import check_output_folder, record_written
     from ..report.prompt_mode_study import FILES
 
-    check_output_folder(args.out, tuple(FILES.values()), "prompt study")  # before any work; never a user's file
+    check_output_folder(args.out, tuple(FILES.values()), "prompt study", args.overwrite)  # before any work
     skipped: list[dict] = []
     samples = study_samples(list(args.dataset), limit=args.limit, volume_slices=args.volume_slices,
                             skipped=skipped, instances=args.instances)

@@ -39,6 +39,7 @@ from typing import Literal
 
 import numpy as np
 
+from .array_blocks import BLOCK_BYTES, blocks, count_nonfinite, count_where
 from .case import KINDS
 
 #: named CT windows, (level, width) in HU (radiopaedia.org/articles/windowing-ct)
@@ -83,14 +84,51 @@ def is_ct(modality: str | None) -> bool:
     return modality is not None and modality.strip().upper() == "CT"
 
 
-def _rescale(clipped: np.ndarray, lo: float, hi: float, rescale: str) -> np.ndarray:
+def _percentiles(volume: np.ndarray) -> tuple[float, float]:
+    """:data:`PERCENTILES` of the voxels > 0 (of all voxels when none is), as ``np.percentile`` of their float64
+    values gives them, without a float64 copy of the volume.
+
+    Integer voxels > 0 are kept in their dtype: numpy's linear interpolation then works on the same two
+    neighbouring values (their difference fits the dtype, both being positive) and gives the same float64
+    result. Float voxels are converted, since float32 arithmetic would round the interpolation otherwise.
+    """
+    integer = np.issubdtype(volume.dtype, np.integer)
+    n_positive = count_where(volume, lambda block: block > 0)
+    if n_positive:
+        sample = np.empty(n_positive, dtype=volume.dtype if integer else np.float64)
+        filled = 0
+        for part in blocks(volume):
+            chosen = volume[part][volume[part] > 0]
+            sample[filled:filled + chosen.size] = chosen
+            filled += chosen.size
+    else:
+        sample = volume.astype(np.float64).reshape(-1)  # no positive voxel: all of them (rare; negative ints
+        # would overflow their dtype's differences)
+    lo, hi = (float(v) for v in np.percentile(sample, PERCENTILES, overwrite_input=True))
+    return lo, hi
+
+
+def _prepare_blocks(volume: np.ndarray, lo: float, hi: float, rescale: str, zero_stays: bool) -> np.ndarray:
+    """Clip to ``lo..hi``, rescale to 0..255 and cast, as the whole-volume float64 rule does, one block at a time.
+
+    ``rescale="data"`` rescales the clipped volume's own min..max: clipping is monotonic, so that is the
+    clipped min and max of the volume, found without a clipped copy. ``zero_stays``: voxels that were 0 stay 0.
+    """
     if rescale == "window":
         vmin, vmax = lo, hi
     else:
-        vmin, vmax = float(np.min(clipped)), float(np.max(clipped))
+        vmin = float(np.clip(np.float64(volume.min()), lo, hi))
+        vmax = float(np.clip(np.float64(volume.max()), lo, hi))
+    out = np.zeros(volume.shape, dtype=np.uint8)
     if vmax <= vmin:
-        return np.zeros(clipped.shape, dtype=np.float64)
-    return (clipped - vmin) / (vmax - vmin) * 255.0
+        return out
+    for part in blocks(volume, BLOCK_BYTES // 32):  # float64 temporaries of a few MB (one slice of 512 x 512)
+        data = volume[part].astype(np.float64)
+        scaled = (np.clip(data, lo, hi) - vmin) / (vmax - vmin) * 255.0
+        if zero_stays:
+            scaled[data == 0] = 0
+        out[part] = np.clip(scaled, 0, 255).astype(np.uint8)
+    return out
 
 
 def prepare_intensity(
@@ -126,20 +164,14 @@ def prepare_intensity(
         raise ValueError(f"cannot prepare intensities of dtype {volume.dtype}")
     if volume.size == 0:
         return volume.astype(np.uint8)
-    data = volume.astype(np.float64, copy=False)
-    if not np.isfinite(data).all():
+    if count_nonfinite(volume)[0]:
         raise ValueError("volume contains NaN or infinite values; fill or mask them before intensity preparation")
+    # block by block (:mod:`.array_blocks`): a float64 copy of an int16 volume would be 4x its size
     if is_ct(modality):
         level, width = resolve_window(window)
-        lo, hi = level - width / 2.0, level + width / 2.0
-        out = _rescale(np.clip(data, lo, hi), lo, hi, rescale)
-    else:
-        positive = data[data > 0]
-        sample = positive if positive.size else data.reshape(-1)
-        lo, hi = (float(v) for v in np.percentile(sample, PERCENTILES))
-        out = _rescale(np.clip(data, lo, hi), lo, hi, rescale)
-        out[data == 0] = 0
-    return np.clip(out, 0, 255).astype(np.uint8)
+        return _prepare_blocks(volume, level - width / 2.0, level + width / 2.0, rescale, zero_stays=False)
+    lo, hi = _percentiles(volume)
+    return _prepare_blocks(volume, lo, hi, rescale, zero_stays=True)
 
 
 def prepare_image(

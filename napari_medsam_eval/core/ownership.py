@@ -1,4 +1,4 @@
-"""Never touch what is not ours: an output is never one of the command's inputs.
+"""Never touch what is not ours: an output is never one of the command's inputs, nor a file we did not write.
 
 The one rule every writing command shares (``segment --out``, ``run --out``,
 ``report --out``): an output that *overlaps* an input is refused before any
@@ -8,6 +8,17 @@ work. Overlapping means the same file or folder once links are resolved
 frame folder it was read from, a run folder inside its dataset folder).
 Writing there would replace or change the input, e.g. ``segment X.npz --out
 X.npz`` would swap the image for the mask.
+
+The second rule, :func:`check_may_write` (one file) and
+:func:`check_may_write_folder` (the files a report or study writes into a
+folder): an existing file is only replaced when it is ours, i.e. the folder's
+ledger (:mod:`.ledger`) names it with the hash of its current bytes, or when
+the user says ``--overwrite`` (the napari writer: napari's save dialog has
+asked). A path inside a dataset folder is refused even with ``--overwrite``:
+ground truths and images are never replaced, and no output is added among
+them. Which folders are datasets is the dataset layouts' knowledge
+(:func:`napari_medsam_eval.datasets.dataset_roots.dataset_holding`); the
+caller passes what it says as ``dataset``, since this room cannot import them.
 
 :func:`folder_contents` is the short listing the refusals of folders that are
 not ours (an embedding store, a run folder, a report folder) print, so the
@@ -20,6 +31,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from .errors import DataError
+from .ledger import LEDGER, Ledger, is_ours, matching, read_ledger
 
 #: how many entries of a folder an error names
 SHOWN_ENTRIES = 4
@@ -98,4 +110,60 @@ def check_not_inputs(outputs: Sequence[Named], inputs: Iterable[Named]) -> None:
                                 f"writing there would change the input; give another output path", output)
 
 
-__all__ = ["SHOWN_ENTRIES", "check_not_inputs", "folder_contents", "overlap"]
+#: what a refusal of an output inside a dataset says after where it is
+NEVER_IN_A_DATASET = ("medsam-eval never writes into a dataset folder, not even when told to overwrite (--overwrite):"
+                      " its ground truths and images stay as they are; give a path outside it")
+
+
+def _shown(names: Sequence[str], shown: int = SHOWN_ENTRIES) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _ledger_of(folder: Path) -> Ledger:
+    """The folder's ledger; a DataError when a file of its name is someone else's (it is never replaced)."""
+    ledger = read_ledger(folder)
+    if ledger is None:
+        raise DataError("is not the ledger medsam-eval keeps of the files it wrote there, so nothing can be "
+                        "written beside it; give another folder", folder / LEDGER)
+    return ledger
+
+
+def check_may_write(path: str | os.PathLike[str], *, overwrite: bool = False, option: str = "--out",
+                    dataset: str | None = None) -> Path:
+    """``path`` when a file may be written there, else a :class:`DataError` naming it (the module notes).
+
+    ``dataset``: where ``path`` lies in a dataset (``"lies inside the dataset folder ..."``), None when it
+    does not: refused even with ``overwrite``. An existing file that is not ours is refused unless
+    ``overwrite``. Called before any work; the writer notes what it wrote with
+    :func:`napari_medsam_eval.core.ledger.record_written` afterwards.
+    """
+    path = Path(path)
+    if dataset is not None:
+        raise DataError(f"{option} {dataset}; {NEVER_IN_A_DATASET}", path)
+    ledger = _ledger_of(path.parent)
+    there = path.exists() or path.is_symlink()
+    if there and not overwrite and not is_ours(path.parent, path.name, ledger):
+        raise DataError(f"{option} would replace this file, which medsam-eval did not write (or which changed since"
+                        "); give --overwrite to replace it, or another path", path)
+    return path
+
+
+def check_may_write_folder(folder: str | os.PathLike[str], patterns: Sequence[str], what: str, *,
+                           overwrite: bool = False, dataset: str | None = None) -> list[str]:
+    """The files of ``patterns`` in ``folder`` that are not ours (replaced only with ``overwrite``), else a
+    :class:`DataError` naming the folder and them; ``dataset`` as in :func:`check_may_write`."""
+    folder = Path(folder)
+    if dataset is not None:
+        raise DataError(f"the {what} folder {dataset}; {NEVER_IN_A_DATASET}", folder)
+    if not folder.is_dir():
+        return []
+    ledger = _ledger_of(folder)
+    foreign = [name for name in matching(folder, patterns) if not is_ours(folder, name, ledger)]
+    if foreign and not overwrite:
+        raise DataError(f"the {what} would replace {_shown(foreign)}, which medsam-eval did not write there (or "
+                        "which changed since); give an empty or new folder, or --overwrite to replace them", folder)
+    return foreign
+
+
+__all__ = ["NEVER_IN_A_DATASET", "SHOWN_ENTRIES", "check_may_write", "check_may_write_folder", "check_not_inputs",
+           "folder_contents", "overlap"]

@@ -16,7 +16,8 @@ import SimpleITK as sitk
 
 from ..core.case import Case, CaseKind
 from ..core.errors import DataError
-from .sitk_io import array_of, case_from_sitk, geometry_of, short_sitk_message
+from ..core.decoded_limit import check_ceiling
+from .sitk_io import array_of, case_from_sitk, declared_size, geometry_of, short_sitk_message
 
 _TAG_POSITION = "0020|0032"
 _TAG_ORIENTATION = "0020|0037"
@@ -50,6 +51,7 @@ def read_dicom_series(folder: str | Path, series_id: str | None = None) -> tuple
     files, series_id = dicom_series_files(folder, series_id)
     headers = [_read_header(Path(f)) for f in files]
     _check_slice_positions(files, headers, folder)
+    _check_series_size(files, folder)
     reader = sitk.ImageSeriesReader()
     reader.SetFileNames(files)
     try:
@@ -69,6 +71,20 @@ def _read_header(path: Path) -> dict[str, str]:
         raise DataError(f"unreadable DICOM slice: {short_sitk_message(error)}", path) from None
     return {key: reader.GetMetaData(key) for key in (_TAG_POSITION, _TAG_ORIENTATION, _TAG_MODALITY)
             if reader.HasMetaDataKey(key)}
+
+
+def _check_series_size(files: list[str], folder: Path) -> None:
+    """Refuse a series whose slices x rows x columns (of the first slice's pixel type) exceed the decoded-size
+    limit (:mod:`napari_medsam_eval.core.decoded_limit`), before a pixel is read."""
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(files[0])
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError as error:
+        raise DataError(f"unreadable DICOM slice: {short_sitk_message(error)}", files[0]) from None
+    columns, rows = (int(v) for v in reader.GetSize()[:2])
+    declared, description = declared_size(reader, [columns, rows, len(files)])
+    check_ceiling(declared, f"a series of {description}", folder)
 
 
 def _check_slice_positions(files: list[str], headers: list[dict[str, str]], folder: Path) -> None:

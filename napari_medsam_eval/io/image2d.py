@@ -42,6 +42,7 @@ import numpy as np
 from PIL import Image
 
 from ..core.case import Case
+from ..core.decoded_limit import check_ceiling, human_bytes
 from ..core.errors import DataError
 from .case_builder import check_kind, make_case
 from .colour_masks import colour_mask
@@ -53,9 +54,33 @@ JPEG_THRESHOLD = 127
 FOREGROUND = "foreground"
 
 
+#: bytes per band of the PIL modes whose bands are not one byte
+_BAND_BYTES = {"I": 4, "F": 4, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
+
+
+def check_image_header(path: Path, frames: int = 1, where: Path | None = None) -> None:
+    """Refuse an image whose header's width x height x bands x pages (x ``frames``: a folder ``where`` of frames
+    like it) decodes to more than the decoded-size limit (:mod:`napari_medsam_eval.core.decoded_limit`).
+
+    Only the header is read (PIL opens lazily); a file PIL cannot open is left to the decoder, which names
+    the problem.
+    """
+    try:
+        with Image.open(path) as img:
+            width, height = img.size
+            bands, pages = len(img.getbands()), int(getattr(img, "n_frames", 1) or 1)
+            n_bytes = width * height * bands * _BAND_BYTES.get(img.mode, 1) * pages * frames
+            mode = img.mode
+    except Exception:  # noqa: BLE001 - PIL raises OSError, ValueError, SyntaxError, DecompressionBombError ...
+        return
+    count = f"{frames} frames of " if frames > 1 else f"{pages} pages of " if pages > 1 else ""
+    check_ceiling(n_bytes, f"{count}{width} x {height} pixels of mode {mode} ({human_bytes(n_bytes)})", where or path)
+
+
 def read_image_array(path: str | Path) -> tuple[np.ndarray, dict[str, Any]]:
     """Pixels of one 2D image as ``(Y, X)`` or ``(Y, X, 3)``, plus notes for the metadata."""
     path = require_file(path)
+    check_image_header(path)
     try:
         pixels = np.asarray(iio.imread(path))
     except Exception as error:  # imageio plugins raise OSError, ValueError, SyntaxError, ...
@@ -86,6 +111,7 @@ def read_mask_pixels(path: str | Path) -> tuple[np.ndarray, bool, str | None]:
     """Mask values (rule 1 of the module docstring), whether they are palette indices, and, for a
     one-colour RGB mask, the rule that already made them labels 0/1 (:mod:`.colour_masks`)."""
     path = require_file(path)
+    check_image_header(path)
     try:
         with Image.open(path) as img:
             img.load()
@@ -146,6 +172,7 @@ def read_mask_gray(path: str | Path) -> np.ndarray:
     becomes 0/1 ``uint8``); colour is made grey by PIL's ``convert("L")``. None
     of the mask rules of the module docstring is applied.
     """
+    check_image_header(Path(path))
     try:
         with Image.open(path) as img:
             if img.mode in ("P", "I", "I;16", "I;16B", "I;16L", "L", "1"):
@@ -159,6 +186,7 @@ def read_mask_gray(path: str | Path) -> np.ndarray:
 
 def read_image_rgb(path: str | Path) -> np.ndarray:
     """An image file as their PIL ``Image.open(path).convert("RGB")``; 16-bit/float values are kept as stored."""
+    check_image_header(Path(path))
     try:
         with Image.open(path) as img:
             values = np.asarray(img)

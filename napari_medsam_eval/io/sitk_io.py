@@ -94,6 +94,16 @@ def _component_bytes(pixel_type: str) -> int:
     return max(1, int(bits.group(1)) // 8 if bits else 1) * (2 if "complex" in pixel_type else 1)
 
 
+def declared_size(reader: sitk.ImageFileReader, size: list[int]) -> tuple[int, str]:
+    """(decoded bytes, description) of an image of ``size`` (x, y, z) voxels of the pixel type ``reader`` read
+    from a header (``ReadImageInformation``): what decoding it will allocate."""
+    pixel_type = sitk.GetPixelIDValueAsString(reader.GetPixelID())
+    components = int(reader.GetNumberOfComponents())
+    declared = int(np.prod(size, dtype=object)) * components * _component_bytes(pixel_type)
+    what = pixel_type if components == 1 else f"{pixel_type}, {components} components"
+    return declared, describe(size, what, declared)
+
+
 def check_declared_size(path: Path, fmt: str, reader: sitk.ImageFileReader) -> None:
     """Refuse a header whose declared image the file cannot hold or memory cannot take (:mod:`.sizes`).
 
@@ -102,11 +112,7 @@ def check_declared_size(path: Path, fmt: str, reader: sitk.ImageFileReader) -> N
     it can hold (an uncompressed one is measured by :func:`_check_nifti_complete`).
     """
     size = [int(v) for v in reader.GetSize()]
-    pixel_type = sitk.GetPixelIDValueAsString(reader.GetPixelID())
-    components = int(reader.GetNumberOfComponents())
-    declared = int(np.prod(size, dtype=object)) * components * _component_bytes(pixel_type)
-    what = pixel_type if components == 1 else f"{pixel_type}, {components} components"
-    description = describe(size, what, declared)
+    declared, description = declared_size(reader, size)
     data = nrrd_data(path) if fmt == "NRRD" else metaimage_data(path) if fmt == "MetaImage" else None
     if data is not None:
         available, compressed, source = data

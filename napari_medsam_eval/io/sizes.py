@@ -10,10 +10,13 @@ readers call these checks after reading the header and before reading data:
   detached data file; the data part of an npz member). Deflate (gzip/zlib)
   cannot expand data more than :data:`DEFLATE_MAX_RATIO` times, so a
   compressed payload that would have to expand more is refused too;
-* **memory ceiling**: whatever the file holds, a declared image larger than
-  :func:`memory_ceiling` (half the memory this process may use: reading it
-  needs the decoder's buffer and the numpy array) is refused, naming the
-  ceiling. ``MEDSAM_EVAL_MAX_IMAGE_GB`` sets another ceiling, in GB.
+* **memory ceiling** (the decoded-size limit, :mod:`napari_medsam_eval.core.decoded_limit`,
+  re-exported here): whatever the file holds, a declared image whose decoded
+  size is above :func:`memory_ceiling` is refused. Each reader checks it from
+  its header alone: npz array headers (:func:`check_npz_sizes`), NIfTI/NRRD/
+  MetaImage headers (SimpleITK's ``ReadImageInformation``), a DICOM series'
+  slices x rows x columns, a video container's frames x height x width x 3, a
+  2D image's size and mode, a folder of frames' count x its first frame.
 
 Every refusal is a :class:`~napari_medsam_eval.core.errors.DataError` naming the
 file, what the header declares and what the file holds.
@@ -21,7 +24,6 @@ file, what the header declares and what the file holds.
 from __future__ import annotations
 
 import math
-import os
 import re
 import zipfile
 from pathlib import Path
@@ -29,66 +31,17 @@ from typing import IO, Sequence
 
 import numpy as np
 
+from ..core.decoded_limit import (CEILING_ENV, MEMORY_FRACTION, RAISE_HINT, check_ceiling,  # noqa: F401
+                                   human_bytes, memory_ceiling)
 from ..core.errors import DataError
 
 #: the largest expansion deflate can give (RFC 1951: about 1032:1), with a margin
 DEFLATE_MAX_RATIO = 1100
-#: the share of the memory this process may use that one image may take
-MEMORY_FRACTION = 0.5
-CEILING_ENV = "MEDSAM_EVAL_MAX_IMAGE_GB"
-_CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
-
-
-def human_bytes(n: float) -> str:
-    """``4000000000`` -> ``"4.0 GB"`` (decimal units, as disks and ``free -g`` round)."""
-    if n < 1000:
-        return f"{int(n)} bytes"
-    for unit in ("KB", "MB", "GB", "TB"):
-        n /= 1000
-        if n < 1000:
-            return f"{n:.1f} {unit}"
-    return f"{n / 1000:.1f} PB"
-
-
-def _memory_limit() -> tuple[int, str]:
-    """(bytes, what) of the memory this process may use: physical memory, or a smaller cgroup limit."""
-    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    for path in _CGROUP_LIMITS:
-        try:
-            text = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < physical:
-            return int(text), "the container's memory limit"
-    return physical, "this machine's memory"
-
-
-def memory_ceiling() -> tuple[int, str]:
-    """(bytes, how it was set): the largest image a header may declare."""
-    value = os.environ.get(CEILING_ENV, "").strip()
-    if value:
-        try:
-            gigabytes = float(value)
-        except ValueError:
-            raise DataError(f"{CEILING_ENV}={value!r} is not a number of GB") from None
-        if not math.isfinite(gigabytes) or gigabytes <= 0:
-            raise DataError(f"{CEILING_ENV}={value!r} must be a positive number of GB")
-        return int(gigabytes * 1e9), f"set by {CEILING_ENV}"
-    limit, what = _memory_limit()
-    return int(limit * MEMORY_FRACTION), f"half of {what}, {human_bytes(limit)}; {CEILING_ENV} sets another"
 
 
 def describe(shape: Sequence[int], what: str, n_bytes: int) -> str:
     """``"2000 x 2000 x 1000 voxels of 8-bit unsigned integer (4.0 GB)"``."""
     return f"{' x '.join(str(int(s)) for s in shape)} voxels of {what} ({human_bytes(n_bytes)})"
-
-
-def check_ceiling(declared: int, description: str, path: str | Path) -> None:
-    """Refuse a declared image above :func:`memory_ceiling`."""
-    ceiling, how = memory_ceiling()
-    if declared > ceiling:
-        raise DataError(f"header declares {description}, above the memory ceiling of {human_bytes(ceiling)} "
-                        f"({how}); refused before allocating", path)
 
 
 def check_on_disk(declared: int, available: int, description: str, path: str | Path, *,

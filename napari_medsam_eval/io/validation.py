@@ -40,6 +40,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..core.array_blocks import blocks, count_nonfinite
 from ..core.errors import DataError, GeometryMismatchError
 
 SPACING_RTOL = 1e-3
@@ -56,11 +57,8 @@ class GeometryWarning(UserWarning):
 
 def check_finite_image(image: np.ndarray, path: str | Path | None) -> None:
     """Raise when a float image holds NaN or infinite values."""
-    if not np.issubdtype(image.dtype, np.floating):
-        return
-    bad = np.count_nonzero(~np.isfinite(image))
+    bad, n_nan = count_nonfinite(image)  # block by block: no whole-volume temporaries
     if bad:
-        n_nan = np.count_nonzero(np.isnan(image))
         raise DataError(
             f"image has {bad} non-finite voxel(s) ({n_nan} NaN) out of {image.size}; "
             "fix or mask them before segmentation",
@@ -101,12 +99,16 @@ def to_label_array(values: np.ndarray, path: str | Path | None) -> np.ndarray:
 
 
 def _check_integral(values: np.ndarray, path: str | Path | None) -> None:
-    if not np.all(np.isfinite(values)):
+    if count_nonfinite(values)[0]:
         raise DataError("label map holds NaN or infinite values", path)
-    fractional = values != np.round(values)
-    if np.any(fractional):
-        example = float(values[fractional].flat[0])
-        count = int(np.count_nonzero(fractional))
+    count, example = 0, None
+    for part in blocks(values):  # block by block: no whole-volume temporaries
+        block = values[part]
+        fractional = block != np.round(block)
+        if fractional.any():
+            count += int(np.count_nonzero(fractional))
+            example = float(block[fractional].flat[0]) if example is None else example
+    if count:
         raise DataError(
             f"label map holds non-integer values (e.g. {example:g}, {count} voxel(s)); "
             "labels must be whole numbers (an image given as a label map?)",

@@ -33,7 +33,7 @@ from ..core.case import Case, CaseKind, Spacing
 from ..core.errors import DataError
 from .case_builder import FRAME_SPACING, check_kind, make_case
 from .formats import image_files_in, missing_message, require_file, strip_suffix
-from .image2d import read_image_array, read_mask2d
+from .image2d import check_image_header, read_image_array, read_mask2d
 from .sitk_io import read_sitk_case
 from .pixel_size import PIXEL_UNITS, frames_pixel_size, spacing_notes
 from .sizes import check_ceiling, human_bytes
@@ -60,6 +60,7 @@ def read_frame_folder(folder: str | Path, *, kind: CaseKind | None = None, modal
     files = image_files_in(folder)
     if not files:
         raise DataError("folder holds no image frames (PNG/JPEG/TIFF/BMP)", folder)
+    check_image_header(files[0], frames=len(files), where=folder)
     first, notes = read_image_array(files[0])
     frames = np.empty((len(files),) + first.shape, dtype=first.dtype)
     frames[0] = first
@@ -181,9 +182,10 @@ def _decode_video(path: Path) -> tuple[list[np.ndarray], float | None, int, Base
         fps = float(stream.average_rate) if stream.average_rate else None
         declared = int(stream.frames or 0)
         width, height = int(stream.codec_context.width or 0), int(stream.codec_context.height or 0)
-        if declared and width and height:
-            n_bytes = declared * width * height * 3
-            check_ceiling(n_bytes, f"{declared} frames of {width} x {height} RGB ({human_bytes(n_bytes)})", path)
+        expected = declared or _frames_from_duration(container, fps)  # containers without a frame count (webm)
+        if expected and width and height:
+            n_bytes = expected * width * height * 3
+            check_ceiling(n_bytes, f"{expected} frames of {width} x {height} RGB ({human_bytes(n_bytes)})", path)
         frames: list[np.ndarray] = []
         try:
             for frame in container.decode(stream):
@@ -191,6 +193,13 @@ def _decode_video(path: Path) -> tuple[list[np.ndarray], float | None, int, Base
         except av.FFmpegError as error:
             return frames, fps, declared, error
         return frames, fps, declared, None
+
+
+def _frames_from_duration(container: "av.container.InputContainer", fps: float | None) -> int:
+    """Frames a container without a frame count holds by its duration x frame rate (0 when unknown)."""
+    if not container.duration or not fps:
+        return 0
+    return int(container.duration / av.time_base * fps)
 
 
 def read_nifti_sequence(path: str | Path, *, modality: str | None = None, case_id: str | None = None) -> Case:

@@ -41,12 +41,13 @@ def format_comparison(comparison: pd.DataFrame) -> str:
 
 
 def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_boot: int = 10_000,
-                     seed: int = 0) -> tuple[Path, pd.DataFrame]:
-    """Compare run B with run A; write ``compare.md``, ``compare.csv`` and the figure in ``out_dir``."""
+                     seed: int = 0, overwrite: bool = False) -> tuple[Path, pd.DataFrame]:
+    """Compare run B with run A; write ``compare.md``, ``compare.csv`` and the figure in ``out_dir``
+    (``overwrite``: also over files there medsam-eval did not write, :mod:`.folder`)."""
     a, b = load_run(run_a), load_run(run_b)
     out = Path(out_dir)
     check_apart([out / name for name in COMPARE_FILES[:2]], [a.source, b.source])
-    check_output_folder(out, COMPARE_FILES, "comparison")  # before any work: never over a file not ours
+    check_output_folder(out, COMPARE_FILES, "comparison", overwrite)  # before any work: never over a file not ours
     comparison = compare_runs(a, b, metric=metric, n_boot=n_boot, seed=seed)
     pairs, _ = paired_scores(a, b, metric=metric)
     label = METRIC_LABELS.get(metric, metric)
@@ -59,7 +60,8 @@ def write_comparison(run_a, run_b, out_dir: str | Path, metric: str = "dice", n_
                     f"pairs matched on case_id, task, target_label; {int(overall['n_paired'])} scored in both, "
                     f"{int(overall['n_only_a'])} only in A, {int(overall['n_only_b'])} only in B, "
                     f"{int(overall['n_unscored'])} failed or unscored in either"]
-                   + [f"note: {n}" for n in comparison.attrs.get("notes", [])]),
+                   + [f"note: {n}" for n in comparison.attrs.get("notes", [])]
+                   + [f"warning: {name}: {w}" for name, run in (("A", a), ("B", b)) for w in run.warnings]),
         mk.table(header, rows, numeric=[False] + [True] * 10 + [False]),
         mk.paragraph(f"median diff: median of the paired differences B - A; CI: percentile bootstrap of that "
                      f"median ({n_boot} resamples of the pairs, seed {seed}); Wilcoxon: two-sided signed-rank "

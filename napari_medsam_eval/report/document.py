@@ -1,5 +1,7 @@
 """The run report: ``report.md`` and ``report.html`` in the run directory, figures in ``figures/``.
 
+Written whole or not at all (:mod:`.swap`): drawn into a stage folder, then swapped in.
+
 Results first: what was read (rows, failures), the overall median (median of task medians and
 pooled median, both labelled), the per-task table (DSC and NSD as median [q25, q75], mean, n,
 failures), why it failed (the error parts per task, :mod:`.error_section`), the same task table split
@@ -23,10 +25,11 @@ from ..benchmark.schema import is_missing
 from ..core.ownership import overlap
 from ..core.palette import REPORT_MARK, REPORT_PROMPT, REPORT_STOP, color_name
 from . import markup as mk
-from .effort_section import effort_blocks
+from .effort_section import EFFORT_FIGURE, effort_blocks
 from .error_section import error_blocks
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
 from .sensitivity_section import sensitivity_blocks
+from .swap import FIGURES, Stage, clean_leftovers
 from .figures import plot_slice_dice, plot_task_boxes
 from .results import RunResults, attribute_column, load_run, parse_json_cell
 from ..propagation.stop_words import STOP_LABELS, stop_sentence
@@ -36,7 +39,6 @@ from .stats import (DEFAULT_METRICS, METRIC_LABELS, failed_cases, overall_summar
 MANIFEST_SECTIONS = ("model", "checkpoint", "protocol", "dataset", "seed", "date", "started", "finished", "times",
                      "versions", "arguments")
 MAX_FACTS, MAX_FAILED, MAX_VALUE = 60, 200, 160
-FIGURES = "figures"
 
 
 def _stop_legend(reason: str) -> str:
@@ -147,7 +149,7 @@ def _timing(table: pd.DataFrame) -> str | None:
 
 def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: Sequence[str] | None = None,
                  metrics: Sequence[str] = DEFAULT_METRICS) -> list[tuple]:
-    """The report's blocks; writes the figures under ``out_dir / figures``."""
+    """The report's blocks; draws the figures under ``out_dir / figures`` (a :class:`.swap.Stage`'s)."""
     table = run.table
     figures = out_dir / FIGURES
     summary = summarize_tasks(table, metrics=metrics)
@@ -161,7 +163,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     tolerances = sorted(table["nsd_tolerance_mm"].dropna().unique())
     if tolerances and "nsd" in metrics:
         results.append("NSD tolerance: " + ", ".join(f"{t:g} mm" for t in tolerances))
-    results += [f"note: {n}" for n in run.notes]
+    results += [f"note: {n}" for n in run.notes] + [f"warning: {w}" for w in run.warnings]
     blocks += [mk.bullets(results), mk.heading("Overall")]
     blocks += [mk.table(*overall_rows(overall), numeric=[False, True, True, True, True, True])]
     blocks.append(mk.paragraph(
@@ -205,8 +207,6 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         if len(failed) > MAX_FAILED:
             blocks.append(mk.paragraph(f"... and {len(failed) - MAX_FAILED} more (see the results table).", True))
     worst = worst_cases(table, worst_k)
-    for stale in figures.glob("slices_*.png"):  # from an earlier report with other worst cases
-        stale.unlink()
     blocks.append(mk.heading(f"Worst {len(worst)} cases by DSC"))
     worst_rows, images = [], []
     for rank, (_, row) in enumerate(worst.iterrows(), start=1):
@@ -234,34 +234,41 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
 
 
 def write_report(run_dir: str | Path, worst_k: int = 5, attributes: Sequence[str] | None = None,
-                 out_dir: str | Path | None = None) -> Path:
+                 out_dir: str | Path | None = None, lenient: bool = False, overwrite: bool = False) -> Path:
     """Write ``report.md``, ``report.html``, ``task_summary.csv`` and ``figures/``; return the Markdown path.
 
     ``attributes`` names the case attributes to split the task table by
     (``None``: every attribute with 2-8 values). The files go to ``out_dir``,
     the run directory by default; another folder must not hold report files
     medsam-eval did not write there (:mod:`.folder`), checked before any work.
+    The report replaces the one there whole or not at all (:mod:`.swap`), and
+    removes what reports killed part-way left. ``lenient``: skip the bad rows
+    of a results file rather than refuse it (:func:`.results.load_run`);
+    ``overwrite``: also over files in ``out_dir`` medsam-eval did not write.
     """
-    run = load_run(run_dir)
+    run = load_run(run_dir, lenient)
     out = Path(out_dir) if out_dir is not None else run.path
     own = run.source is not None and (out_dir is None or overlap(out, run.path) == "is")
     check_apart([out / name for name in REPORT_FILES[:3]], [run.source, run.path / MANIFEST_FILE])
     if not own:
-        check_output_folder(out, REPORT_FILES, "report")
+        check_output_folder(out, REPORT_FILES, "report", overwrite)
     table, filled = fill_parts(run.path, run.table)  # a run folder from before the error parts
     if filled:
         run.table = table
         run.notes.append(f"the error parts of {filled} rows were computed from their saved predictions (the run "
                          "folder predates them; a target overwritten where targets overlapped gets the parts of "
                          "what was saved)")
-    blocks = build_report(run, out, worst_k=worst_k, attributes=attributes)
-    summary = summarize_tasks(run.table)
-    mk.write_text(out / "task_summary.csv", summary.to_csv(index=False))
-    mk.write_text(out / "report.html", mk.to_html(blocks, f"Benchmark report: {run.name}"))
-    written = mk.write_text(out / "report.md", mk.to_markdown(blocks))
+    title = f"Benchmark report: {run.name}"
+    with Stage(out) as stage:
+        blocks = build_report(run, stage.path, worst_k=worst_k, attributes=attributes)
+        (stage.path / "task_summary.csv").write_text(summarize_tasks(run.table).to_csv(index=False), encoding="utf-8")
+        stale = ["slices_*.png", EFFORT_FIGURE, *(f"box_{metric}.png" for metric in DEFAULT_METRICS)]
+        stage.commit(blocks, {"report.html": lambda b: mk.to_html(b, title), "report.md": mk.to_markdown},
+                     files=["task_summary.csv"], stale=stale)
+    clean_leftovers(out)
     if not own:
         record_written(out, REPORT_FILES)
-    return written
+    return out / "report.md"
 
 
 def format_task_summary(table: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> str:

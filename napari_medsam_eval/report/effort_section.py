@@ -42,13 +42,14 @@ def effort_rows(effort: pd.DataFrame) -> list[list]:
 
 
 def effort_blocks(table: pd.DataFrame, figures: Path, prefix: str) -> list[tuple]:
-    """The section's blocks (empty without curves); writes the figure to ``figures``, or removes a stale one.
+    """The section's blocks (empty without curves); writes the figure to ``figures``.
 
-    ``prefix`` is the figures folder as the report links it (``"figures"``).
+    ``prefix`` is the figures folder as the report links it (``"figures"``); the
+    figure of an earlier report of other rows is removed when the report is
+    swapped in (:mod:`.swap`).
     """
     curves = curves_by_task(table)
     if not curves:
-        (figures / EFFORT_FIGURE).unlink(missing_ok=True)  # from an earlier report of other rows
         return []
     header = effort_header()
     plot_dsc_vs_interactions(curves, figures / EFFORT_FIGURE)

@@ -16,6 +16,9 @@ from . import markup as mk
 from .figures import plot_error_parts
 from .stats import natural_key, ok_rows
 
+#: the figure of each task's parts (under the report's ``figures/``)
+ERROR_PARTS_FIGURE = "error_parts.png"
+
 #: results listed per part
 WORST_PER_PART = 3
 NOT_AVAILABLE = "n/a"
@@ -74,7 +77,7 @@ def error_blocks(table: pd.DataFrame, figures: Path, figures_name: str, unit: st
     counts = [[r["task"], *(r[f"dominant_{key}"] for key in keys)] for _, r in parts.iterrows()]
     blocks += [mk.paragraph(f"Results by their dominant part (the largest share; ok: DSC >= {OK_DICE:g}):"),
                mk.table(["task", *(part_name(k) for k in keys)], counts, numeric=[False] + [True] * len(keys))]
-    path = plot_error_parts(parts, figures / "error_parts.png")
+    path = plot_error_parts(parts, figures / ERROR_PARTS_FIGURE)
     blocks += [mk.image(f"{figures_name}/{path.name}", "each task's mean error split into parts")]
     for part in PARTS:
         worst = worst_by_part(table, part)

@@ -3,13 +3,17 @@
 The table is the schema's typed table, read by the run folder's one reader,
 :func:`napari_medsam_eval.benchmark.store.load_table` (through
 :func:`~napari_medsam_eval.benchmark.store.results_file` and
-:func:`~napari_medsam_eval.benchmark.store.read_table`): which file it reads
+:func:`~napari_medsam_eval.benchmark.store.read_checked`): which file it reads
 (the runner's ``results.jsonl`` first: the parquet/CSV of a run killed or
-still going are stale), how a killed run's last case is left out and how
+still going are stale), how a killed run's last case is left out, how each
+row is checked (:mod:`napari_medsam_eval.benchmark.table_checks`) and how
 tables made elsewhere are typed is said there. The report takes the table
 as it comes (``target_label`` ``Int64``, missing text ``""``) and adds only
-the manifest and, when the parquet/CSV beside a ``results.jsonl`` hold other
-cases than it, :attr:`RunResults.notes` saying they are stale.
+the manifest, :attr:`RunResults.notes` (the parquet/CSV beside a
+``results.jsonl`` hold other cases than it: stale) and
+:attr:`RunResults.warnings` (rows a lenient reading skipped, and another
+copy of the results that differs from the one read:
+:mod:`napari_medsam_eval.benchmark.table_copies`).
 """
 from __future__ import annotations
 
@@ -23,8 +27,9 @@ import pandas as pd
 
 from ..benchmark.manifest import read_manifest
 from ..benchmark.schema import is_missing
-from ..benchmark.store import (CSV_FILE, PARQUET_FILE, ROWS_FILE, read_table, results_file, table_case_ids,
-                               table_of_rows)
+from ..benchmark.store import read_checked, results_file, table_of_rows
+from ..benchmark.table_checks import skipped_summary
+from ..benchmark.table_copies import copy_notes
 from ..core.errors import DataError
 
 
@@ -37,6 +42,8 @@ class RunResults:
     manifest: dict = field(default_factory=dict)
     source: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: what a reader of the results must know about the table read: rows skipped, a copy that differs
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -51,39 +58,34 @@ def _manifest(run_dir: Path) -> dict:
     return manifest if isinstance(manifest, dict) else {"manifest": manifest}
 
 
-def _stale_tables(run_dir: Path, table: pd.DataFrame) -> list[str]:
-    """Notes naming the derived tables that hold other cases than the rows (a run killed or still going)."""
-    notes = []
-    for name in (PARQUET_FILE, CSV_FILE):
-        path = run_dir / name
-        if not path.is_file():
-            continue
-        cases = table_case_ids(path)
-        if cases != set(table["case_id"].astype(str)):
-            notes.append(f"{name} is stale ({len(cases)} cases; {ROWS_FILE} has {table['case_id'].nunique()}): "
-                         f"the report is built from {ROWS_FILE}")
-    return notes
-
-
-def load_results(run_dir: str | Path) -> pd.DataFrame:
+def load_results(run_dir: str | Path, lenient: bool = False) -> pd.DataFrame:
     """The typed results table of a run directory (or of a results file)."""
-    return load_run(run_dir).table
+    return load_run(run_dir, lenient).table
 
 
-def load_run(run: str | Path | RunResults | pd.DataFrame) -> RunResults:
+def load_run(run: str | Path | RunResults | pd.DataFrame, lenient: bool = False) -> RunResults:
     """A :class:`RunResults` from a run directory, a results file, or rows already in memory (a table
-    typed by the store's :func:`~napari_medsam_eval.benchmark.store.table_of_rows`, as the files are)."""
+    typed by the store's :func:`~napari_medsam_eval.benchmark.store.table_of_rows`, as the files are).
+
+    A bad row of the file is a DataError naming the file and line; with
+    ``lenient`` it is skipped, and :attr:`RunResults.warnings` says how many
+    and why. The other results files of a run folder are compared with the
+    one read (:func:`~napari_medsam_eval.benchmark.table_copies.copy_notes`).
+    """
     if isinstance(run, RunResults):
         return run
     if isinstance(run, pd.DataFrame):
         return RunResults(path=Path("."), table=table_of_rows(run.to_dict("records")))
     source = results_file(run)
     run_dir = source.parent if Path(run).is_file() else Path(run)
-    table = read_table(source)
+    checked = read_checked(source, lenient)
+    table = checked.table
     if table.empty:
-        raise DataError("the results table has no rows", source)
-    notes = _stale_tables(run_dir, table) if source.name == ROWS_FILE else []
-    return RunResults(path=run_dir, table=table, manifest=_manifest(run_dir), source=source, notes=notes)
+        raise DataError("the results table has no rows" + (" left" if checked.skipped else ""), source)
+    notes, warnings = copy_notes(run_dir, source, table) if not Path(run).is_file() else ([], [])
+    skipped = skipped_summary(checked.skipped, source.name, checked.rows)
+    return RunResults(path=run_dir, table=table, manifest=_manifest(run_dir), source=source, notes=notes,
+                      warnings=[skipped, *warnings] if skipped else warnings)
 
 
 def parse_json_cell(value: Any, default: Any = None) -> Any:
