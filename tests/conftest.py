@@ -66,6 +66,17 @@ def no_shared_store():
         yield
 
 
+@pytest.fixture(scope="session")
+def run_openvino_export() -> Path:
+    """The folder of the run's OpenVINO export of LiteMedSAM's encoder, in the run's export cache (made once
+    per run, where every other backend of the run finds it). A module that tests what becomes of an export
+    in a private cache (damaged, reloaded) starts from a copy of it, not from an export of its own (10-15 s)."""
+    from napari_medsam_eval.models.litemedsam import build
+
+    backend = build(device="cpu", cache_size=0, engine="openvino", embeddings=False)
+    return Path(backend.describe()["export"]).parent
+
+
 @pytest.fixture(scope="module")
 def cache_root(tmp_path_factory) -> Path:
     """A private encoder-export cache for one test module (the user's cache is left alone)."""

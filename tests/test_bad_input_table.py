@@ -116,6 +116,8 @@ INPUTS: list[tuple[str, Maker, str, str]] = [
     ("gzip of garbage", lambda f, s: _bytes(f / "bad.nii.gz", gzip.compress(b"x" * 500)), "image",
      "cannot be read as NIfTI"),
     ("folder named .nii.gz", lambda f, s: _folder(f / "bad.nii.gz"), "image", "folder is empty"),
+    ("folder of link loops only", lambda f, s: _loops(f / "bad.nii.gz"), "image",
+     "folder holds only symbolic links that reach no file (a, b: link loops"),
     ("unknown suffix", lambda f, s: _bytes(f / "bad.xyz", b"abc"), "image", "unknown format '.xyz'"),
     ("NaN voxel", _nan_image, "image", "non-finite voxel"),
     ("4D image (two time points)", _four_d, "image", "4D image"),
@@ -136,7 +138,7 @@ INPUTS: list[tuple[str, Maker, str, str]] = [
 
 
 OTHER_FRAGMENTS = {("image given as the label", "run"): "does not declare"}
-NOT_A_CASE = {"missing file", "folder named .nii.gz", "unknown suffix"}
+NOT_A_CASE = {"missing file", "folder named .nii.gz", "folder of link loops only", "unknown suffix"}
 DISPLAY_ONLY = {"undeclared label value", "image given as the label"}
 
 
@@ -147,6 +149,14 @@ def _bytes(path: Path, data: bytes) -> Path:
 
 def _folder(path: Path) -> Path:
     path.mkdir()
+    return path
+
+
+def _loops(path: Path) -> Path:
+    """A folder whose only entries are two links to each other (it once read "folder is empty")."""
+    path.mkdir()
+    (path / "a").symlink_to("b")
+    (path / "b").symlink_to("a")
     return path
 
 
@@ -599,3 +609,27 @@ def test_a_hand_edited_results_table_is_refused_or_skipped_and_counted(finished_
     assert (folder / "task_summary.csv").read_text() == summarize_tasks(kept.reset_index(drop=True)).to_csv(index=False)
     code, err = _run_cli(capsys, "compare", finished_box_run, folder, "--resamples", "10", "--lenient")
     assert code == 0 and f"warning: B: {said}" in err
+
+
+@pytest.mark.parametrize("target", ["a user's own mask", "a label of a dataset folder"])
+def test_segment_out_never_replaces_a_file_it_did_not_write(tmp_path, shared_data, capsys, target):
+    """``segment --out`` onto a user's file is refused unless --overwrite; a dataset's label even then
+    (both replaced before issue 44; tests/test_no_overwrite.py has every writer)."""
+    if target == "a user's own mask":
+        out = tmp_path / "my_manual_label.nii.gz"
+        shutil.copy(_label(shared_data), out)
+    else:
+        dataset = _dataset_with(tmp_path / "none", "image", shared_data, tmp_path / "data")
+        out = dataset / "labelsTr" / f"{OTHER}.nii.gz"
+        out.unlink()
+        shutil.copy(_label(shared_data), out)  # a real file (the others are links to the shared data)
+    before = hashlib.md5(out.read_bytes()).hexdigest()
+    args = ["segment", _image(shared_data), "--model", "box", "--box", "5", "5", "20", "20", "--out", out]
+    _assert_one_line(*_run_cli(capsys, *args), str(out), "segment")
+    assert hashlib.md5(out.read_bytes()).hexdigest() == before
+    code, err = _run_cli(capsys, *args, "--overwrite")
+    if target == "a user's own mask":
+        assert code == 0 and hashlib.md5(out.read_bytes()).hexdigest() != before, err
+    else:
+        _assert_one_line(code, err, "dataset", "segment --overwrite")
+        assert hashlib.md5(out.read_bytes()).hexdigest() == before

@@ -278,15 +278,16 @@ def test_store_is_off_unless_asked_for(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_sam_reopened_makes_no_encoder_call(case, tmp_path):
-    """SAM (seeded random ViT-B weights: no SAM checkpoint is shipped) reads its features back."""
+    """SAM (seeded random weights of the small vit_tiny configuration: no SAM checkpoint is shipped) reads its
+    features back."""
     from napari_medsam_eval.models import sam_backend as sam
 
     image = case["imgs"][PROMPTED]
     prompt = Prompt(1, slice_index=0, boxes=[case["box"]])
-    first = sam.build(random_init=True, device="cpu", embeddings=tmp_path / "sam")
+    first = sam.build(random_init=True, model_type="vit_tiny", device="cpu", embeddings=tmp_path / "sam")
     expected = first.segment(image, prompt)
     assert first.encoder_calls == 1 and first.embedding_store.writes == 1
-    again = sam.build(random_init=True, device="cpu", embeddings=tmp_path / "sam")
+    again = sam.build(random_init=True, model_type="vit_tiny", device="cpu", embeddings=tmp_path / "sam")
     result = again.segment(image, prompt)
     assert again.encoder_calls == 0 and again.embedding_store.hits == 1
     assert np.array_equal(result.logits, expected.logits)

@@ -6,8 +6,9 @@ output on a fixed input against the torch encoder's, stored in the manifest at e
 time) finds it, the export is rebuilt, and when the rebuilt one is wrong too - or the
 cache folder cannot be written - the encoder runs in torch, with a warning.
 
-One real OpenVINO export is made per module; rebuilds "export" by copying that export's
-files (intact or damaged), so only the detection and recovery logic costs time here.
+The module starts from a copy of the run's real OpenVINO export (``run_openvino_export``); rebuilds
+"export" by copying that export's files (intact or damaged), so only the detection and recovery logic
+costs time here.
 """
 from __future__ import annotations
 
@@ -43,9 +44,12 @@ def torch_backend() -> LiteMedSAMBackend:
 
 
 @pytest.fixture(scope="module")
-def good_export(cache_root, tmp_path_factory) -> tuple[LiteMedSAMBackend, Path]:
-    """A real export (made in the module's cache) and a copy of its model files."""
+def good_export(run_openvino_export, cache_root, tmp_path_factory) -> tuple[LiteMedSAMBackend, Path]:
+    """A real export (the run's, copied into the module's cache under its key: not exported again) and a copy
+    of its model files."""
+    shutil.copytree(run_openvino_export, cache_root / run_openvino_export.name)
     backend = build(device="cpu", cache_size=0, engine="openvino")
+    assert Path(backend.describe()["export"]).parent == cache_root / run_openvino_export.name
     folder = Path(backend.describe()["export"]).parent
     saved = tmp_path_factory.mktemp("saved-export")
     for name in ("encoder.xml", "encoder.bin"):

@@ -1,7 +1,9 @@
 """SAM (ViT) backend: three candidates and scores, multi-box union, cache, errors.
 
-The model is ViT-B with seeded random weights (no download; its masks mean nothing),
-run once on a real Kvasir-SEG image; every prompt reuses the cached embedding.
+The model has seeded random weights (no download; its masks mean nothing) in the small
+``vit_tiny`` configuration (SAM's whole code path with a 2-block image encoder: a ViT-B pass
+of random weights took 15-30 s here), run once on a real Kvasir-SEG image; every prompt
+reuses the cached embedding.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ KVASIR_CASE = "cju0tl3uz8blh0993wxvn7ly3"  # 529 x 622 RGB, one polyp
 
 @pytest.fixture(scope="module")
 def backend():
-    return sam.build(random_init=True, device="cpu")
+    return sam.build(random_init=True, model_type="vit_tiny", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,7 @@ def test_three_candidates_and_scores(single, polyp, backend):
     assert single.score == pytest.approx(float(single.candidate_scores[0]))
     assert set(single.timings) == {"encoder", "decoder"}
     facts = backend.describe()
-    assert facts["model_type"] == "vit_b" and facts["random_init"] is True and facts["checkpoint_sha256"] is None
+    assert facts["model_type"] == "vit_tiny" and facts["random_init"] is True and facts["checkpoint_sha256"] is None
 
 
 @pytest.mark.slow
@@ -158,3 +160,5 @@ def test_bad_options():
         sam.build(random_init=True, model_type="vit_x")
     with pytest.raises(ValueError, match="float32"):
         sam.build(random_init=True, dtype="bfloat16")
+    with pytest.raises(ValueError, match="vit_tiny has no checkpoint.*random_init=True only"):
+        sam.build(checkpoint="sam_vit_b_01ec64.pth", model_type="vit_tiny")

@@ -233,7 +233,16 @@ def _detect_folder(folder: Path, n_sniffed: int = 20) -> Format:
         return "frame_folder"
     if any(is_dicom_file(p) for p in files[:n_sniffed]):
         return "dicom_folder"
-    raise UnknownFormatError(
-        "folder holds neither a DICOM series nor image frames (PNG/JPEG/TIFF)" if files else "folder is empty",
-        folder,
-    )
+    raise UnknownFormatError(_nothing_readable(folder, files), folder)
+
+
+def _nothing_readable(folder: Path, files: list[Path]) -> str:
+    """Why a folder holds nothing to read, in words: other files, only broken links or link loops, or nothing."""
+    if files:
+        return "folder holds neither a DICOM series nor image frames (PNG/JPEG/TIFF)"
+    dangling = sorted(p.name for p in folder.iterdir() if p.is_symlink() and not p.exists())
+    if not dangling:
+        return "folder is empty"
+    shown = ", ".join(dangling[:3]) + (f" and {len(dangling) - 3} more" if len(dangling) > 3 else "")
+    return (f"folder holds only symbolic links that reach no file ({shown}: link loops or links to missing "
+            f"files); nothing to read")

@@ -43,6 +43,16 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 MODEL_TYPES = ("vit_b", "vit_l", "vit_h")
+#: model types with no published checkpoint, built with random weights only (``random_init=True``): SAM's
+#: whole code path (the ViT image encoder with windowed and global attention, its neck, the prompt encoder,
+#: the mask decoder's three candidates) in a 2-block encoder of width 96, about 1/100 of ViT-B's encoder
+#: work. For tests and trying the tool's SAM path (a ViT-B pass of random weights takes 15-30 s on 2 CPU
+#: cores); its masks mean nothing, as any random model's. The keyword arguments of segment_anything's
+#: ``_build_sam`` (the builder its registry's ViT-B/L/H call).
+RANDOM_ONLY_TYPES = {
+    "vit_tiny": {"encoder_embed_dim": 96, "encoder_depth": 2, "encoder_num_heads": 3,
+                 "encoder_global_attn_indexes": [1]},
+}
 #: image-encoder width -> model type (to recognise a checkpoint by its weights)
 _TYPE_BY_EMBED_DIM = {768: "vit_b", 1024: "vit_l", 1280: "vit_h"}
 _TYPE_IN_NAME = re.compile(r"vit[_-]?([bhl])(?![a-z0-9])", re.IGNORECASE)
@@ -59,7 +69,7 @@ SAM_EXPECTED = "a SAM state dict saved by torch.save, as sam_vit_b_01ec64.pth"
 #: resized image; the model's normalisation and padding stay those of segment_anything)
 SAM_EMBEDDING_PREPROCESSING = "segment_anything ResizeLongestSide + Sam.preprocess/1"
 
-__all__ = ["MODEL_TYPES", "SAMBackend", "build", "model_type_from_name", "model_type_from_state_dict"]
+__all__ = ["MODEL_TYPES", "RANDOM_ONLY_TYPES", "SAMBackend", "build", "model_type_from_name", "model_type_from_state_dict"]
 
 
 def model_type_from_name(path: str | Path) -> str | None:
@@ -299,8 +309,9 @@ def build(
     ``model_type`` is ``vit_b``, ``vit_l`` or ``vit_h``; when omitted it is read from the
     checkpoint's file name, else from its weights. ``device``: None/'auto', 'cpu',
     'cuda'. SAM runs in float32 (``dtype`` may only be None/'auto'/'float32').
-    ``random_init=True`` builds seeded random weights (``model_type`` default vit_b) -
-    for tests only, the masks are meaningless. ``cache_size``: images whose embedding
+    ``random_init=True`` builds seeded random weights (``model_type`` default vit_b, or the
+    much smaller ``vit_tiny`` of :data:`RANDOM_ONLY_TYPES`) - for tests only, the masks are
+    meaningless. ``cache_size``: images whose embedding
     is kept, by ``cache_key``. ``num_threads``: torch's CPU threads.
     ``embeddings``, ``embeddings_dtype``, ``embeddings_limit``: the persistent
     embedding store, as for LiteMedSAM (:mod:`napari_medsam_eval.embeddings.config`;
@@ -310,8 +321,11 @@ def build(
 
     if dtype is not None and str(dtype).replace("torch.", "").lower() not in ("auto", "float32", "fp32", "float"):
         raise ModelOptionError(f"sam runs in float32; dtype {dtype} is not supported")
-    if model_type is not None and model_type not in MODEL_TYPES:
+    if model_type is not None and model_type not in MODEL_TYPES and model_type not in RANDOM_ONLY_TYPES:
         raise ModelOptionError(f"model_type must be one of {', '.join(MODEL_TYPES)}, got {model_type}")
+    if model_type in RANDOM_ONLY_TYPES and not random_init:
+        raise ModelOptionError(f"model_type {model_type} has no checkpoint: it is built with random_init=True only "
+                               f"(a checkpoint is one of {', '.join(MODEL_TYPES)})")
     if checkpoint is None and not random_init:
         raise MissingCheckpointError(
             "SAM needs a checkpoint: pass --checkpoint PATH on the command line, or checkpoint=PATH "
@@ -341,7 +355,12 @@ def build(
     model_type = model_type or "vit_b"
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = sam_model_registry[model_type](checkpoint=None)
+        if model_type in RANDOM_ONLY_TYPES:
+            from segment_anything.build_sam import _build_sam
+
+            model = _build_sam(**RANDOM_ONLY_TYPES[model_type], checkpoint=None)
+        else:
+            model = sam_model_registry[model_type](checkpoint=None)
     if state_dict is not None:
         assert path is not None
         load_state_dict_strict(model, state_dict, path, hint=f" of SAM {model_type}")
