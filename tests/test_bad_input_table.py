@@ -22,6 +22,9 @@ import SimpleITK as sitk
 from napari_medsam_eval.benchmark import load_table, run_benchmark
 from napari_medsam_eval.cli import main
 
+from test_bad_files import _video
+from test_run_table_checks import box_run  # noqa: F401 (a fixture: a finished box run)
+
 CASE = "hippocampus_001"
 OTHER = "hippocampus_004"
 
@@ -441,22 +444,6 @@ def test_dataset_json_entries_outside_the_dataset_are_refused_per_case(tmp_path,
 TINY_LIMIT = "0.00001"
 
 
-def _limit_video(path: Path) -> Path:
-    import av
-
-    with av.open(str(path), "w") as container:
-        stream = container.add_stream("mpeg4", rate=25)
-        stream.width, stream.height, stream.pix_fmt = 64, 48, "yuv420p"
-        for t in range(10):
-            frame = np.zeros((48, 64, 3), np.uint8)
-            frame[10:30, t:t + 20] = 255
-            for packet in stream.encode(av.VideoFrame.from_ndarray(frame, format="rgb24")):
-                container.mux(packet)
-        for packet in stream.encode():
-            container.mux(packet)
-    return path
-
-
 def _limit_dicom(folder: Path, shared: Path) -> Path:
     from dicom_series import write_series
 
@@ -485,7 +472,7 @@ LIMITED: list[tuple[str, Callable[[Path, Path], Path], str]] = [
     ("NRRD", lambda f, s: _write_like(_array(_image(s)), _image(s), f / "big.nrrd"), "(62.5 KB)"),
     ("MHA", lambda f, s: _write_like(_array(_image(s)), _image(s), f / "big.mha"), "(62.5 KB)"),
     ("DICOM series", _limit_dicom, "a series of 35 x 51 x 35 voxels of 16-bit signed integer (125.0 KB)"),
-    ("video", lambda f, s: _limit_video(f / "big.avi"), "10 frames of 64 x 48 RGB (92.2 KB)"),
+    ("video", lambda f, s: _video(f / "big.avi", frames=10), "10 frames of 64 x 48 RGB (92.2 KB)"),
     ("PNG", lambda f, s: imageio_write(f / "big.png", np.zeros((100, 120, 3), np.uint8)),
      "120 x 100 pixels of mode RGB (36.0 KB)"),
     ("frame folder", lambda f, s: _limit_frames(f), "3 frames of 50 x 40 pixels of mode L (6.0 KB)"),
@@ -535,13 +522,6 @@ def test_run_records_an_image_above_the_limit_as_a_failed_row(tmp_path, shared_d
 # -- issue 44: a results table edited by hand, read by report and compare -------------------------------------
 
 
-@pytest.fixture(scope="module")
-def finished_box_run(tmp_path_factory, shared_data) -> Path:
-    """A finished run of the box baseline on 3 hippocampus cases (results.jsonl, .parquet, .csv)."""
-    run = tmp_path_factory.mktemp("hand_edits") / "run"
-    assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "3", "--out", str(run),
-                 "--quiet", "--no-report"]) == 0
-    return run
 
 
 def _csv_records(path: Path) -> tuple[list[str], list[list[str]]]:
@@ -583,21 +563,21 @@ def _hand_edit(run: Path, folder: Path, edit: str) -> tuple[Path, str, tuple[str
 
 
 @pytest.mark.parametrize("edit", ["duplicated row", "dice as text", "row cut short"])
-def test_a_hand_edited_results_table_is_refused_or_skipped_and_counted(finished_box_run, tmp_path, capsys, edit):
+def test_a_hand_edited_results_table_is_refused_or_skipped_and_counted(box_run, tmp_path, capsys, edit):
     """Refused by ``report`` and ``compare`` in one line naming the file and the line; with --lenient the row
     is skipped, a warning line and the report say how many and why, and every count is the rows kept (a
     duplicated row is no longer counted twice, a dice of text no longer left out of the median only)."""
     from napari_medsam_eval.report import summarize_tasks
 
-    csv_path, fragment, lost = _hand_edit(finished_box_run, tmp_path / "edited", edit)
+    csv_path, fragment, lost = _hand_edit(box_run, tmp_path / "edited", edit)
     folder = csv_path.parent
-    for command in (["report", folder], ["compare", finished_box_run, folder, "--resamples", "10"]):
+    for command in (["report", folder], ["compare", box_run, folder, "--resamples", "10"]):
         code, err = _run_cli(capsys, *command)
         _assert_one_line(code, err, fragment, command[0])
         assert f"error: {csv_path}: " in err and "--lenient" in err
     assert not (folder / "report.md").exists()
 
-    original = load_table(finished_box_run / "results.csv")
+    original = load_table(box_run / "results.csv")
     kept = original if lost is None else original[~(original["case_id"].eq(lost[0])
                                                     & original["target_label"].eq(lost[1]))]
     rows = len(_csv_records(csv_path)[1])
@@ -607,7 +587,7 @@ def test_a_hand_edited_results_table_is_refused_or_skipped_and_counted(finished_
     report = (folder / "report.md").read_text()
     assert f"warning: {said}" in report and f"results: results.csv, {len(kept)} rows" in report
     assert (folder / "task_summary.csv").read_text() == summarize_tasks(kept.reset_index(drop=True)).to_csv(index=False)
-    code, err = _run_cli(capsys, "compare", finished_box_run, folder, "--resamples", "10", "--lenient")
+    code, err = _run_cli(capsys, "compare", box_run, folder, "--resamples", "10", "--lenient")
     assert code == 0 and f"warning: B: {said}" in err
 
 

@@ -27,6 +27,8 @@ import pytest
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.core.ledger import LEDGER
 
+from test_ownership import refused
+
 CASE = "hippocampus_001"
 OTHER = "hippocampus_004"
 #: the cheap model and a box inside every hippocampus slice
@@ -44,16 +46,6 @@ def md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def refused(code: int, capsys: pytest.CaptureFixture, *named: object) -> str:
-    """The one ``error:`` line of a refused command (exit 2), naming each of ``named``."""
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "internal error" not in err and "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.startswith("error:")]
-    assert len(lines) == 1, err
-    for item in named:
-        assert str(item) in lines[0], (item, lines[0])
-    return lines[0]
 
 
 def copy(source: Path, target: Path) -> Path:
