@@ -4,9 +4,13 @@ The core (``core``, ``io``, ``evaluation``, ...) imports neither Qt nor napari;
 the napari layer lives in ``_widgets`` and the ``_reader``/``_writer``/
 ``_sample_data`` modules named in ``napari.yaml``.
 """
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = version("napari-medsam-eval")  # the installed metadata: pyproject.toml's version
+except PackageNotFoundError:  # pragma: no cover - a checkout on sys.path, never installed
+    __version__ = "0+unknown"
 __all__ = ["Case", "Spacing", "__version__"]
 
 

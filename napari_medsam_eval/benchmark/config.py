@@ -50,6 +50,11 @@ class RunConfig:
     ``workers`` spawned processes) or ``"ray"`` (``workers`` Ray actors, a
     local Ray or the cluster at ``ray_address``, each reserving
     ``gpus_per_worker`` GPUs).
+
+    Example::
+
+        config = RunConfig("sample_data/phantom_video", "runs/video", model="litemedsam", protocol="medsam2")
+        run_benchmark(config.replace(workers=2))
     """
 
     dataset: Path

@@ -76,6 +76,11 @@ class Prompt:
     optional low-resolution or full-size mask prompt (not serialised; its
     presence is recorded). ``protocol`` names what made the prompt
     ("medsam2", "manual", ...) and ``info`` holds its free details.
+
+    Example::
+
+        Prompt(target_label=2, slice_index=22, boxes=[(63, 50, 75, 69)])             # x0, y0, x1, y1
+        Prompt(target_label=1, slice_index=0, points=[(40, 30)], point_labels=[1])  # a positive click
     """
 
     target_label: int

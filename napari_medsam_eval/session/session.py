@@ -100,6 +100,12 @@ class Session:
     any thread; it makes the calls that emit events (:meth:`set_backend`,
     :meth:`prompt_from_ground_truth`, :meth:`publish_slice`, :meth:`publish`)
     on its own thread.
+
+    Example (``napari_medsam_eval.api.open_session`` makes one for a case)::
+
+        session = Session(build_backend("litemedsam"))
+        session.set_image(case.image, kind=case.kind, modality=case.modality, image_id=case.case_id)
+        result = session.propagate(prompt)          # then session.correct(fix), session.anchors(label)
     """
 
     #: the backend was set: the new one (or None)
