@@ -137,11 +137,16 @@ def test_user_checkpoint_hash_is_recorded(tmp_path):
     state = torch.load(shipped_checkpoint_path(), map_location="cpu", weights_only=True)
     path = tmp_path / "finetuned.pth"
     torch.save({"model": state, "epoch": 3}, path)  # a training checkpoint layout
-    user = build_backend("litemedsam", checkpoint=str(path), device="cpu", cache_size=0)
+    # the torch engine: the default (OpenVINO) would export this checkpoint's encoder first (10-15 s), and
+    # the hash is recorded the same way for every engine; an export's key holds it (checked below)
+    user = build_backend("litemedsam", checkpoint=str(path), device="cpu", cache_size=0, engine="torch")
     facts = user.describe()
     assert facts["checkpoint"] == str(path.resolve())
     assert facts["checkpoint_sha256"] == file_sha256(path) != SHIPPED_CHECKPOINT_SHA256
     assert facts["shipped_checkpoint"] is False
+    from napari_medsam_eval.models.litemedsam_engines import export_key
+
+    assert export_key("openvino", facts["checkpoint_sha256"]) != export_key("openvino", SHIPPED_CHECKPOINT_SHA256)
 
 
 # --- segmentation --------------------------------------------------------------

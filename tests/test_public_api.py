@@ -131,6 +131,22 @@ def test_the_python_page_examples_run(tmp_path):
     assert (tmp_path / "runs" / "phantom_2d").is_dir()
 
 
+def test_a_broken_example_fails_the_site_build(tmp_path, monkeypatch):
+    """The hook turns an example's exception into mkdocs' PluginError (``mkdocs build`` then fails), naming the
+    page and the block's line."""
+    import doc_examples
+    import mkdocs_hooks
+    from mkdocs.exceptions import PluginError
+
+    monkeypatch.setattr(doc_examples, "execution_wanted", lambda: True)
+    page = type("Page", (), {"file": type("File", (), {"src_path": mkdocs_hooks.EXAMPLES_PAGE})()})()
+    broken = "# Page\n\n```python\nx = 1\n```\n\ntext\n\n```python\nraise ValueError('drifted')\n```\n"
+    with pytest.raises(PluginError, match=r"docs/python.md: the example at line 10 failed: ValueError: drifted"):
+        mkdocs_hooks.on_page_markdown(broken, page, {}, None)
+    assert mkdocs_hooks.on_page_markdown(broken.replace("raise ValueError('drifted')", "y = x + 1"), page, {},
+                                         None).startswith("# Page")
+
+
 @REPRODUCE
 def test_the_notebook_runs_and_becomes_a_page_with_figures(shared_data, tmp_path):
     """The notebook, executed as ``make docs`` executes it (75 s here: in ``make reproduce``, not ``make test``,
