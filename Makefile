@@ -53,9 +53,13 @@ demo: $(STAMP)
 		--label-value 2 --out out/demo/kidney_litemedsam.nii.gz
 	$(BIN)/medsam-eval score out/demo/kidney_litemedsam.nii.gz sample_data/phantom_ct/label.nii.gz --labels 2
 
-# Every behaviour check (pyproject's addopts leave out the tests marked reproduce).
+# Every behaviour check (pyproject's addopts leave out the tests marked reproduce), on TEST_WORKERS
+# pytest-xdist workers, each test file on one worker (a module's fixtures made once), the longest files first
+# (tests/conftest.py), each worker on one thread: 2 workers on 2 cores took 1144 s where one process took
+# 1529 s, with the same CPU-seconds (docs/architecture.md#tests). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -q --durations=15
+	$(BIN)/python -m pytest -q --durations=15 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 # The dataset-scale figures the docs state (tests/figures.py): the official-script mode on 20 hippocampus
 # cases, DeepLesion, the phantoms, the 10 colonoscopy clips, MedSAM2's scripts on every case, the corrections

@@ -126,9 +126,12 @@ def _default_threads() -> int:
 
 
 #: test files that take minutes: under pytest-xdist they are handed out first, so no worker ends on one alone
-LONGEST_FILES = ("test_propagation_targets.py", "test_medsam2_reference.py", "test_clinician_session.py",
-                 "test_benchmark_ray.py", "test_widgets_two_runs.py", "test_precision.py", "test_corrections.py",
-                 "test_litemedsam_engines.py", "test_widgets_benchmark.py", "test_paint_anchors.py")
+#: (the longest first, as a 2-worker run of make test measured them on 2026-12-03)
+LONGEST_FILES = ("test_medsam2_reference.py", "test_propagation_targets.py", "test_benchmark_ray.py",
+                 "test_corrections.py", "test_widgets_benchmark.py", "test_litemedsam_engines.py",
+                 "test_widgets_two_runs.py", "test_widgets_encode_ahead.py", "test_litemedsam_decoder.py",
+                 "test_precision.py", "test_embedding_store.py", "test_propagation.py", "test_widgets_segment.py",
+                 "test_nothing_lost.py", "test_widgets_switching.py", "test_clinician_session.py")
 
 
 def pytest_configure(config):
