@@ -173,6 +173,7 @@ def test_cancel_then_resume_without_duplicates(make_napari_viewer, shared_data, 
     # a fresh widget on the same folder shows its rows; Resume finishes the run without duplicates
     undock(viewer, widget)
     widget = _widget(viewer, shared_data / "hippocampus_mri", out, model="box", limit=20)
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)  # read in a worker
     assert widget.results.table.rowCount() == len(cancelled)
     worker = widget.run(resume=True)
     assert worker is not None
@@ -260,6 +261,7 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
 
     viewer = make_napari_viewer()
     widget = _widget(viewer, dataset, out, model="box", limit=3)
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)  # read in a worker
     assert widget.results.table.rowCount() == 6 and widget.rows_dir == out  # the folder's rows, shown
     row = next(r for r in table.to_dict("records") if r["target_label"] == 2)
     opener = widget.open_row(row)

@@ -27,11 +27,17 @@ def expected() -> dict:
     return {task: curve_summary(c) for task, c in curves_by_task(to_dataframe(corrections_rows())).items()}
 
 
-def _widget(viewer, out=None) -> BenchmarkWidget:
+def _widget(viewer, qtbot, out=None) -> BenchmarkWidget:
     widget = dock(viewer, "benchmark")
     if out is not None:
-        widget.out_dir.value = out  # shows the folder's rows, as for an earlier run
+        _choose(widget, qtbot, out)
     return widget
+
+
+def _choose(widget: BenchmarkWidget, qtbot, out) -> None:
+    """Choose the run folder ``out`` in the dock, as for an earlier run: its rows shown once read (in a worker)."""
+    widget.out_dir.value = out
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)
 
 
 def _shows(widget: BenchmarkWidget, summary) -> None:
@@ -53,7 +59,7 @@ def _click_line(qtbot, table, line: int) -> None:
 def test_plot_follows_the_selected_task(make_napari_viewer, tmp_path, qtbot, expected):
     rows = corrections_rows()
     viewer = make_napari_viewer()
-    widget = _widget(viewer, write_run(tmp_path / "corrections", rows, formats=("jsonl",)))
+    widget = _widget(viewer, qtbot, write_run(tmp_path / "corrections", rows, formats=("jsonl",)))
     view, effort = widget.results, widget.effort
     assert view.table.rowCount() == len(rows) and not effort.isHidden()
     assert set(expected) == {"ct/liver", "ct/spleen"}
@@ -78,9 +84,9 @@ def test_plot_follows_the_selected_task(make_napari_viewer, tmp_path, qtbot, exp
     effort.canvas.draw()  # renders without error
 
 
-def test_no_curves_no_plot_and_rows_arriving(make_napari_viewer, tmp_path, expected):
+def test_no_curves_no_plot_and_rows_arriving(make_napari_viewer, tmp_path, qtbot, expected):
     viewer = make_napari_viewer()
-    widget = _widget(viewer, write_run(tmp_path / "plain", rows_a(), formats=("jsonl",)))
+    widget = _widget(viewer, qtbot, write_run(tmp_path / "plain", rows_a(), formats=("jsonl",)))
     effort = widget.effort
     assert widget.results.table.rowCount() == len(rows_a())
     assert effort.isHidden() and effort.task is None and effort.median_line is None
@@ -98,5 +104,5 @@ def test_no_curves_no_plot_and_rows_arriving(make_napari_viewer, tmp_path, expec
     _shows(widget, expected["ct/spleen"])
 
     # back to a folder without curves: the plot goes away
-    widget.out_dir.value = write_run(tmp_path / "plain2", rows_a(), formats=("jsonl",))
+    _choose(widget, qtbot, write_run(tmp_path / "plain2", rows_a(), formats=("jsonl",)))
     assert widget.results.table.rowCount() == len(rows_a()) and effort.isHidden()

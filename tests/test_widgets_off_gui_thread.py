@@ -8,7 +8,8 @@ responsive is asserted instead (``gui_probe``):
   slices on a worker thread; the GUI thread puts the overlay in the viewer in one turn of the event
   loop and the numbers and the plot in a later one; the result is the one the synchronous
   comparison gives, and an older comparison still computing is dropped;
-* a run folder of 2,000 rows is shown whole, the rows added to the table's Qt model in one insertion
+* a run folder of 2,000 rows chosen in the dock is read (rows and table cells) on a worker thread and
+  shown whole, the rows added to the table's Qt model in one insertion
   (not a table rebuilt or filled item by item), the summary and box plot computed on a worker
   thread and equal to the report's; the table still sorts by value (NaN last);
 * a burst of progress steps (the box baseline yields hundreds a second) is shown as two: the first
@@ -26,7 +27,7 @@ from qtpy.QtCore import Qt
 
 from gui_probe import LoopTurns, ThreadLog, on_gui_thread
 from plugin_dock import dock
-from napari_medsam_eval._widgets.benchmark import _results_table
+from napari_medsam_eval._widgets.benchmark import _bench_results, _results_table
 from napari_medsam_eval._widgets.compare import _compare_metrics
 from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval.benchmark.store import encode_case, table_of_rows
@@ -140,8 +141,8 @@ def _big_folder(folder, rows: int = ROWS):
     return ResultStore(folder).recover(truncate=False)
 
 
-def test_a_2000_row_folder_is_appended_in_one_step_and_summarized_off_the_gui(make_napari_viewer, tmp_path, qtbot,
-                                                                               monkeypatch):
+def test_a_2000_row_folder_is_read_and_summarized_off_the_gui_and_appended_in_one_step(make_napari_viewer, tmp_path,
+                                                                                       qtbot, monkeypatch):
     rows = _big_folder(tmp_path / "big")
     assert len(rows) == ROWS
     viewer = make_napari_viewer()
@@ -155,9 +156,19 @@ def test_a_2000_row_folder_is_appended_in_one_step_and_summarized_off_the_gui(ma
             summarized.append((len(some), on_gui_thread()))
         return original(some)
     monkeypatch.setattr(_results_table, "summarize_rows", summarize_rows)
+    read: list[bool] = []  # on the GUI thread? of each reading of the folder's rows and their table cells
+    original_read = _bench_results.read_run_rows
+
+    def read_run_rows(folder):
+        read.append(on_gui_thread())
+        return original_read(folder)
+    monkeypatch.setattr(_bench_results, "read_run_rows", read_run_rows)
     model = view.table.rows_model
     insertions, resets = model.insertions, model.resets
-    widget.out_dir.value = tmp_path / "big"
+    widget.out_dir.value = tmp_path / "big"  # as a user chooses the folder: read in a worker
+    assert widget.loading and view.table.rowCount() == 0
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)
+    assert read == [False]
     # every row shown at once, added to the model in one insertion (the table cleared once before)
     assert view.table.rowCount() == ROWS and model.insertions == insertions + 1 and model.resets == resets + 1
     assert view.rows == rows

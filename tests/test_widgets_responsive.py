@@ -89,6 +89,7 @@ def _layer_changes(viewer) -> list[str]:
 def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbot, errors, monkeypatch):
     viewer, widget, compare = _docked(make_napari_viewer)
     widget.out_dir.value = box_run
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)  # the rows are read in a worker
     view = widget.results
     assert view.table.rowCount() == 6
     qtbot.wait(300)
@@ -202,6 +203,7 @@ def test_litemedsam_run_moves_per_slice_never_freezes_and_cancels_quickly(make_n
 def test_both_docks_fit_a_1600_by_1000_window(make_napari_viewer, box_run, qtbot):
     viewer, widget, compare = _docked(make_napari_viewer)
     widget.out_dir.value = box_run  # rows, summary and plot filled
+    qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)
     window = viewer.window._qt_window
     qtbot.wait(300)
     hint = window.minimumSizeHint()

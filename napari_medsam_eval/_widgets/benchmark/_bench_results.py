@@ -23,7 +23,7 @@ from qtpy.QtWidgets import QShortcut, QVBoxLayout, QWidget
 from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval._widgets.benchmark import _open_row
 from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot
-from napari_medsam_eval._widgets.benchmark._results_table import ResultsView
+from napari_medsam_eval._widgets.benchmark._results_table import ResultsView, table_cells
 from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -46,6 +46,8 @@ class ResultsBrowser(Container):
         self.opened: dict[str, Any] = {}
         #: the run folder whose rows the table shows (rows open from there)
         self.rows_dir: Path | None = None
+        #: the run folder whose rows are being read (:meth:`load_results_soon`), None when none is
+        self._loading: Path | None = None
         self.results = ResultsView(on_open=self.open_row, colors=colors,
                                    open_hint=f"; {NEXT_ROW_KEY} opens the next line")
         self.effort = EffortPlot(colors=colors)  # shown for runs with DSC curves only
@@ -69,7 +71,8 @@ class ResultsBrowser(Container):
     # -- rows ---------------------------------------------------------------------
 
     def clear(self) -> None:
-        """No rows (a new run starts)."""
+        """No rows (a new run starts; rows still being read from a folder are not shown)."""
+        self.forget_loading()
         self.results.clear()
         self.effort.set_rows([])
 
@@ -87,16 +90,43 @@ class ResultsBrowser(Container):
             self.results.refresh_soon()
 
     def load_results(self, out_dir: str | Path) -> int:
-        """Show the rows already in the run folder ``out_dir``; returns how many."""
+        """Show the rows already in the run folder ``out_dir`` now (read on this thread); returns how many."""
         try:
-            rows = ResultStore(out_dir).recover(truncate=False)
+            loaded = read_run_rows(out_dir)
         except Exception as error:  # noqa: BLE001 - a damaged file is reported, not raised into Qt
             self.opener.error(f"cannot read the results in {out_dir}: {error}")
             return 0
-        self.results.set_rows(rows)
+        return self._show_rows(Path(out_dir), *loaded)
+
+    def load_results_soon(self, out_dir: str | Path) -> Any:
+        """Show the rows already in the run folder ``out_dir``, read in a worker (a folder of 2,000 rows read
+        on the GUI thread froze the viewer for 228 ms); returns the worker. The folder chosen last wins."""
+        self._loading = Path(out_dir)
+
+        def show(loaded: tuple[list[dict[str, Any]], list[Any]]) -> None:
+            if self._loading == Path(out_dir):  # else another folder was chosen meanwhile
+                self._show_rows(Path(out_dir), *loaded)
+        def failed(_error: BaseException) -> None:
+            if self._loading == Path(out_dir):
+                self._loading = None
+        return self.opener.start(read_run_rows, Path(out_dir), text=f"reading the rows of {Path(out_dir).name} ...",
+                                 returned=show, errored=failed, error_prefix=f"cannot read the results in {out_dir}: ")
+
+    def forget_loading(self) -> None:
+        """Rows being read (:meth:`load_results_soon`) are not to be shown when they arrive."""
+        self._loading = None
+
+    @property
+    def loading(self) -> bool:
+        """Whether a run folder's rows are being read (:meth:`load_results_soon`) and not shown yet."""
+        return self._loading is not None
+
+    def _show_rows(self, out_dir: Path, rows: list[dict[str, Any]], cells: list[Any]) -> int:
+        self._loading = None
+        self.results.set_rows(rows, cells=cells)
         self.effort.set_rows(self.results.rows)
-        self.rows_dir = Path(out_dir)
-        self.opener.status.value = f"{len(rows)} rows in {Path(out_dir).name}"
+        self.rows_dir = out_dir
+        self.opener.status.value = f"{len(rows)} rows in {out_dir.name}"
         return len(rows)
 
     # -- a row opened ---------------------------------------------------------------
@@ -136,4 +166,10 @@ class ResultsBrowser(Container):
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
 
 
-__all__ = ["NEXT_ROW_KEY", "ResultsBrowser"]
+def read_run_rows(out_dir: str | Path) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The rows of the run folder ``out_dir`` and their table cells; no Qt, any thread."""
+    rows = ResultStore(out_dir).recover(truncate=False)
+    return rows, table_cells(rows)
+
+
+__all__ = ["NEXT_ROW_KEY", "ResultsBrowser", "read_run_rows"]

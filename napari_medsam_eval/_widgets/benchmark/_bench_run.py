@@ -78,7 +78,9 @@ class BenchmarkRun:
         """Show the rows already in a chosen run folder (to browse an earlier run)."""
         out = path_of(self.settings.out_dir)
         if not self.busy and out is not None and (out / ROWS_FILE).is_file():
-            self.browser.load_results(out)
+            self.browser.load_results_soon(out)
+        else:  # a folder without rows: what an earlier choice was still reading is not shown either
+            self.browser.forget_loading()
 
     def run(self, resume: bool = False) -> Any:
         """Start the run the settings describe (``resume``: continue the output folder's run).

@@ -32,7 +32,8 @@ from napari_medsam_eval.core.palette import PLOT_LIGHT_THEME
 from napari_medsam_eval.report import summarize_tasks
 from napari_medsam_eval._widgets.benchmark._bench_boxes import Boxes, box_data, draw_boxes
 from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, text_item as _text_item
-from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE, RowsTable, row_cells
+from napari_medsam_eval._widgets.benchmark._row_cells import RowCells, row_cells
+from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE, RowsTable
 from napari_medsam_eval._widgets.benchmark._why_filter import WhyFilter
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas
@@ -44,6 +45,11 @@ ROW_HEADERS = ("case", "target", "DSC", "NSD", "why", "status")
 SUMMARY_HEADERS = ("task", "n", "median DSC", "DSC IQR", "median NSD")
 #: least milliseconds between two refreshes of the summary and plot while rows arrive
 REFRESH_MS = 1000
+
+
+def table_cells(rows: list[dict[str, Any]]) -> list[RowCells]:
+    """The row table's cells of ``rows``; no Qt, any thread (a worker makes a run folder's)."""
+    return [row_cells(row, ROW_HEADERS) for row in rows]
 
 
 def summarize_rows(rows: list[dict[str, Any]]) -> tuple[pd.DataFrame, Boxes]:
@@ -145,25 +151,25 @@ class ResultsView(QWidget):
         if asked == self._asked:
             self._shown = asked
 
-    def set_rows(self, rows: list[dict[str, Any]]) -> None:
+    def set_rows(self, rows: list[dict[str, Any]], cells: list[RowCells] | None = None) -> None:
         """Show exactly ``rows`` (e.g. the results already in a run folder); the summary and plot follow
-        from a worker."""
+        from a worker. ``cells``: the rows' table cells, made beforehand (:func:`table_cells`, any thread)."""
         self.rows = []
         self.table.rows_model.clear()
         if rows:
-            self.add_rows(rows)
+            self.add_rows(rows, cells=cells)
         else:
             self.refresh_summary()
 
-    def add_rows(self, rows: list[dict[str, Any]], later: bool = False) -> None:
+    def add_rows(self, rows: list[dict[str, Any]], later: bool = False, cells: list[RowCells] | None = None) -> None:
         """Append ``rows`` to the table (one insertion into its model, however many) and recompute the
         summary and plot in a worker (:meth:`refresh_soon`; ``later``: within :data:`REFRESH_MS`, once for
-        all rows arriving until then)."""
+        all rows arriving until then). ``cells``: as for :meth:`set_rows`."""
         if not rows:
             return
         added = [dict(row) for row in rows]
         self.rows.extend(added)
-        self.table.rows_model.append([row_cells(row, ROW_HEADERS) for row in added])
+        self.table.rows_model.append(table_cells(added) if cells is None else cells)
         if not later:
             self.refresh_soon()
         elif not self._refresh_timer.isActive():

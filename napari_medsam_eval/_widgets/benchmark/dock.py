@@ -158,8 +158,14 @@ class BenchmarkWidget(Container):
         return self.job.progress_text()
 
     def load_results(self, out_dir: str | Path) -> int:
-        """Show the rows already in the run folder ``out_dir``; returns how many."""
+        """Show the rows already in the run folder ``out_dir`` now; returns how many. (Choosing a folder in
+        the dock reads its rows in a worker: :attr:`loading` until they show.)"""
         return self.browser.load_results(out_dir)
+
+    @property
+    def loading(self) -> bool:
+        """Whether the rows of the folder chosen last are being read and not shown yet."""
+        return self.browser.loading
 
     def open_row(self, row: dict[str, Any]) -> Any:
         """Open ``row``'s case in the viewer (in a worker); returns it (None while another row opens)."""
