@@ -5,7 +5,7 @@ the environment) every cache a test could fill is pointed into one temporary
 folder of the run: the encoder exports and the embedding store of our own
 (``NAPARI_MEDSAM_EVAL_CACHE``, ``MEDSAM_EVAL_EMBEDDINGS``), and the XDG folders
 and matplotlib's, where napari, pip, fontconfig and matplotlib would write
-under the home folder. The store is how a slice or frame is encoded once per
+under the home folder; Ray's authentication token lives there too. The store is how a slice or frame is encoded once per
 run for a given model, precision and input: every backend a test builds
 without an ``embeddings`` option of its own (in this process or in a command
 it starts) reads and writes it. Tests that count encoder passes or test the
@@ -43,6 +43,9 @@ CACHE_VARIABLES = {
     "XDG_STATE_HOME": "xdg-state",
     "MPLCONFIGDIR": "matplotlib",
 }
+#: Ray (2.60 and later) turns token authentication on for a local cluster and, with no token at hand,
+#: writes one to ``~/.ray/auth_token``: the run's local Rays read a token kept in the run's folder instead
+RAY_TOKEN_VARIABLES = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 #: set to keep the user's own cache variables (a run that should use warm caches): the end check still runs
 KEEP_CACHES = "MEDSAM_EVAL_TESTS_KEEP_CACHES"
 
@@ -94,6 +97,19 @@ def pytest_configure(config: pytest.Config) -> None:
         for variable, sub in CACHE_VARIABLES.items():
             config._suite_isolation["saved"][variable] = os.environ.get(variable)
             os.environ[variable] = str(run_folder / sub)
+    if not any(os.environ.get(variable) for variable in RAY_TOKEN_VARIABLES):
+        config._suite_isolation["saved"]["RAY_AUTH_TOKEN_PATH"] = None
+        os.environ["RAY_AUTH_TOKEN_PATH"] = str(_ray_token(run_folder))
+
+
+def _ray_token(run_folder: Path) -> Path:
+    """A random token for the run's local Ray clusters, in a file only the user can read."""
+    import secrets
+
+    path = run_folder / "ray-auth-token"
+    path.write_text(secrets.token_hex(32))
+    path.chmod(0o600)
+    return path
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

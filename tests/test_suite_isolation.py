@@ -24,12 +24,15 @@ def test_a_run_that_writes_in_the_home_folder_fails_and_names_the_file(tmp_path)
         "import os\nfrom pathlib import Path\n\n"
         "def test_caches_point_into_the_run():\n"
         f"    for variable in {sorted(CACHE_VARIABLES)!r}:\n"
-        "        assert not os.environ[variable].startswith(str(Path.home()))\n\n"
+        "        assert not os.environ[variable].startswith(str(Path.home()))\n"
+        "    token = Path(os.environ['RAY_AUTH_TOKEN_PATH'])  # a local Ray's token, not ~/.ray/auth_token\n"
+        "    assert not str(token).startswith(str(Path.home())) and len(token.read_text()) == 64\n\n"
         "def test_writes_home():\n"
         "    (Path.home() / '.cache' / 'leak').mkdir(parents=True)\n"
         "    (Path.home() / '.cache' / 'leak' / 'file.bin').write_bytes(b'x')\n")
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(TESTS)}
-    env.pop("PYTEST_XDIST_WORKER", None)
+    for variable in ("PYTEST_XDIST_WORKER", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):  # as from a fresh shell
+        env.pop(variable, None)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_isolation", "-p", "no:cacheprovider",
                            "--rootdir", str(suite), str(suite)], capture_output=True, text=True, env=env, cwd=suite)
     assert "2 passed" in done.stdout, done.stdout[-2000:]
