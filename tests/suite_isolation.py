@@ -5,8 +5,9 @@ the environment) every cache a test could fill is pointed into one temporary
 folder of the run: the encoder exports and the embedding store of our own
 (``NAPARI_MEDSAM_EVAL_CACHE``, ``MEDSAM_EVAL_EMBEDDINGS``), and the XDG folders
 and matplotlib's, where napari, pip, fontconfig and matplotlib would write
-under the home folder; Ray's authentication token lives there too. The store is how a slice or frame is encoded once per
-run for a given model, precision and input: every backend a test builds
+under the home folder, and Ray's authentication token, which Ray would write
+there too. The store is how a slice or frame is encoded once per run for a
+given model, precision and input: every backend a test builds
 without an ``embeddings`` option of its own (in this process or in a command
 it starts) reads and writes it. Tests that count encoder passes or test the
 store itself pass their own store, or ``embeddings=False``.

@@ -9,7 +9,7 @@ import time
 import pytest
 from pathlib import Path
 
-from suite_isolation import CACHE_VARIABLES, checkout_state, outside_writes
+from suite_isolation import CACHE_VARIABLES, RAY_TOKEN_VARIABLES, checkout_state, outside_writes
 
 TESTS = Path(__file__).resolve().parent
 
@@ -31,7 +31,7 @@ def test_a_run_that_writes_in_the_home_folder_fails_and_names_the_file(tmp_path)
         "    (Path.home() / '.cache' / 'leak').mkdir(parents=True)\n"
         "    (Path.home() / '.cache' / 'leak' / 'file.bin').write_bytes(b'x')\n")
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(TESTS)}
-    for variable in ("PYTEST_XDIST_WORKER", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):  # as from a fresh shell
+    for variable in ("PYTEST_XDIST_WORKER", *RAY_TOKEN_VARIABLES):  # as from a fresh shell
         env.pop(variable, None)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_isolation", "-p", "no:cacheprovider",
                            "--rootdir", str(suite), str(suite)], capture_output=True, text=True, env=env, cwd=suite)
