@@ -96,9 +96,10 @@ def stated(key: str) -> Stated:
     return STATED[key]
 
 
-def subset(source: Path, dest: Path, names: list[str]) -> Path:
+def subset(source: Path, dest: Path, names: list[str], frames: int | None = None) -> Path:
     """A copy of the dataset folder ``source`` in ``dest`` holding only the cases ``names``, in its layout:
-    MSD (``imagesTr``/``labelsTr``, ``dataset.json``), frame folders (``Frame``/``GT``) or flat ``.npz`` files."""
+    MSD (``imagesTr``/``labelsTr``, ``dataset.json``), frame folders (``Frame``/``GT``; only the first ``frames``
+    frames of each clip where given) or flat ``.npz`` files."""
     root = dest / source.name
     root.mkdir(parents=True)
     if (source / "imagesTr").is_dir():
@@ -110,7 +111,9 @@ def subset(source: Path, dest: Path, names: list[str]) -> Path:
     elif (source / "Frame").is_dir():
         for folder in ("Frame", "GT"):
             for name in names:
-                shutil.copytree(source / folder / name, root / folder / name)
+                (root / folder / name).mkdir(parents=True)
+                for frame in sorted((source / folder / name).iterdir())[:frames]:
+                    shutil.copy(frame, root / folder / name)
     else:
         for name in names:
             shutil.copy(source / f"{name}.npz", root)

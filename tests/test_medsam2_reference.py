@@ -41,7 +41,7 @@ import SimpleITK as sitk
 from napari_medsam_eval.core.checksum import sha256_file
 from napari_medsam_eval.cli import main
 
-from figures import scales
+from figures import scales, subset
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(__file__).resolve().parent / "data" / "medsam2_reference"
@@ -53,6 +53,10 @@ CHECKPOINT_SHA256 = "25f4460b934a1d8ad1b1c1b0a8595c24f7df9a0f86d6cb93f68cb74fc78
 AS_THE_REFERENCE_RAN = json.dumps({"fill_holes": False, "num_threads": 2})
 #: the two clips of cvc_clinicdb_video that were run (the first two in the layout's order)
 VIDEO_CLIPS = ["seq01", "seq02"]
+#: make test runs the video script on the first clip's first frames only: a forward pass reads no later frame,
+#: so their masks are the reference's first frames. 10 frames > the prompted frame + the memory bank's 7
+#: (``num_maskmem``), so the bank fills and drops its oldest frames as it does over a whole clip.
+VIDEO_FRAMES = 10
 
 #: a differing voxel is a numerical tie when the reference's deciding logit is within this of 0. The
 #: logits are float32 sums of thousands of products, of magnitude ~1..30: another split of those sums
@@ -161,30 +165,31 @@ def _tie_logits(stem: str, case_id: str, voxels: np.ndarray) -> np.ndarray:
     return np.where(found, abs_logit[np.minimum(where, index.size - 1)], np.inf)
 
 
-def _differences(run_dir: Path, stem: str) -> dict[str, Difference]:
-    """Per case of the run (every case it ran must have a reference), where ours differs from the reference."""
+def _differences(run_dir: Path, stem: str, frames: int | None = None) -> dict[str, Difference]:
+    """Per case of the run (every case it ran must have a reference), where ours differs from the reference
+    (its first ``frames`` frames where given: the flat voxel indices of a leading part are the whole's)."""
     ran = sorted(p.name.split(".")[0] for p in (run_dir / "predictions").iterdir())
     with np.load(REFERENCE / f"{stem}.npz") as reference:
         assert set(ran) <= set(reference.files), ran
         out = {}
         for case_id in ran:
-            ours, theirs = _prediction(run_dir, case_id), reference[case_id]
+            ours, theirs = _prediction(run_dir, case_id), reference[case_id][:frames]
             assert ours.shape == theirs.shape, case_id
             voxels = np.flatnonzero(ours != theirs)
             out[case_id] = Difference(voxels, _tie_logits(stem, case_id, voxels))
         return out
 
 
-def assert_same_computation(run_dir: Path, stem: str) -> dict[str, Difference]:
+def assert_same_computation(run_dir: Path, stem: str, frames: int | None = None) -> dict[str, Difference]:
     """Our masks are the reference's but for a few numerical ties (module docstring)."""
-    found = _differences(run_dir, stem)
+    found = _differences(run_dir, stem, frames)
     print(f"{stem}: differing voxels {found}")
     assert all(d.ties and d.count <= MAX_TIED_VOXELS for d in found.values()), found
     return found
 
 
-def _differing_counts(run_dir: Path, stem: str) -> dict[str, int]:
-    return {case_id: d.count for case_id, d in _differences(run_dir, stem).items()}
+def _differing_counts(run_dir: Path, stem: str, frames: int | None = None) -> dict[str, int]:
+    return {case_id: d.count for case_id, d in _differences(run_dir, stem, frames).items()}
 
 
 def test_medsam2_reference_checkpoint_is_rebuilt_from_its_recipe(random_checkpoint):
@@ -227,21 +232,35 @@ def test_medsam2_reference_recist_npz_script(random_checkpoint, shared_data, tmp
     assert min(other.values()) > 1000, other
 
 
-@EACH_SCRIPT
-def test_medsam2_reference_video_script(random_checkpoint, shared_data, tmp_path, limit):
+#: make test: the first clip's first VIDEO_FRAMES frames; make reproduce: both clips whole
+EACH_CLIP = scales("frames", VIDEO_FRAMES, None, small_id=f"first-clip-{VIDEO_FRAMES}-frames", full_id="every-clip")
+
+
+def _clips(shared_data: Path, tmp_path: Path, frames: int | None) -> tuple[Path, list[str]]:
+    """The video dataset a test runs, and its clips: the first clip's first ``frames`` frames, or both clips."""
+    dataset = shared_data / "cvc_clinicdb_video"
+    if frames is None:
+        return dataset, VIDEO_CLIPS
+    return subset(dataset, tmp_path / "first-frames", VIDEO_CLIPS[:1], frames=frames), VIDEO_CLIPS[:1]
+
+
+@EACH_CLIP
+def test_medsam2_reference_video_script(random_checkpoint, shared_data, tmp_path, frames):
     """``medsam2_infer_video.py``: frame 0 seeded with its ground-truth mask, forward, no post-processing."""
     options = json.dumps({"video_frame": "first", "video_prompt": "mask"})
-    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video", "--limit", limit or "2",
-               "--protocol-options", options)
-    assert set(assert_same_computation(run, "medsam2_infer_video")) == set(VIDEO_CLIPS[:int(limit or 2)])
+    dataset, clips = _clips(shared_data, tmp_path, frames)
+    run = _run(dataset, random_checkpoint, tmp_path / "video", "--limit", str(len(clips)), "--protocol-options",
+               options)
+    assert set(assert_same_computation(run, "medsam2_infer_video", frames)) == set(clips)
 
 
-@EACH_SCRIPT
-def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_data, tmp_path, limit):
+@EACH_CLIP
+def test_medsam2_reference_video_script_with_a_box(random_checkpoint, shared_data, tmp_path, frames):
     """The same script with frame 0 prompted by the ground truth's box (the ``medsam2`` default
     for videos); its masks differ from the mask-seeded ones by tens of thousands of pixels."""
-    run = _run(shared_data / "cvc_clinicdb_video", random_checkpoint, tmp_path / "video_box", "--limit", limit or "2",
+    dataset, clips = _clips(shared_data, tmp_path, frames)
+    run = _run(dataset, random_checkpoint, tmp_path / "video_box", "--limit", str(len(clips)),
                "--protocol-options", json.dumps({"video_frame": "first"}))
-    assert set(assert_same_computation(run, "medsam2_infer_video_box")) == set(VIDEO_CLIPS[:int(limit or 2)])
-    other = _differing_counts(run, "medsam2_infer_video")
+    assert set(assert_same_computation(run, "medsam2_infer_video_box", frames)) == set(clips)
+    other = _differing_counts(run, "medsam2_infer_video", frames)
     assert min(other.values()) > 1000, other

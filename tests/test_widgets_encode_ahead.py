@@ -14,6 +14,7 @@ import pytest
 from napari_medsam_eval.session.encode_ahead import nearest_first
 from napari_medsam_eval.core.intensity import prepare_intensity
 from napari_medsam_eval.propagation import propagate_volume
+from napari_medsam_eval.session.session import Session
 from cheaper_precision import use_cheaper_precision
 from gui_probe import LoopTurns, ThreadLog
 from test_widgets_segment import _wait, _widget, backend, errors  # noqa: F401 - the same fixtures and wait
@@ -24,7 +25,7 @@ LESION = "CT_Lesion_000002_03_01_035-047.npz"
 
 
 def test_encode_ahead_then_propagate_at_decoder_speed(make_napari_viewer, shared_data, backend, qtbot, errors,
-                                                      monkeypatch):
+                                                      monkeypatch, shared_embeddings):
     viewer = make_napari_viewer()
     image, _gt = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
     widget = _widget(viewer, backend)
@@ -49,8 +50,10 @@ def test_encode_ahead_then_propagate_at_decoder_speed(make_napari_viewer, shared
     _wait(qtbot, widget.propagate())
     assert backend.encoder_calls == calls  # every slice came from what was encoded ahead
     mask = viewer.layers[f"{image.name} prediction"].data == 1
-    core = propagate_volume(backend, prepare_intensity(image.data, "CT"), prompt, case_id="fresh")  # encodes anew
-    assert backend.encoder_calls > calls
+    # a propagation without encode ahead: another backend, the slices from the encoder or the run's store
+    fresh = Session.build_backend("litemedsam", device="cpu", embeddings=shared_embeddings)
+    assert fresh.describe()["engine"] == backend.describe()["engine"]
+    core = propagate_volume(fresh, prepare_intensity(image.data, "CT"), prompt, case_id="fresh")
     if prompt.info.get("largest_component"):
         from napari_medsam_eval.core.postprocess import largest_component
 
