@@ -56,9 +56,10 @@ demo: $(STAMP)
 # Every behaviour check (pyproject's addopts leave out the tests marked reproduce), on TEST_WORKERS
 # pytest-xdist workers, each test file on one worker (a module's fixtures made once), the longest files first
 # (tests/conftest.py), each worker on one thread: on 2 cores, 2 workers took 1144 s where one process took
-# 1529 s, with the same CPU-seconds; a third worker fills the time the others wait (799 -> 736 s:
-# docs/architecture.md#tests). TEST_WORKERS=0: one process.
-TEST_WORKERS ?= 3
+# 1529 s, with the same CPU-seconds. A third worker was faster (799 -> 736 s) but slowed the local Ray tests
+# about 4x (two workers computing beside Ray on two cores): kept at 2 (docs/architecture.md#tests).
+# TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: $(STAMP) system-deps
 	$(BIN)/python -m pytest -q --durations=15 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 

@@ -94,8 +94,8 @@ def _no_prompt_log(monkeypatch):
 
 @pytest.fixture(scope="module")
 def one_ray_at_a_time(tmp_path_factory):
-    """Held by a test module that starts a local Ray: run under pytest-xdist (``-n 3 --dist loadfile``), another
-    worker's Ray module waits, so two local Rays never share the machine."""
+    """Held by a test module that starts a local Ray: run under pytest-xdist (``-n 2 --dist loadfile``), the
+    other worker's Ray module waits, so two local Rays never share the machine."""
     import fcntl
 
     shared = tmp_path_factory.getbasetemp()
@@ -136,8 +136,7 @@ LONGEST_FILES = ("test_medsam2_reference.py", "test_propagation_targets.py", "te
 
 def pytest_configure(config):
     """Each pytest-xdist worker computes on one thread (``OMP_NUM_THREADS=1``, read by torch at its import and
-    inherited by the processes a test starts): three workers on two cores fill the time one waits, never six
-    threads fighting for them.
+    inherited by the processes a test starts): two workers on two cores, never four threads fighting for them.
     ``MEDSAM_EVAL_WORKER_THREADS`` sets another count (2 with ``OMP_WAIT_POLICY=PASSIVE``: docs/architecture.md)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         threads = os.environ.get("MEDSAM_EVAL_WORKER_THREADS", "1")
