@@ -113,6 +113,54 @@ def test_plot_click_and_next_worst(viewer_with_pair):
     assert viewer.dims.current_step[0] == order[1]
 
 
+def _cursor_columns(canvas) -> np.ndarray:
+    """The pixel columns of ``canvas`` (as painted on screen) in the cursor's colour."""
+    from matplotlib.colors import to_rgb
+
+    from napari_medsam_eval.core.palette import PLOT_CURSOR
+
+    image = canvas.grab().toImage()
+    rgb = np.array([[image.pixelColor(x, y).getRgb()[:3] for x in range(image.width())]
+                    for y in range(0, image.height(), 4)], dtype=float)
+    near = np.abs(rgb - np.array(to_rgb(PLOT_CURSOR)) * 255).max(axis=2) < 40
+    return np.flatnonzero(near.sum(axis=0) >= near.shape[0] // 3)
+
+
+def test_the_plot_cursor_follows_the_slice_at_the_next_paint(viewer_with_pair, qtbot):
+    """The cursor moves with the slice shown and reaches the screen with the window's next paint, not at
+    once: a synchronous repaint of the plot recomposes the whole window with napari's OpenGL canvas on
+    every move of the dims (tens of ms each on the GUI thread)."""
+    from qtpy.QtCore import QEvent, QObject
+
+    viewer, _gt_layer, _pred_layer, pred, gt = viewer_with_pair
+    viewer.window._qt_window.resize(1600, 1000)
+    viewer.window._qt_window.show()
+    widget = dock(viewer, "compare")
+    widget.update_comparison()
+    canvas = widget.canvas
+    qtbot.waitUntil(lambda: widget.plot._background is not None, timeout=5000)  # the plot drawn in full once
+
+    class Paints(QObject):
+        count = 0
+
+        def eventFilter(self, _obj, event):  # noqa: N802 (Qt's name)
+            if event.type() == QEvent.Paint:
+                Paints.count += 1
+            return False
+    paints = Paints()
+    canvas.installEventFilter(paints)
+    per_slice = compute_per_slice_dice(pred, gt)
+    for z in np.flatnonzero(~np.isnan(per_slice))[[0, -1]]:
+        Paints.count = 0
+        viewer.dims.set_current_step(0, int(z))
+        assert Paints.count == 0  # nothing painted while the dims move
+        qtbot.waitUntil(lambda: Paints.count > 0, timeout=5000)  # the next paint shows the cursor
+        x = widget.axes.transData.transform((z, 0))[0] / canvas.device_pixel_ratio
+        columns = _cursor_columns(canvas)
+        assert columns.size and np.abs(columns - x).min() <= 2, (z, x, columns)
+    canvas.removeEventFilter(paints)
+
+
 def test_compare_picks_up_added_layers_by_role(make_napari_viewer, shared_data, qtbot):
     """A prediction or ground truth added later (another widget's, a benchmark row's) is compared at once;
     a ground truth that does not fit the compared prediction is left alone."""

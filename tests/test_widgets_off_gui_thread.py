@@ -228,6 +228,29 @@ def test_a_burst_of_steps_is_shown_as_two(qtbot):
     assert worker is not None
 
 
+def test_pieces_of_gui_work_queued_together_run_one_per_turn(qtbot):
+    """Pieces queued in one go (signals of several workers delivered together) run in order, each in a turn
+    of the event loop of its own (the loop ticked between any two); a piece whose owner is gone is dropped."""
+    from qtpy.QtWidgets import QWidget
+
+    from napari_medsam_eval._widgets.common._turns import Turns
+
+    turns, ran = Turns(), []
+    gone = QWidget()
+    with LoopTurns(interval_ms=5) as loop:
+        for name in ("a", "b", "c"):
+            turns.soon(None, lambda name=name: ran.append((name, loop.mark())))
+        turns.soon(gone, lambda: ran.append(("gone", loop.mark())))
+        turns.soon(None, lambda: ran.append(("d", loop.mark())))
+        gone.deleteLater()
+        assert ran == [] and turns.waiting == 5  # nothing in the turn that queued them
+        qtbot.waitUntil(lambda: turns.waiting == 0, timeout=10_000)
+        qtbot.wait(50)
+    assert [name for name, _ in ran] == ["a", "b", "c", "d"] and turns.ran == 4
+    marks = [mark for _, mark in ran]
+    assert all(later > earlier for earlier, later in zip(marks, marks[1:])), ran
+
+
 def test_the_slice_shown_beyond_the_comparison_shown_is_no_error(make_napari_viewer, qtbot):
     """While a longer volume's comparison computes (a row opening), the viewer may already show a slice
     past the end of the comparison on screen: the slice DSC says the whole one's, nothing raises (under

@@ -27,6 +27,7 @@ from qtpy.QtWidgets import QApplication
 from gui_probe import LoopTurns, ThreadLog, on_gui_thread
 from plugin_dock import dock
 from napari_medsam_eval._widgets.benchmark import _open_row
+from napari_medsam_eval._widgets.compare._compare_metrics import ComparisonSection
 from napari_medsam_eval._widgets.common import _worker as worker_module
 from napari_medsam_eval.benchmark import load_table, read_manifest, run_benchmark
 from napari_medsam_eval.benchmark.gui_job import CaseStep
@@ -86,6 +87,14 @@ def _layer_changes(viewer) -> list[str]:
     return changes
 
 
+def _logged(function, name: str, log: list, turns: LoopTurns):
+    """``function``, logging its ``name`` and the loop's ticks so far in ``log`` when it is called."""
+    def logged(*args, **kwargs):
+        log.append((name, turns.mark()))
+        return function(*args, **kwargs)
+    return logged
+
+
 def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbot, errors, monkeypatch):
     viewer, widget, compare = _docked(make_napari_viewer)
     widget.out_dir.value = box_run
@@ -103,11 +112,16 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
     shown: list[str] = []  # the status line while layers are put in the viewer
     original_apply = _open_row.apply_step
 
+    pieces: list[tuple[str, int]] = []  # every piece of GUI work of a row opening: its name, the ticks so far
+
     def apply_step(*args, **kwargs):
         applied.append((turns.mark(), on_gui_thread()))
         shown.append(widget.status.value)
         return original_apply(*args, **kwargs)
     monkeypatch.setattr(_open_row, "apply_step", apply_step)
+    for owner, name in ((_open_row, "apply_step"), (type(widget.browser), "_show_case"),
+                        (ComparisonSection, "_show_computed"), (ComparisonSection, "_show_numbers")):
+        monkeypatch.setattr(owner, name, _logged(getattr(owner, name), name, pieces, turns))
     changes = _layer_changes(viewer)
     # three cases, both targets: the first open adds the layers, the others reuse them
     order = sorted(rows, key=lambda r: (r["case_id"], -int(r["target_label"])))
@@ -127,6 +141,13 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
         assert threads.on_gui == [] and len(applied) >= 4 and all(gui for _, gui in applied), threads.calls
         marks = [mark for mark, _ in applied]
         assert all(later > earlier for earlier, later in zip(marks, marks[1:])), marks
+        # and so did every other piece of GUI work, whichever widget's: the case brought into view, the
+        # Compare widget's overlay and numbers (pieces landing together would freeze the viewer for their sum)
+        names = [name for name, _ in pieces]
+        assert {"_show_case", "_show_computed", "_show_numbers"} <= set(names), names
+        marks = [mark for _, mark in pieces]
+        assert all(later > earlier for earlier, later in zip(marks, marks[1:])), pieces
+        pieces.clear()
         # while napari sets up the layers (the first row: new layers) the dock says what is going on
         assert all(text.startswith(f"opening {row['case_id']}") for text in shown), shown
         # rows after the first reuse its layers: napari builds no new layer controls or canvas visuals

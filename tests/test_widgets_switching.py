@@ -182,3 +182,27 @@ def test_switching_to_another_image_and_back_loses_nothing(make_napari_viewer, s
     np.testing.assert_array_equal(ct_prediction.data, propagated)
     assert widget.anchor_list.lines == ct_lines
     np.testing.assert_array_equal(viewer.layers[f"{mr.name} prediction"].data, mr_prediction)
+
+
+def test_a_refresh_of_the_choices_keeps_the_view(make_napari_viewer, shared_data, box_backend, qtbot):
+    """napari has every docked widget refresh its choices when a layer is added or renamed (a benchmark
+    row opening renames its layers): the Segment image still chosen is not brought into view again, so
+    the slice and camera stay where the user (or the widget changing the layers) put them."""
+    viewer = make_napari_viewer()
+    image, truth = _open(viewer, shared_data, CASES[0])
+    widget = dock(viewer, "segment", box_backend)
+    assert widget.image_layer.value is image
+    chosen = []
+    widget.image_layer.changed.connect(chosen.append)
+    go_to_index(viewer, image, 3)
+    viewer.camera.zoom *= 3
+    zoom = viewer.camera.zoom
+    image.name = f"{image.name} renamed"  # what a row opening does to the layers it reuses
+    viewer.add_labels(np.zeros_like(truth.data), name="another layer", scale=image.scale)
+    assert chosen and all(value is image for value in chosen)  # the choices were refreshed, the image kept
+    assert current_index(viewer, image) == 3 and viewer.camera.zoom == pytest.approx(zoom)
+    mr, _mr_truth = _open(viewer, shared_data, CASES[1])  # another image chosen: into view
+    widget.image_layer.value = mr
+    assert current_index(viewer, mr) != 3 or in_view(viewer, mr)
+    widget.image_layer.value = image  # and back: into view again
+    assert in_view(viewer, image) and image.visible and not mr.visible

@@ -16,7 +16,7 @@ from typing import Any
 
 from magicgui.widgets import Container
 from napari.utils.notifications import show_warning
-from qtpy.QtCore import Qt, QTimer
+from qtpy.QtCore import Qt
 from qtpy.QtGui import QKeySequence
 from qtpy.QtWidgets import QShortcut, QVBoxLayout, QWidget
 
@@ -141,13 +141,13 @@ class ResultsBrowser(Container):
             return None
         ack, shown = threading.Event(), {}
 
-        def step(item: _open_row.OpenStep) -> None:
-            try:
+        def apply(item: Any) -> None:  # a layer, then the case brought into view
+            if isinstance(item, _open_row.OpenStep):
                 _open_row.apply_step(self.viewer, item, shown)
-            finally:  # the job yields the next layer once the event loop has run a little (a repaint)
-                QTimer.singleShot(_open_row.STEP_PAUSE_MS, ack.set)
+            else:
+                self._show_case(item, shown)
         return self.opener.start(_open_row.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
-                                 yielded=step, returned=lambda loaded: self._show_case(loaded, shown),
+                                 yielded=_open_row.paced(self.native, ack, apply),
                                  error_prefix="cannot open the case: ")
 
     def next_row(self) -> Any:

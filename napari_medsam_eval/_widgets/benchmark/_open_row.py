@@ -8,9 +8,12 @@ Opening a row must not freeze the viewer, so the work is split in two:
   contrast limits, thumbnails and napari's first-use JIT compiling happen
   there), one :class:`OpenStep` per layer;
 * on the GUI thread, :func:`apply_step` puts one step's layer in the viewer.
-  The job yields a step and waits until the GUI has applied it and paused
-  :data:`STEP_PAUSE_MS`, so the steps land in separate turns of the event
-  loop and the viewer repaints in between.
+  The job yields a step and waits until the GUI has applied it; the handler
+  :func:`paced` applies each in a turn of the event loop of its own
+  (:func:`._turns.soon`, which keeps the pieces of GUI work of every widget
+  apart), so the viewer repaints in between. Last, the job yields the
+  :class:`RunCase` itself: bringing it into view is a turn of its own too, and
+  the job ends once it is done.
 
 A row opened after another reuses the last row's layers (their data, name,
 transform and metadata replaced) instead of removing and adding layers:
@@ -30,7 +33,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generator
+from typing import Any, Callable, Generator
 
 import numpy as np
 from napari.layers import Image, Labels, Layer, Points, Shapes
@@ -47,14 +50,13 @@ from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, make_point_layer, show_prompt
+from napari_medsam_eval._widgets.common._turns import soon
 from napari_medsam_eval._widgets.common._view import bring_into_view
 
 #: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
 OPENED_KEY = "benchmark_row"
 #: seconds the job waits for the GUI to apply a step before it goes on regardless (a closed viewer)
 ACK_TIMEOUT_S = 30.0
-#: milliseconds the GUI lets the event loop run (repaint, timers) between two steps
-STEP_PAUSE_MS = 30
 
 
 @dataclass(frozen=True)
@@ -118,15 +120,36 @@ def why_layer(loaded: RunCase, image: Layer) -> Labels | None:
 
 
 def open_job(run_dir: str | Path, row: dict[str, Any], ack: threading.Event,
-             timeout: float = ACK_TIMEOUT_S) -> Generator[OpenStep, None, RunCase]:
+             timeout: float = ACK_TIMEOUT_S) -> Generator[OpenStep | RunCase, None, RunCase]:
     """Generator for a napari worker: read the row and build its layers (here, off the GUI thread),
-    then yield its :class:`OpenStep` values one at a time, each once the GUI has set ``ack``."""
+    then yield its :class:`OpenStep` values and last the :class:`RunCase` (:func:`paced_items`)."""
     loaded = load_run_case(run_dir, row)
-    for step in open_steps(loaded):
+    return (yield from paced_items(open_steps(loaded), loaded, ack, timeout))
+
+
+def paced_items(steps: list[OpenStep], opened: Any, ack: threading.Event,
+                timeout: float = ACK_TIMEOUT_S) -> Generator[Any, None, Any]:
+    """Yield ``steps`` one at a time, then ``opened`` (what the GUI brings into view), each once the GUI
+    has set ``ack`` for the one before; returns ``opened``."""
+    for item in [*steps, opened]:
         ack.clear()
-        yield step
+        yield item
         ack.wait(timeout)
-    return loaded
+    return opened
+
+
+def paced(owner: Any, ack: threading.Event, apply: Callable[[Any], Any]) -> Callable[[Any], None]:
+    """The ``yielded`` handler of an opening job (:func:`paced_items`): ``apply(item)`` in a turn of the
+    event loop of its own (:func:`._turns.soon`, dropped once the Qt object ``owner`` is deleted), then
+    ``ack`` set so the job yields the next item."""
+    def step(item: Any) -> None:
+        def piece() -> None:
+            try:
+                apply(item)
+            finally:
+                ack.set()
+        soon(owner, piece)
+    return step
 
 
 def opened_layers(viewer: Any) -> dict[str, Layer]:
@@ -196,5 +219,5 @@ def _update(old: Layer, new: Layer) -> Layer:
     return old
 
 
-__all__ = ["OPENED_KEY", "OpenStep", "RunCase", "STEP_PAUSE_MS", "apply_step", "finish_open", "load_run_case",
-           "open_job", "open_steps", "opened_layers"]
+__all__ = ["OPENED_KEY", "OpenStep", "RunCase", "apply_step", "finish_open", "load_run_case", "open_job",
+           "open_steps", "opened_layers", "paced", "paced_items"]

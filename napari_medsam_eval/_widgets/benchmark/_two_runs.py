@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Generator
 from magicgui.widgets import Container, FileEdit, Label, PushButton
 from napari.layers import Labels
 from napari.utils.notifications import show_warning
-from qtpy.QtCore import QTimer
 
 from napari_medsam_eval._layer_style import AB_COLORS, style_prediction
 from napari_medsam_eval.core.palette import color_name
@@ -80,15 +79,11 @@ def ab_legend() -> str:
 
 
 def open_pair_job(run_a: Path, run_b: Path, row_a: dict | None, row_b: dict | None, ack: threading.Event,
-                  timeout: float = _open_row.ACK_TIMEOUT_S) -> Generator[_open_row.OpenStep, None, CasePair]:
+                  timeout: float = _open_row.ACK_TIMEOUT_S) -> Generator[Any, None, CasePair]:
     """Generator for a napari worker: read the case pair and build its layers here, then yield them
-    one at a time, each once the GUI has set ``ack`` (as :func:`._open_row.open_job`)."""
+    one at a time and last the pair, each once the GUI has set ``ack`` (as :func:`._open_row.open_job`)."""
     pair = load_case_pair(run_a, run_b, row_a, row_b)
-    for step in pair_steps(pair):
-        ack.clear()
-        yield step
-        ack.wait(timeout)
-    return pair
+    return (yield from _open_row.paced_items(pair_steps(pair), pair, ack, timeout))
 
 
 def _path(widget: FileEdit) -> Path | None:
@@ -156,14 +151,14 @@ class TwoRunsWidget(Container):
         row_a, row_b = self.pair.rows(key)
         ack, shown = threading.Event(), {}
 
-        def step(item: _open_row.OpenStep) -> None:
-            try:
+        def apply(item: Any) -> None:  # a layer, then the pair brought into view
+            if isinstance(item, _open_row.OpenStep):
                 _open_row.apply_step(self.viewer, item, shown)
-            finally:
-                QTimer.singleShot(_open_row.STEP_PAUSE_MS, ack.set)
+            else:
+                self._show_case(item, shown)
         return self.opener.start(open_pair_job, self.pair.run_a.path, self.pair.run_b.path, row_a, row_b, ack,
-                                 text=f"opening {key[0]} from A and B ...", yielded=step,
-                                 returned=lambda pair: self._show_case(pair, shown),
+                                 text=f"opening {key[0]} from A and B ...",
+                                 yielded=_open_row.paced(self.native, ack, apply),
                                  error_prefix="cannot open the case: ")
 
     def _show_case(self, pair: CasePair, shown: dict[str, Any]) -> None:

@@ -13,7 +13,8 @@ The automatic comparisons (the pair or its data changed: a propagation's result 
 benchmark row opened) must not freeze the viewer: :func:`compute_comparison` (the masks, the
 TP/FP/FN map, the whole-mask and per-slice DSC, the worst slices and, the first time, the overlay
 layer's model) runs in a quiet worker (:attr:`ComparisonSection.runner`), and the GUI thread only
-shows the result, in two turns of the event loop: the overlay layer first, then the numbers and the
+shows the result, in two turns of the event loop of their own (:func:`._turns.soon`: apart from any
+other widget's GUI work landing at the same time): the overlay layer first, then the numbers and the
 plot. A comparison asked for later wins: an earlier one still computing is dropped when it returns.
 The Compare button and :meth:`ComparisonSection.update_comparison` compare at once (a script or test
 gets the :class:`Comparison` back).
@@ -26,7 +27,6 @@ import numpy as np
 from magicgui.widgets import Container, Label
 from napari.layers import Labels
 from napari.utils.notifications import show_error, show_warning
-from qtpy.QtCore import QTimer
 
 from napari_medsam_eval.evaluation.error_parts import parts_text, short_parts_text
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
@@ -36,11 +36,9 @@ from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, Com
 from napari_medsam_eval._widgets.common._layers import follow_viewer, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
+from napari_medsam_eval._widgets.common._turns import soon
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
-
-#: milliseconds the event loop runs (repaints the new overlay) before the numbers and the plot are shown
-PAUSE_MS = 30
 
 
 def _fmt(value: float) -> str:
@@ -65,11 +63,7 @@ class ComparisonSection(Container):
         self.runner = WorkerRunner(None)
         #: the comparison asked for last (a result of an earlier one is dropped), and the last one shown
         self._asked = self._shown = 0
-        #: the second turn of a comparison shown (a timer of the widget's: it dies with it) and its arguments
-        self._numbers_timer = QTimer(self.native)
-        self._numbers_timer.setSingleShot(True)
-        self._numbers_timer.setInterval(PAUSE_MS)
-        self._numbers_timer.timeout.connect(self._show_numbers)
+        #: the arguments of the second turn of a comparison shown (:meth:`_show_numbers`)
         self._numbers: tuple = ()
         self.volume_dice = Label(label="DSC (all)", value="-", tooltip=TIPS["DSC (all)"])
         self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
@@ -100,7 +94,8 @@ class ComparisonSection(Container):
 
     def compare_soon(self) -> Any:
         """Compare the chosen layers in a worker (:func:`compute_comparison`); the result is shown on the GUI
-        thread in two turns of the event loop (:meth:`_show_computed`). Returns the worker (None without a pair)."""
+        thread in two turns of the event loop of their own (:meth:`_show_computed`, :func:`._turns.soon`).
+        Returns the worker (None without a pair)."""
         self.choice.settle()
         self._asked += 1
         asked = self._asked
@@ -114,7 +109,8 @@ class ComparisonSection(Container):
         transform = None if has_overlay else transform_kwargs(gt)
         return self.runner.start(compute_comparison, np.asarray(pred.data), np.asarray(gt.data), target, transform,
                                  text="comparing", error_prefix="cannot compare: ",
-                                 returned=lambda computed: self._show_computed(asked, computed, pred, gt, target),
+                                 returned=lambda computed: soon(self.native, lambda: self._show_computed(
+                                     asked, computed, pred, gt, target)),
                                  errored=lambda _error: self._dropped(asked))
 
     def _dropped(self, asked: int) -> None:
@@ -138,7 +134,7 @@ class ComparisonSection(Container):
         comparison = computed.comparison
         self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred, new=computed.layer)
         self._numbers = (asked, comparison, computed.worst, pred, gt, target)
-        self._numbers_timer.start()
+        soon(self.native, self._show_numbers)
         return None
 
     def _show_numbers(self) -> None:

@@ -5,7 +5,10 @@ Plain matplotlib on a Qt canvas, no viewer: the widget gives it the per-slice
 DSC and the prediction's propagation stops, and moves its cursor. The cursor is
 blitted (drawn alone over the plot's last full drawing, kept as a bitmap): moving it
 with the slice shown costs a few milliseconds on the GUI thread, not a redraw of the
-whole plot.
+whole plot. The bitmap reaches the screen at the canvas's next paint (``update``, which Qt
+merges with the viewer's own repaint), never through matplotlib's ``blit``: that repaints
+at once, and with napari's OpenGL canvas in the same window a synchronous repaint
+recomposes the whole window (50-80 ms a move, measured by ``benchmarks/responsiveness.py``).
 """
 from __future__ import annotations
 
@@ -101,8 +104,9 @@ class SliceDicePlot:
             self._blit_cursor()
 
     def _blit_cursor(self) -> None:
+        """The cursor drawn into the canvas's bitmap, shown at its next paint (see the module's note)."""
         self.axes.draw_artist(self.cursor)
-        self.canvas.blit(self.figure.bbox)
+        self.canvas.update()
 
     def _clicked(self, event: Any) -> None:
         if self.line is not None and event.inaxes is self.axes and event.xdata is not None:

@@ -6,10 +6,14 @@ session makes (``Session.prompt_changed``) is shown in them, on its slice.
 
 Choosing an image brings it into view (:meth:`ImageSection.show_chosen`, :mod:`._view`): visible,
 the other images hidden, the camera fitted, on the slice of its (shown object's) prompt, else
-the middle slice of the object in its ground truth, else its middle slice.
+the middle slice of the object in its ground truth, else its middle slice. A refresh of the choices
+that keeps the image (napari asks every docked widget to refresh whenever a layer is added, removed
+or renamed: a benchmark row opening renames its layers) moves nothing: the view is left where the
+user, or the widget that changed the layers, put it.
 """
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -52,6 +56,9 @@ class ImageSection(Section):
         self.new_prompt_layers_button.changed.connect(lambda *_a: self.new_prompt_layers())
         session.prompt_changed.connect(self._show_prompt)
         follow_drawing(self)
+        #: the image chosen last, brought into view by :meth:`show_chosen` or already there when the widget
+        #: was docked (weak: a removed layer is let go)
+        self._shown: Callable[[], Image | None] = _weak(self.image_layer.value)
 
     @property
     def locked(self) -> list:
@@ -91,10 +98,12 @@ class ImageSection(Section):
     def show_chosen(self, truth: Labels | None, target_label: int) -> int | None:
         """Bring the chosen image into view (its prompt and ground-truth layers with it) on the slice of
         its prompt, else the middle slice of object ``target_label`` in ``truth`` (of any object), else
-        its middle slice; returns that slice (None: no image, or a 2D one)."""
+        its middle slice; returns that slice (None: no image, a 2D one, or the image brought into view
+        last, still chosen after a refresh of the choices)."""
         image = self.image_layer.value
-        if image is None or getattr(image, "multiscale", False):
+        if image is None or getattr(image, "multiscale", False) or image is self._shown():
             return None
+        self._shown = _weak(image)
         boxes, points = self.box_layer.value, self.point_layer.value
         index = None
         if _layers.layer_kind(image) != "image":
@@ -109,6 +118,11 @@ class ImageSection(Section):
         drawn = _prompt_layers.drawn_prompt(self.viewer, self.image(), int(target_label),
                                             self.box_layer.value, self.point_layer.value, index)
         return self.session.resolve_prompt(drawn)
+
+
+def _weak(layer: Image | None) -> Callable[[], Image | None]:
+    """A weak reference to ``layer`` (None: one that gives None)."""
+    return (lambda: None) if layer is None else weakref.ref(layer)
 
 
 def _middle(image: Image, truth: Labels | None, target_label: int) -> int:
