@@ -163,12 +163,19 @@ def test_a_2000_row_folder_is_read_and_summarized_off_the_gui_and_appended_in_on
         read.append(on_gui_thread())
         return original_read(folder)
     monkeypatch.setattr(_bench_results, "read_run_rows", read_run_rows)
+    efforts: list[bool] = []  # on the GUI thread? of each computing of the rows' effort curves
+    original_effort = _bench_results.effort_of
+
+    def effort_of(some):
+        efforts.append(on_gui_thread())
+        return original_effort(some)
+    monkeypatch.setattr(_bench_results, "effort_of", effort_of)
     model = view.table.rows_model
     insertions, resets = model.insertions, model.resets
     widget.out_dir.value = tmp_path / "big"  # as a user chooses the folder: read in a worker
     assert widget.loading and view.table.rowCount() == 0
     qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)
-    assert read == [False]
+    assert read == [False] and efforts == [False]
     # every row shown at once, added to the model in one insertion (the table cleared once before)
     assert view.table.rowCount() == ROWS and model.insertions == insertions + 1 and model.resets == resets + 1
     assert view.rows == rows

@@ -22,9 +22,10 @@ from qtpy.QtWidgets import QShortcut, QVBoxLayout, QWidget
 
 from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval._widgets.benchmark import _open_row
-from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot
+from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot, effort_of
 from napari_medsam_eval._widgets.benchmark._results_table import ResultsView, table_cells
 from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
+from napari_medsam_eval._widgets.common._turns import soon
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 #: the key that opens the next line of the results table (anywhere in the viewer window)
@@ -100,17 +101,19 @@ class ResultsBrowser(Container):
 
     def load_results_soon(self, out_dir: str | Path) -> Any:
         """Show the rows already in the run folder ``out_dir``, read in a worker (a folder of 2,000 rows read
-        on the GUI thread froze the viewer for 228 ms); returns the worker. The folder chosen last wins."""
+        on the GUI thread froze the viewer for 228 ms) and put in the table in a turn of its own
+        (:func:`._turns.soon`); returns the worker. The folder chosen last wins."""
         self._loading = Path(out_dir)
 
-        def show(loaded: tuple[list[dict[str, Any]], list[Any]]) -> None:
+        def show(loaded: tuple[list[dict[str, Any]], list[Any], tuple]) -> None:
             if self._loading == Path(out_dir):  # else another folder was chosen meanwhile
                 self._show_rows(Path(out_dir), *loaded)
         def failed(_error: BaseException) -> None:
             if self._loading == Path(out_dir):
                 self._loading = None
         return self.opener.start(read_run_rows, Path(out_dir), text=f"reading the rows of {Path(out_dir).name} ...",
-                                 returned=show, errored=failed, error_prefix=f"cannot read the results in {out_dir}: ")
+                                 returned=lambda loaded: soon(self.native, lambda: show(loaded)), errored=failed,
+                                 error_prefix=f"cannot read the results in {out_dir}: ")
 
     def forget_loading(self) -> None:
         """Rows being read (:meth:`load_results_soon`) are not to be shown when they arrive."""
@@ -121,10 +124,10 @@ class ResultsBrowser(Container):
         """Whether a run folder's rows are being read (:meth:`load_results_soon`) and not shown yet."""
         return self._loading is not None
 
-    def _show_rows(self, out_dir: Path, rows: list[dict[str, Any]], cells: list[Any]) -> int:
+    def _show_rows(self, out_dir: Path, rows: list[dict[str, Any]], cells: list[Any], effort: tuple) -> int:
         self._loading = None
         self.results.set_rows(rows, cells=cells)
-        self.effort.set_rows(self.results.rows)
+        self.effort.show_effort(*effort)
         self.rows_dir = out_dir
         self.opener.status.value = f"{len(rows)} rows in {out_dir.name}"
         return len(rows)
@@ -166,10 +169,11 @@ class ResultsBrowser(Container):
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
 
 
-def read_run_rows(out_dir: str | Path) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The rows of the run folder ``out_dir`` and their table cells; no Qt, any thread."""
+def read_run_rows(out_dir: str | Path) -> tuple[list[dict[str, Any]], list[Any], tuple]:
+    """The rows of the run folder ``out_dir``, their table cells and their effort curves
+    (:func:`._effort_plot.effort_of`); no Qt, any thread."""
     rows = ResultStore(out_dir).recover(truncate=False)
-    return rows, table_cells(rows)
+    return rows, table_cells(rows), effort_of(rows)
 
 
 __all__ = ["NEXT_ROW_KEY", "ResultsBrowser", "read_run_rows"]

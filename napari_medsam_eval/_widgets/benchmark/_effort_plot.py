@@ -38,6 +38,14 @@ def effort_summaries(rows: list[dict[str, Any]]) -> dict[str, pd.DataFrame]:
     return {task: curve_summary(curves) for task, curves in curves_by_task(frame).items()}
 
 
+def effort_of(rows: list[dict[str, Any]]) -> tuple[dict[str, pd.DataFrame], dict[str, str]]:
+    """What :class:`EffortPlot` shows of ``rows``: :func:`effort_summaries` and, where there are curves, each
+    task's corrections (:func:`~napari_medsam_eval.evaluation.interaction_effort.correction_tools`); no Qt, any
+    thread (a run folder's rows are read and summarized in a worker)."""
+    summaries = effort_summaries(rows)
+    return summaries, (correction_tools(_frame(rows)) if summaries else {})  # "28 paint, 2 absent" per task
+
+
 def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame({"task": [str(r.get("task")) for r in rows], "status": [r.get("status") for r in rows],
                          "dice_after": [r.get("dice_after") for r in rows], "prompt": [r.get("prompt") for r in rows]})
@@ -93,8 +101,11 @@ class EffortPlot(QWidget):
 
     def set_rows(self, rows: list[dict[str, Any]]) -> None:
         """Recompute the curves from ``rows`` (all the rows shown); keep the task shown when it still has one."""
-        self.summaries = effort_summaries(rows)
-        self.tools = correction_tools(_frame(rows)) if self.summaries else {}  # "28 paint, 2 absent" per task
+        self.show_effort(*effort_of(rows))
+
+    def show_effort(self, summaries: dict[str, pd.DataFrame], tools: dict[str, str]) -> None:
+        """Show curves computed already (:func:`effort_of`); keep the task shown when it still has one."""
+        self.summaries, self.tools = summaries, tools
         self.setVisible(bool(self.summaries))
         self.show_task(self.task)
 
@@ -127,4 +138,4 @@ class EffortPlot(QWidget):
         self.canvas.draw_idle()
 
 
-__all__ = ["EffortPlot", "effort_summaries"]
+__all__ = ["EffortPlot", "effort_of", "effort_summaries"]
