@@ -26,7 +26,7 @@ the most time on the GUI thread (cProfile, cumulative).
 
     python benchmarks/responsiveness.py [--shared-data DIR] [--profile]
 
-About 3 minutes on two cores. Starts its own Xvfb when there is no display.
+About a minute on two cores. Starts its own Xvfb when there is no display.
 """
 from __future__ import annotations
 
