@@ -140,15 +140,15 @@ def paced_items(steps: list[OpenStep], opened: Any, ack: threading.Event,
 
 def paced(owner: Any, ack: threading.Event, apply: Callable[[Any], Any]) -> Callable[[Any], None]:
     """The ``yielded`` handler of an opening job (:func:`paced_items`): ``apply(item)`` in a turn of the
-    event loop of its own (:func:`._turns.soon`, dropped once the Qt object ``owner`` is deleted), then
-    ``ack`` set so the job yields the next item."""
+    event loop of its own (:func:`._turns.soon`), then ``ack`` set so the job yields the next item; once the
+    Qt object ``owner`` is deleted nothing is applied and ``ack`` is set at once (the job ends quickly)."""
     def step(item: Any) -> None:
         def piece() -> None:
             try:
                 apply(item)
             finally:
                 ack.set()
-        soon(owner, piece)
+        soon(owner, piece, dropped=ack.set)
     return step
 
 

@@ -12,7 +12,8 @@ overlay and the view landed together, against 110-130 ms for one of them and its
 :data:`TURN_PAUSE_MS` apart (the first at the next turn when none ran in the last pause):
 between two pieces the event loop paints what the first changed and handles input. A
 piece is run from a timer, never inside the burst of signals that queued it. A piece
-whose ``owner`` (a Qt object: the widget) has been deleted is dropped.
+whose ``owner`` (a Qt object: the widget) has been deleted is dropped, and its ``dropped``
+callback runs instead (a job waiting for the piece is told to go on).
 """
 from __future__ import annotations
 
@@ -39,15 +40,16 @@ class Turns:
     """The queue of pieces of GUI work (:func:`soon`); one per process, on the GUI thread."""
 
     def __init__(self) -> None:
-        self._queue: deque[tuple[Any, Callable[[], Any]]] = deque()
+        self._queue: deque[tuple[Any, Callable[[], Any], Callable[[], Any] | None]] = deque()
         self._timer: QTimer | None = None
         self._last_end = 0.0
         #: pieces run so far (tests: each in a turn of its own)
         self.ran = 0
 
-    def soon(self, owner: Any, piece: Callable[[], Any]) -> None:
-        """Run ``piece()`` in a turn of its own, after the pieces queued before it (GUI thread only)."""
-        self._queue.append((owner, piece))
+    def soon(self, owner: Any, piece: Callable[[], Any], dropped: Callable[[], Any] | None = None) -> None:
+        """Run ``piece()`` in a turn of its own, after the pieces queued before it (GUI thread only);
+        ``dropped()`` instead when the Qt object ``owner`` is deleted by then."""
+        self._queue.append((owner, piece, dropped))
         if self._timer is None:
             self._timer = QTimer()
             self._timer.setSingleShot(True)
@@ -66,9 +68,11 @@ class Turns:
 
     def _next(self) -> None:
         while self._queue:
-            owner, piece = self._queue.popleft()
+            owner, piece, dropped = self._queue.popleft()
             if owner is None or not _deleted(owner):
                 break
+            if dropped is not None:
+                dropped()
         else:
             return
         try:
@@ -84,10 +88,10 @@ class Turns:
 TURNS = Turns()
 
 
-def soon(owner: Any, piece: Callable[[], Any]) -> None:
+def soon(owner: Any, piece: Callable[[], Any], dropped: Callable[[], Any] | None = None) -> None:
     """Run ``piece()`` on the GUI thread in a turn of the event loop of its own (:class:`Turns`); dropped
-    when the Qt object ``owner`` is deleted first (None: always run)."""
-    TURNS.soon(owner, piece)
+    when the Qt object ``owner`` is deleted first (None: always run), ``dropped()`` run then."""
+    TURNS.soon(owner, piece, dropped)
 
 
 __all__ = ["TURNS", "TURN_PAUSE_MS", "Turns", "soon"]
