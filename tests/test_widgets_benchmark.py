@@ -273,8 +273,13 @@ def test_job_reports_totals_first_then_a_row_opens(make_napari_viewer, shared_da
     np.testing.assert_array_equal(layers["prediction"].data, read_label(out / row["prediction_path"]).array)
     assert layers["prediction"].metadata["target_label"] == 2
     # in view on the target's slice with the most FP + FN (the box fits best where it was drawn: not there)
-    assert _most_errors_shown(viewer, layers, 2) != row["prompt_slice"]
+    shown = _most_errors_shown(viewer, layers, 2)
+    assert shown != row["prompt_slice"]
     assert widget.status.value.startswith(f"opened {row['case_id']}")
+    if row.get("dominant_error") not in (None, "ok"):  # the status line says why, in words
+        main = row["dominant_error"].replace("_", " ")
+        assert f"on slice {shown} its main error ({main}) is largest" in widget.status.value, \
+            widget.status.value
 
     # the next-row key (in the table's tooltip) opens the line below the selected one, in the same layers
     view = widget.results

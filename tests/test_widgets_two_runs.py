@@ -203,6 +203,12 @@ def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tm
     _wait(qtbot, widget.compare(run_a, box))
     assert messages["error"] == [] and widget.view.table.rowCount() == 2 * CASES and widget.pair.unpaired.empty
     assert "litemedsam" in widget.view.runs.text() and "box" in widget.view.runs.text()
+    # why it failed: the pooled change in view (one line: the tables and the scatter stay in view), each task's
+    # on hover
+    tasks = list(widget.pair.part_changes["task"])
+    assert len(tasks) > 1 and widget.view.runs.text().count("why it failed") == 1
+    assert f"why it failed, {tasks[-1]} (" in widget.view.runs.text()
+    assert all(f"why it failed, {task} (" in widget.view.runs.toolTip() for task in tasks)
 
     # a posterior pair, with a CT open before (the camera on it): the box, propagated, fills whole slices away
     # from the target, where A and B differ most; the view goes to the target's slice where they differ most

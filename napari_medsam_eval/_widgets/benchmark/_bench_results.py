@@ -162,8 +162,8 @@ class ResultsBrowser(Container):
         where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
         if loaded.view_slice is not None and loaded.prediction is not None:
             why = str(loaded.row.get("dominant_error") or "")
-            said = f"the most {why.replace('_', ' ')}" if why and why != "ok" else "the most errors"
-            where += f"; slice {loaded.view_slice} shown: {said}"
+            said = f"its main error ({why.replace('_', ' ')}) is largest" if why and why != "ok" else "most errors"
+            where += f"; on slice {loaded.view_slice} {said}"
         self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")

@@ -41,6 +41,10 @@ def _target(row: Any) -> str:
     return f"{row.label_name} ({label})" if row.label_name else label
 
 
+#: the most pixels the per-task statistics take (more tasks scroll)
+STATS_MAX_HEIGHT = 150
+
+
 class TwoRunsView(QWidget):
     """What a :class:`RunPair` holds, in tables and a scatter; :meth:`show_pair` fills them."""
 
@@ -54,8 +58,8 @@ class TwoRunsView(QWidget):
         self.runs.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.MinimumExpanding)  # long paths wrap, never widen
         self.runs.setMinimumWidth(40)
         self.stats: QTableWidget = _table(tuple(comparison_rows(pd.DataFrame(columns=COLUMNS))[0]))
-        self.stats.setMinimumHeight(110)
-        self.stats.setMaximumHeight(150)
+        self.stats.setMinimumHeight(60)
+        self.stats.setMaximumHeight(STATS_MAX_HEIGHT)
         self.stats.setToolTip("per task, B - A over the cases scored in both runs, as 'medsam-eval compare A B' "
                               "prints it: median difference with its bootstrap 95% CI (10000 resamples, seed 0), "
                               "Wilcoxon signed-rank p (n/a below 6 non-zero differences); (all) pools every task")
@@ -88,14 +92,20 @@ class TwoRunsView(QWidget):
         self.pair = pair
         a, b = pair.describe
         notes = "".join(f"\nnote: {n}" for n in pair.notes)
-        why = "".join(f"\nwhy it failed, {r['task']} ({r['n']} pairs): {r['sentence']}"
-                      for _, r in pair.part_changes.iterrows())
+        changes = [f"why it failed, {r['task']} ({r['n']} pairs): {r['sentence']}"
+                   for _, r in pair.part_changes.iterrows()]
+        # the pooled line ((all), the last) in view, every task's on hover: the tables and the scatter stay in view
+        why = f"\n{changes[-1]} (each task's: hover)" if len(changes) > 1 else "".join(f"\n{c}" for c in changes)
         self.runs.setText(f"A = {pair.run_a.path}: {a}\nB = {pair.run_b.path}: {b}{notes}{why}")
+        self.runs.setToolTip("\n".join(changes))
         header, rows = comparison_rows(pair.comparison)
         self.stats.setRowCount(len(rows))
         for line, values in enumerate(rows):
             for column, value in enumerate(values):
                 self.stats.setItem(line, column, text_item(cell_text(value)))
+        lines = sum(self.stats.rowHeight(line) for line in range(len(rows)))  # no empty space below the lines
+        self.stats.setFixedHeight(min(STATS_MAX_HEIGHT, self.stats.horizontalHeader().sizeHint().height() + lines
+                                      + 2 * self.stats.frameWidth() + 2))
         self._fill(self.table, pair.pairs, ("a", "b", "diff"))
         self._fill(self.unpaired, pair.unpaired, ("a", "b", "reason"))
         count = len(pair.unpaired)
