@@ -144,13 +144,9 @@ class ResultsBrowser(Container):
             return None
         ack, shown = threading.Event(), {}
 
-        def apply(item: Any) -> None:  # a layer, then the case brought into view
-            if isinstance(item, _open_row.OpenStep):
-                _open_row.apply_step(self.viewer, item, shown)
-            else:
-                self._show_case(item, shown)
         return self.opener.start(_open_row.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
-                                 yielded=_open_row.paced(self.native, ack, apply),
+                                 yielded=_open_row.paced(self.native, ack, self.viewer, shown,
+                                                         lambda opened: self._show_case(opened, shown)),
                                  error_prefix="cannot open the case: ")
 
     def next_row(self) -> Any:

@@ -138,14 +138,19 @@ def paced_items(steps: list[OpenStep], opened: Any, ack: threading.Event,
     return opened
 
 
-def paced(owner: Any, ack: threading.Event, apply: Callable[[Any], Any]) -> Callable[[Any], None]:
-    """The ``yielded`` handler of an opening job (:func:`paced_items`): ``apply(item)`` in a turn of the
-    event loop of its own (:func:`._turns.soon`), then ``ack`` set so the job yields the next item; once the
-    Qt object ``owner`` is deleted nothing is applied and ``ack`` is set at once (the job ends quickly)."""
+def paced(owner: Any, ack: threading.Event, viewer: Any, shown: dict[str, Layer],
+          show_case: Callable[[Any], Any]) -> Callable[[Any], None]:
+    """The ``yielded`` handler of an opening job (:func:`paced_items`): each item in a turn of the event loop
+    of its own (:func:`._turns.soon`), a layer put in ``viewer`` (:func:`apply_step`, collected in ``shown``),
+    the last item given to ``show_case`` (which brings it into view), then ``ack`` set so the job yields the
+    next; once the Qt object ``owner`` is deleted nothing is applied and ``ack`` is set at once."""
     def step(item: Any) -> None:
         def piece() -> None:
             try:
-                apply(item)
+                if isinstance(item, OpenStep):
+                    apply_step(viewer, item, shown)
+                else:
+                    show_case(item)
             finally:
                 ack.set()
         soon(owner, piece, dropped=ack.set)

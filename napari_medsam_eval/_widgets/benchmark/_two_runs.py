@@ -151,14 +151,10 @@ class TwoRunsWidget(Container):
         row_a, row_b = self.pair.rows(key)
         ack, shown = threading.Event(), {}
 
-        def apply(item: Any) -> None:  # a layer, then the pair brought into view
-            if isinstance(item, _open_row.OpenStep):
-                _open_row.apply_step(self.viewer, item, shown)
-            else:
-                self._show_case(item, shown)
         return self.opener.start(open_pair_job, self.pair.run_a.path, self.pair.run_b.path, row_a, row_b, ack,
                                  text=f"opening {key[0]} from A and B ...",
-                                 yielded=_open_row.paced(self.native, ack, apply),
+                                 yielded=_open_row.paced(self.native, ack, self.viewer, shown,
+                                                         lambda opened: self._show_case(opened, shown)),
                                  error_prefix="cannot open the case: ")
 
     def _show_case(self, pair: CasePair, shown: dict[str, Any]) -> None:
