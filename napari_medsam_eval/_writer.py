@@ -7,9 +7,16 @@ came from our reader or our widgets (spacing, origin and direction of the
 source file, so the mask overlays the image in any other viewer), else from
 the layer's ``scale`` (spacing in array order; ITK's default origin and
 direction).
+
+Objects may nest (:mod:`._widgets.common._object_masks`): a prediction layer that keeps each object's own
+mask and draws an inner object over an outer one cannot be one label map without hiding part of the
+outer one. Then the label map is written as drawn, every object it does not show whole gets a file of its
+own beside it (``<name>.label<value>.nii.gz``, its whole mask as its value), and a warning says so:
+nothing is dropped silently.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +25,7 @@ import numpy as np
 from .core.case import Case, Spacing
 from .core.errors import MedsamEvalError
 from .core.ownership import check_may_write
+from .io.formats import format_suffix, strip_suffix
 from .io.writers import write_mask
 
 #: array axes of a layer by its number of dimensions
@@ -40,14 +48,35 @@ def reference_case(data: np.ndarray, meta: dict[str, Any]) -> Case:
                 case_id=str(meta.get("name", "labels")), metadata=geometry)
 
 
-def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
-    """npe2 single-layer writer: ``path`` gets the labels; returns the written path(s)."""
-    from .datasets.dataset_roots import dataset_holding
+def object_paths(path: str | Path, values: list[int]) -> dict[int, Path]:
+    """``<name>.label<value><suffix>`` beside ``path`` for each object value."""
+    path = Path(path)
+    suffix = format_suffix(path)
+    return {v: path.with_name(f"{strip_suffix(path)}.label{v}{suffix}") for v in values}
 
+
+def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
+    """npe2 single-layer writer: ``path`` gets the labels, each object hidden in them a file of its own;
+    returns the written path(s)."""
+    from .datasets.dataset_roots import dataset_holding
+    from ._widgets.common._object_masks import hidden_objects
+
+    data = np.asarray(data)
+    masks = (meta.get("metadata") or {}).get("masks")
+    hidden = hidden_objects(masks, data) if isinstance(masks, dict) else {}
+    files = {None: (Path(path), data)}
+    files.update({v: (p, masks[v].astype(data.dtype) * v) for v, p in object_paths(path, sorted(hidden)).items()})
+    written = []
     try:
-        # napari's save dialog asked before replacing a file; a dataset's files are never replaced
-        check_may_write(path, overwrite=True, option="the file", dataset=dataset_holding(path))
-        written = write_mask(np.asarray(data), path, reference_case(data, meta))
+        for _value, (target, labels) in files.items():
+            # napari's save dialog asked before replacing a file; a dataset's files are never replaced
+            check_may_write(target, overwrite=True, option="the file", dataset=dataset_holding(target))
+            written.append(str(write_mask(labels, target, reference_case(labels, meta))))
     except (MedsamEvalError, ValueError) as error:
         raise ValueError(f"cannot write {Path(path).name}: {error}") from error
-    return [str(written)]
+    if hidden:
+        listed = "; ".join(f"object {v}: {n} voxels under another object, whole in {Path(written[i + 1]).name}"
+                           for i, (v, n) in enumerate(sorted(hidden.items())))
+        warnings.warn(f"{Path(path).name} holds one label map, where objects overlap: {listed}", UserWarning,
+                      stacklevel=2)
+    return written

@@ -27,6 +27,8 @@ if TYPE_CHECKING:  # for the annotations only: nothing heavy is imported at run 
     from .benchmark.config import RunConfig
     from .core.case import Case, Spacing
     from .core.prompt import Prompt
+    from .core.targets import Target
+    from .evaluation.lesions import LesionResult
     from .models.base import SegmentationBackend
     from .session.session import Session
 
@@ -34,8 +36,11 @@ __all__ = [
     "Prompt",
     "RunConfig",
     "Session",
+    "Target",
     "build_model",
+    "lesion_table",
     "load_table",
+    "match_lesions",
     "open_session",
     "protocol_prompts",
     "read_case",
@@ -48,6 +53,7 @@ _CLASSES: dict[str, str] = {
     "Prompt": "napari_medsam_eval.core.prompt",
     "Session": "napari_medsam_eval.session.session",
     "RunConfig": "napari_medsam_eval.benchmark.config",
+    "Target": "napari_medsam_eval.core.targets",
 }
 
 
@@ -98,25 +104,30 @@ def build_model(name: str = "litemedsam", **options: Any) -> SegmentationBackend
 
 def protocol_prompts(source: Case | np.ndarray, protocol: str = "medsam2", *,
                      target_labels: Sequence[int] | None = None, kind: str | None = None,
-                     **options: Any) -> list[Prompt]:
+                     targets: Sequence[Target | str] | None = None, **options: Any) -> list[Prompt]:
     """Prompts made from ground truth by a named, seeded protocol, as ``medsam-eval run --protocol`` makes them.
 
     ``source`` is a ``Case`` (its ``label``) or a label map (``kind`` then says what it is). ``protocol``:
     ``medsam2`` (a tight box on each target's middle slice / first frame), ``litemedsam-3dbox``,
     ``mazurowski`` (modes 1-5 of Mazurowski et al. 2023: one prompt per mode; ``modes=[...]``,
     ``slices="key"`` for one slice of a volume), ``iterative-points``, ``box-jitter``. ``options`` are the
-    protocol's (``seed``, ``margin``, ...). ``target_labels`` default to every label present.
+    protocol's (``seed``, ``margin``, ...). ``target_labels`` default to every label present; ``targets``
+    replace them with :class:`Target` objects or their text (``"liver=1,3"``: a region uniting labels,
+    ``"lesion=1:lesions"``: one prompt per lesion), each prompt's ``target_label`` the target's ``key``.
     A hand-made prompt is a :class:`Prompt`.
 
     Example::
 
         [box] = protocol_prompts(case, "medsam2", target_labels=[2])
         modes = protocol_prompts(case, "mazurowski", target_labels=[2], slices="key")  # 5 prompts
+        [liver] = protocol_prompts(case, "medsam2", targets=["liver=1,3"])  # the liver with its tumour
     """
+    from .core.targets import parse_targets
     from .protocols import build_protocol
 
     return build_protocol(protocol, **options).prompts(
-        source, kind=kind, target_labels=None if target_labels is None else [int(v) for v in target_labels])
+        source, kind=kind, target_labels=None if target_labels is None else [int(v) for v in target_labels],
+        targets=parse_targets(targets) if targets is not None else None)
 
 
 def open_session(case: Case, model: SegmentationBackend | str = "litemedsam", **model_options: Any) -> Session:
@@ -168,6 +179,26 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | S
     return score(pred, gt, kind, values, tolerance, prompt_slice)
 
 
+def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
+                  match: str = "iou", threshold: float = 0.5, small_ml: float = 1.0,
+                  large_ml: float = 10.0) -> LesionResult:
+    """Lesion by lesion: the connected components of a binary prediction and truth, matched one to one where
+    their IoU is above ``threshold`` (``match="iou"``, Panoptica's and Metrics Reloaded's rule) or wherever they
+    touch (``"overlap"``, BraTS 2023's and autoPET's). The result has ``found``, ``missed``,
+    ``false_positives``, ``f1``, ``mean_dice``, ``recall_by_size()`` (small below ``small_ml`` mL, large from
+    ``large_ml``: volumes only) and ``lesions`` (each with its status, voxels, mL, size, DSC and slices).
+
+    Example::
+
+        result = match_lesions(pred, case.label == 1, case.kind, case.spacing)
+        result.found, result.missed, result.false_positives, result.f1
+    """
+    from .evaluation.lesions import LesionRule, match_lesions as match_components
+
+    values = tuple(getattr(spacing, "values", spacing))
+    return match_components(pred, gt, values, kind, LesionRule(match, threshold, small_ml, large_ml))
+
+
 def run_benchmark(config: RunConfig, *, progress: Callable[[int, int, list], Any] | None = None,
                   cancel: threading.Event | None = None) -> pd.DataFrame:
     """Run a benchmark as ``medsam-eval run`` does: every case of ``config.dataset`` segmented by
@@ -197,3 +228,19 @@ def load_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
     from .benchmark.store import load_table as load
 
     return load(run, lenient)
+
+
+def lesion_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
+    """Every lesion of a run's lesion-by-lesion targets (``run --targets "NAME=V:lesions"``), one row each: the
+    row's case, task and target, then ``source`` (true or predicted), ``number``, ``status`` (found, missed,
+    matched, false positive), ``voxels``, ``volume_ml``, ``size``, ``dice``, ``iou`` and its slices; the run
+    folder's ``lesions.csv``.
+
+    Example::
+
+        lesions = lesion_table("runs/deeplesion")
+        lesions[lesions["status"] == "missed"].groupby("size").size()
+    """
+    from .benchmark.lesion_table import lesion_table as table_of
+
+    return table_of(load_table(run, lenient))

@@ -10,9 +10,12 @@
   (``Frame/clip01/*.jpg``, ``GT/clip01/*.png``) with a bright blob that moves
   and deforms.
 * ``phantom_2d/``: one RGB image and its mask (2D image/mask folder layout).
+* ``phantom_regions/``: three BraTS-like MR volumes with nested labels (1 edema, 2 core, 3 enhancing) in the
+  nnU-Net v2 layout, whose ``dataset.json`` declares BraTS's regions (whole tumour, tumour core, enhancing
+  tumour): a run scores the regions (docs/targets.md).
 
-Run ``python scripts/make_sample_data.py`` to rebuild; the output is
-deterministic for a given seed and each file is well under 1 MB.
+Run ``python scripts/make_sample_data.py`` to rebuild (``--only phantom_regions`` for one of them); the
+output is deterministic for a given seed and each file is well under 1 MB.
 """
 from __future__ import annotations
 
@@ -23,8 +26,14 @@ import numpy as np
 import SimpleITK as sitk
 from PIL import Image
 
-from napari_medsam_eval.datasets.phantoms import (CT_ORIGIN_XYZ, CT_SPACING_XYZ, IMAGE2D_SEED, VIDEO_SEED, make_phantom_2d,
-                                       make_phantom_ct, make_phantom_video, second_rater, window_uint8)
+import json
+
+from napari_medsam_eval.datasets.phantoms import (CT_ORIGIN_XYZ, CT_SPACING_XYZ, IMAGE2D_SEED, REGIONS_LABELS,
+                                                  REGIONS_SEED, REGIONS_SPACING_XYZ, VIDEO_SEED, make_phantom_2d,
+                                                  make_phantom_ct, make_phantom_regions, make_phantom_video,
+                                                  second_rater, window_uint8)
+#: the phantoms, by folder name
+PHANTOMS = ("phantom_ct", "phantom_video", "phantom_2d", "phantom_regions")
 
 def to_sitk(array: np.ndarray) -> sitk.Image:
     image = sitk.GetImageFromArray(array)
@@ -67,14 +76,34 @@ def write_phantom_2d(out: Path, rng: np.random.Generator) -> None:
     Image.fromarray((mask * 255).astype(np.uint8)).save(out / "phantom_2d" / "masks" / "skin_phantom.png")
 
 
+def write_phantom_regions(out: Path, rng: np.random.Generator, cases: int = 3) -> None:
+    root = out / "phantom_regions"
+    for folder in ("imagesTr", "labelsTr"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+    for index in range(cases):
+        mr, label = make_phantom_regions(rng, index)
+        for array, path in ((mr, root / "imagesTr" / f"tumour_{index + 1:03d}_0000.nii.gz"),
+                            (label, root / "labelsTr" / f"tumour_{index + 1:03d}.nii.gz")):
+            image = sitk.GetImageFromArray(array)
+            image.SetSpacing(REGIONS_SPACING_XYZ)
+            sitk.WriteImage(image, str(path), useCompression=True)
+    (root / "dataset.json").write_text(json.dumps({
+        "name": "phantom_regions", "description": "synthetic BraTS-like tumours (napari-medsam-eval sample data)",
+        "channel_names": {"0": "FLAIR"}, "labels": REGIONS_LABELS, "regions_class_order": [1, 2, 3],
+        "numTraining": cases, "file_ending": ".nii.gz"}, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "sample_data")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=PHANTOMS, help="make this phantom only")
     args = parser.parse_args(argv)
-    write_phantom_ct(args.out, np.random.default_rng(args.seed))
-    write_phantom_video(args.out, np.random.default_rng(args.seed + VIDEO_SEED))
-    write_phantom_2d(args.out, np.random.default_rng(args.seed + IMAGE2D_SEED))
+    writers = {"phantom_ct": (write_phantom_ct, 0), "phantom_video": (write_phantom_video, VIDEO_SEED),
+               "phantom_2d": (write_phantom_2d, IMAGE2D_SEED), "phantom_regions": (write_phantom_regions, REGIONS_SEED)}
+    for name, (write, seed) in writers.items():
+        if args.only in (None, name):
+            write(args.out, np.random.default_rng(args.seed + seed))
     for path in sorted(p for p in args.out.rglob("*") if p.is_file()):
         print(f"{path.relative_to(args.out)}  {path.stat().st_size / 1024:.1f} KiB")
 

@@ -67,7 +67,7 @@ def test_undeclared_label_value_is_refused_not_a_new_task(tmp_path, hippo):
     layout = get_layout("msd")
     refs = {ref.case_id: ref for ref in layout.list_cases(root)}
     good = refs["hippocampus_007"]
-    assert layout.targets(good, layout.load(good)) == [1, 2]
+    assert [t.key for t in layout.targets(good, layout.load(good))] == [1, 2]
     bad = refs[CASE]
     case = layout.load(bad)
     with pytest.raises(DataError) as info:

@@ -45,7 +45,7 @@ def test_shared_dataset_detected_listed_loaded(shared_data: Path, name: str) -> 
     assert case.case_id == refs[0].case_id and case.label is not None
     assert case.label_names == names
     named = set(names) if layout_name == "msd" else set()  # MSD names come from dataset.json: always targets
-    assert layout.targets(refs[0], case) == sorted(set(case.label_values()) | named)
+    assert [t.key for t in layout.targets(refs[0], case)] == sorted(set(case.label_values()) | named)
 
 
 def test_msd_attributes_and_tasks(shared_data: Path) -> None:
@@ -91,7 +91,7 @@ def test_camus_layout(tmp_path: Path) -> None:
     case = layout.load(refs[0])
     assert case.kind == "video" and case.image.shape == (3, 24, 20)
     assert case.label_names == {1: "lv_endocardium", 2: "myocardium", 3: "left_atrium"}
-    assert layout.targets(refs[0], case) == [1, 2, 3]
+    assert [t.key for t in layout.targets(refs[0], case)] == [1, 2, 3]
     np.testing.assert_allclose(case.spacing.values[1:], (0.3, 0.3))
 
 

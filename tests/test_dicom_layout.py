@@ -61,7 +61,7 @@ def test_dicom_series_dataset_is_detected_listed_and_loaded(dicom_dataset):
         assert case.metadata["direction"] == pytest.approx(volume.GetDirection())
         assert case.modality == "MR"
         assert case.label_names == {1: "anterior", 2: "posterior"}
-        assert layout.targets(ref, case) == [1, 2]
+        assert [t.key for t in layout.targets(ref, case)] == [1, 2]
 
 
 def test_dicom_case_without_label_or_series_is_listed_and_fails(dicom_dataset, tmp_path):

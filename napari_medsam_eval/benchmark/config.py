@@ -20,9 +20,9 @@ from ..evaluation.scoring import NSD_TOLERANCE_MM
 
 #: the run's options a resumed run must agree on (besides the model checkpoint's SHA-256)
 RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed",
-               "intensity", "propagation")
+               "intensity", "propagation", "targets", "lesions")
 #: the value a key had in run folders made before it was recorded
-RESUME_DEFAULTS = {"intensity": "auto", "propagation": None}
+RESUME_DEFAULTS = {"intensity": "auto", "propagation": None, "targets": None, "lesions": None}
 #: manifest keys that name a field under another name
 _MANIFEST_NAMES = {"dataset": "dataset_path"}
 #: fields that describe this invocation, not the run's results (never in the manifest's config)
@@ -30,7 +30,7 @@ _NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision")
 #: fields recorded only when they differ from the default (older manifests lack them)
 _RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
 #: fields recorded only when set, whatever the executor
-_RECORDED_WHEN_TRUE = ("allow_outside",)
+_RECORDED_WHEN_TRUE = ("allow_outside", "targets", "lesions")
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,10 @@ class RunConfig:
     kind's measured default). ``executor``: ``"local"`` (this process, or
     ``workers`` spawned processes) or ``"ray"`` (``workers`` Ray actors, a
     local Ray or the cluster at ``ray_address``, each reserving
-    ``gpus_per_worker`` GPUs).
+    ``gpus_per_worker`` GPUs). ``targets``: what is scored
+    (:mod:`napari_medsam_eval.core.targets`: texts such as ``"liver=1,3"``, ``"tumour=3:lesions"``, or
+    ``Target`` objects; None: the dataset's regions, else each label); ``lesions``: how lesions are matched
+    and sized (:class:`~napari_medsam_eval.evaluation.lesions.LesionRule` options; None: its defaults).
 
     Example::
 
@@ -81,12 +84,22 @@ class RunConfig:
     precision: str = ""
     #: read files a dataset lists outside its folder (``--allow-outside``; refused per case otherwise)
     allow_outside: bool = False
+    #: the targets scored, as texts (``--targets``); None: the dataset's regions, else each label
+    targets: tuple[str, ...] | None = None
+    #: lesion matching and size options (``LesionRule``'s); None: its defaults
+    lesions: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dataset", Path(self.dataset))
         object.__setattr__(self, "out_dir", Path(self.out_dir))
         object.__setattr__(self, "model_options", dict(self.model_options or {}))
         object.__setattr__(self, "protocol_options", dict(self.protocol_options or {}))
+        if self.targets is not None:  # canonical texts: a syntax error is refused here, and the manifest reads alike
+            from ..core.targets import parse_targets
+
+            object.__setattr__(self, "targets", tuple(t.text() for t in parse_targets(self.targets)))
+        if self.lesions is not None:
+            object.__setattr__(self, "lesions", dict(self.lesions))
 
     def replace(self, **changes: Any) -> "RunConfig":
         return replace(self, **changes)
@@ -106,10 +119,22 @@ class RunConfig:
             raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {self.intensity!r}")
         if self.limit is not None and self.limit < 1:
             raise ValueError(f"limit must be >= 1, got {self.limit}")
+        if self.lesions is not None:
+            self.lesion_rule()
         if self.protocol_options.get("seed", self.seed) != self.seed:
             raise ValueError(f"protocol option seed={self.protocol_options['seed']} contradicts seed={self.seed}; "
                              "give one")
         return self
+
+    def lesion_rule(self) -> Any:
+        """The :class:`~napari_medsam_eval.evaluation.lesions.LesionRule` of :attr:`lesions` (an unknown
+        option or a bad value refused, naming it)."""
+        from ..evaluation.lesions import LesionRule
+
+        try:
+            return LesionRule(**(self.lesions or {}))
+        except TypeError as error:
+            raise ValueError(f"lesions: {error}; its options are match, threshold, small_ml, large_ml") from None
 
     def resolved(self, layout: str, protocol: Any) -> "RunConfig":
         """The config as the run records it: the layout found, the protocol's name and all its options."""

@@ -26,23 +26,25 @@ one ``segment`` call.
 """
 from __future__ import annotations
 
-import re
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..core.case import Case
+from ..core.case import Case, present_label_values
 from ..core.checksum import sha256_file
-from ..datasets import CaseRef, DatasetLayout, label_name, task_name
+from ..core.targets import Target, label_targets, parse_targets
+from ..datasets import CaseRef, DatasetLayout, task_name
+from ..evaluation.lesions import components, match_lesions
 from ..core.errors import Cancelled
 from ..io import write_mask
+from .prediction_files import prediction_files, prediction_suffix, safe_file_stem
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, prompts_to_json
 from ..core.intensity import case_intensity, prepare_image
-from ..propagation import PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official
+from ..propagation import (PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official,
+                           united_result)
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol
@@ -54,7 +56,6 @@ from ..evaluation.scoring import result_notes, score_target
 from .case_progress import StepProgress, target_progress
 from .timing import SegmentTimer, with_rest
 
-PREDICTIONS_DIR = "predictions"
 #: how a row's error starts when its prediction could not be written (the runner stops: the disk is full, ...)
 UNSAVED_PREFIX = "prediction not saved"
 OFFICIAL_3D_PROTOCOL = "litemedsam-3dbox"
@@ -64,19 +65,6 @@ def error_text(error: BaseException) -> str:
     """``"<Type>: <message>"``, one line."""
     message = " ".join(str(error).split())
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
-
-
-def safe_file_stem(case_id: str) -> str:
-    """A case id usable as a file name (``/`` and odd characters -> ``_``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._") or "case"
-
-
-def prediction_suffix(case: Case) -> str:
-    """``.npz`` beside an npz source, ``.png`` for 2D images, else ``.nii.gz``."""
-    if case.kind == "image":
-        return ".png"
-    source = str(case.metadata.get("image_path", ""))
-    return ".npz" if source.lower().endswith(".npz") else ".nii.gz"
 
 
 def propagation_columns(record: PropagationRecord, n_slices: int) -> dict[str, str]:
@@ -99,10 +87,13 @@ def base_row(ref: CaseRef, kind: str, config: RunConfig) -> dict[str, Any]:
     }
 
 
-def target_row(base: dict[str, Any], value: int | None, names: dict[int, str]) -> dict[str, Any]:
-    """``base`` with the target columns; ``value`` None = a case-level row (``"unknown"``)."""
-    name = "unknown" if value is None else label_name(names, value)
-    return {**base, "target_label": value, "label_name": name, "task": task_name(base["dataset"], name)}
+def target_row(base: dict[str, Any], target: Target | None) -> dict[str, Any]:
+    """``base`` with the target columns; ``target`` None = a case-level row (``"unknown"``)."""
+    if target is None:
+        return {**base, "target_label": None, "label_name": "unknown", "task": task_name(base["dataset"], "unknown"),
+                "target_labels": ""}
+    return {**base, "target_label": target.value, "label_name": target.name,
+            "task": task_name(base["dataset"], target.name), "target_labels": target.labels_text()}
 
 
 def empty_gt_row(row: dict[str, Any], why: str) -> dict[str, Any]:
@@ -115,13 +106,41 @@ def fail_row(row: dict[str, Any], error: BaseException | str) -> dict[str, Any]:
     return {**row, "status": STATUS_FAILED, "error": text}
 
 
+def named_targets(ref: CaseRef, layout: DatasetLayout, config: RunConfig) -> list[Target]:
+    """The targets a run names before a case is read: ``--targets``, else the dataset's regions, else its
+    label names, each a target ([] when none is named)."""
+    names = layout.label_names(ref.root)
+    return (parse_targets(config.targets, names) or layout.dataset_targets(ref.root)
+            or label_targets(names, names))
+
+
 def failed_case_rows(ref: CaseRef, layout: DatasetLayout, config: RunConfig,
                      error: BaseException | str) -> list[dict[str, Any]]:
     """Rows of a case that failed before its labels were known: one per target the
-    dataset names, else one ``"unknown"`` row."""
-    names = layout.label_names(ref.root)
+    run or dataset names, else one ``"unknown"`` row."""
     base = base_row(ref, ref.kind, config)
-    return [fail_row(target_row(base, v, names), error) for v in (sorted(names) or [None])]
+    return [fail_row(target_row(base, t), error) for t in (named_targets(ref, layout, config) or [None])]
+
+
+def oracle_masks(label_map: np.ndarray, targets: list[Target]) -> dict:
+    """What the oracle baseline answers from besides the label map: each region's mask under its key, each
+    lesion's under ``(key, lesion number)`` (its prompts' ``info["lesion"]``, in :func:`components`' order)."""
+    masks: dict = {}
+    for target in targets:
+        mask = target.mask(label_map)
+        if target.key != target.value:
+            masks[target.key] = mask
+        if target.lesions:
+            lesions, count = components(mask)
+            masks.update({(target.key, n): lesions == n for n in range(1, count + 1)})
+    return masks
+
+
+def absent_words(target: Target, label_map: np.ndarray) -> str:
+    """Why a target has nothing to score in a case: ``the ground truth holds no voxel of label 3 in this case``."""
+    what = f"label {target.value}" if target.value is not None else target.describe()
+    present = ", ".join(str(v) for v in present_label_values(label_map)) or "none"
+    return f"the ground truth holds no voxel of {what} in this case (labels present: {present})"
 
 
 class CaseEvaluator:
@@ -133,9 +152,14 @@ class CaseEvaluator:
         self.backend = backend
         self.protocol = protocol
         self.config = config
+        self.lesion_rule = config.lesion_rule()
         if protocol.sensitivity and (isinstance(protocol, CorrectionsProtocol) or protocol.name == OFFICIAL_3D_PROTOCOL):
             raise ValueError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
                              "it; it is not available with the corrections or the official 3D box protocol")
+        lesions = [t.text() for t in parse_targets(config.targets) or [] if t.lesions]
+        if lesions and (protocol.sensitivity or isinstance(protocol, CorrectionsProtocol)):
+            raise ValueError(f"target {lesions[0]}: lesion by lesion, each lesion is prompted on its own; the "
+                             "corrections protocol and the sensitivity option work on one prompt per target")
 
     def evaluate(self, ref: CaseRef, progress: StepProgress | None = None) -> list[dict[str, Any]]:
         """All rows of one case (at least one).
@@ -149,15 +173,14 @@ class CaseEvaluator:
         except Exception as error:  # noqa: BLE001 - any reader failure is this case's result
             return failed_case_rows(ref, self.layout, self.config, error)
         base.update(kind=case.kind, n_slices=case.n_slices())
-        names = case.label_names
         try:
-            targets = self.layout.targets(ref, case)
+            targets = self.layout.targets(ref, case, parse_targets(self.config.targets, case.label_names))
         except Exception as error:  # noqa: BLE001 - e.g. a label value the dataset does not declare
             return failed_case_rows(ref, self.layout, self.config, error)
         if not targets:
-            return [empty_gt_row(target_row(base, None, names),
+            return [empty_gt_row(target_row(base, None),
                                  "the ground truth holds no foreground label and the dataset names none")]
-        rows = {v: target_row(base, v, names) for v in targets}
+        rows = {t.key: target_row(base, t) for t in targets}
         try:
             prompts = self._prompts(case, targets)
             image = prepare_image(case.image, case.kind, case.modality,
@@ -167,7 +190,7 @@ class CaseEvaluator:
         predictions: dict[int, np.ndarray] = {}
         self.backend.clear_cache()
         if hasattr(self.backend, "set_ground_truth"):  # the oracle baseline answers from the label map
-            self.backend.set_ground_truth(case.label)
+            self.backend.set_ground_truth(case.label, oracle_masks(case.label, targets))
         unit = "frame" if case.kind == "video" else "slice"
 
         def report(target: str, index: int, count: int) -> SliceProgress | None:
@@ -179,74 +202,81 @@ class CaseEvaluator:
                 raise
             except Exception as error:  # noqa: BLE001 - the joint run's failure is each of its targets'
                 return [fail_row(row, error) for row in rows.values()]
-            for index, value in enumerate(targets):
-                rows[value] = self._evaluate_target(case, image, prompts[value], rows[value], predictions,
-                                                    joint.get(value),
-                                                    report(rows[value]["label_name"], index, len(targets)))
+            for index, target in enumerate(targets):
+                rows[target.key] = self._evaluate_target(case, image, target, prompts[target.key], rows[target.key],
+                                                         predictions, joint.get(target.key),
+                                                         report(target.name, index, len(targets)))
         finally:
             self.backend.clear_cache()
             if hasattr(self.backend, "set_ground_truth"):
                 self.backend.set_ground_truth(None)
         if self.config.save_predictions:
-            self._save(case, ref, predictions, rows)
-        return [rows[v] for v in targets]
+            self._save(case, ref, targets, predictions, rows)
+        return [rows[t.key] for t in targets]
 
-    def _prompts(self, case: Case, targets: list[int]) -> dict[int, Prompt]:
-        prompts = self.protocol.prompts(case, target_labels=targets)
+    def _prompts(self, case: Case, targets: list[Target]) -> dict[int, list[Prompt]]:
+        """Each target's prompts: one, or one per lesion for a target taken lesion by lesion."""
+        prompts = self.protocol.prompts(case, targets=targets)
         by_target: dict[int, list[Prompt]] = {}
         for prompt in prompts:
             by_target.setdefault(int(prompt.target_label), []).append(prompt)
-        several = {v: len(p) for v, p in by_target.items() if len(p) != 1}
-        missing = [v for v in targets if v not in by_target]
-        if several or missing:
+        several = {t.key: len(by_target.get(t.key, [])) for t in targets
+                   if len(by_target.get(t.key, [])) != 1 and not (t.lesions and by_target.get(t.key))}
+        if several:
             raise ValueError(f"protocol {self.protocol.name!r} must give one prompt per target for the benchmark "
-                             f"runner; got counts {several or {v: 0 for v in missing}} (choose one mode/option)")
-        return {v: p[0] for v, p in by_target.items()}
+                             f"runner; got counts {several} (choose one mode/option)")
+        return by_target
 
-    def _official_joint(self, case: Case, image: np.ndarray, prompts: dict[int, Prompt], targets: list[int],
-                        progress: SliceProgress | None = None,
+    def _official_joint(self, case: Case, image: np.ndarray, prompts: dict[int, list[Prompt]],
+                        targets: list[Target], progress: SliceProgress | None = None,
                         ) -> dict[int, tuple[PropagationResult, dict[str, float]]]:
-        """Protocol ``litemedsam-3dbox`` on a volume: every target's box in one official run, in label
-        order, as the official script runs a case (:func:`~napari_medsam_eval.propagation.segment_official`).
-        The run's time is shared equally by its targets' rows."""
+        """Protocol ``litemedsam-3dbox`` on a volume: every target's box (each lesion's) in one official run,
+        in the targets' order, as the official script runs a case (:func:`~napari_medsam_eval.propagation.segment_official`:
+        one label map, a later box overwrites an earlier one where they overlap). The run's time is shared
+        equally by its targets' rows."""
         if self.protocol.name != OFFICIAL_3D_PROTOCOL or case.kind != "volume":
             return {}
-        joint = [v for v in targets
-                 if not prompts[v].is_empty and not prompts[v].info.get("empty") and "box_3d" in prompts[v].info]
+        joint = [(t.key, p) for t in targets for p in prompts[t.key]
+                 if not p.is_empty and not p.info.get("empty") and "box_3d" in p.info]
         if not joint:
             return {}
         with SegmentTimer(self.backend) as timer:
-            masks = segment_official(self.backend, image, [prompts[v] for v in joint], case_id=case.case_id,
+            masks = segment_official(self.backend, image, [p for _key, p in joint], case_id=case.case_id,
                                      progress=progress)
-        shared = {name: value / len(joint) for name, value in timer.columns().items()}
-        return {v: (official_result(mask, prompts[v]), shared) for v, mask in zip(joint, masks)}
+        keys = list(dict.fromkeys(key for key, _p in joint))
+        shared = {name: value / len(keys) for name, value in timer.columns().items()}
+        union: dict[int, np.ndarray] = {}
+        for (key, _prompt), mask in zip(joint, masks):
+            union[key] = mask if key not in union else union[key] | mask
+        first = {key: next(p for k, p in joint if k == key) for key in keys}
+        return {key: (official_result(union[key], first[key]), shared) for key in keys}
 
-    def _evaluate_target(self, case: Case, image: np.ndarray, prompt: Prompt, row: dict[str, Any],
-                         predictions: dict[int, np.ndarray],
+    def _evaluate_target(self, case: Case, image: np.ndarray, target: Target, prompts: list[Prompt],
+                         row: dict[str, Any], predictions: dict[int, np.ndarray],
                          done: tuple[PropagationResult, dict[str, float]] | None = None,
                          progress: SliceProgress | None = None) -> dict[str, Any]:
         """One target's row; ``done`` = its prediction and time columns when already segmented.
         ``progress`` answering False raises :class:`Cancelled` (the row is not made)."""
         if progress is not None and done is None and progress(0, 0) is False:  # (a joint run reported its own)
             raise Cancelled(None, 0, 0)
-        value = int(prompt.target_label)
-        gt = np.asarray(case.label) == value
-        row = {**row, "prompt": prompts_to_json([prompt]), "prompt_slice": prompt.slice_index,
+        gt = target.mask(case.label)
+        prompt = prompts[0]
+        row = {**row, "prompt": prompts_to_json(prompts), "prompt_slice": prompt.slice_index,
                "gt_voxels": int(np.count_nonzero(gt))}
         if prompt.info.get("no_prompt"):  # a replayed log without this target's prompt (protocols.replay)
             return fail_row(row, str(prompt.info["no_prompt"]))
-        if prompt.is_empty or prompt.info.get("empty"):  # nothing asked, nothing scored
-            return empty_gt_row(row, f"the ground truth holds no voxel of label {value} in this case")
+        if all(p.is_empty or p.info.get("empty") for p in prompts):  # nothing asked, nothing scored
+            return empty_gt_row(row, absent_words(target, case.label))
         try:
             if isinstance(self.protocol, CorrectionsProtocol):
                 pred = self._correct(case, image, prompt, gt, row, progress)
                 row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
                 row["notes"] = json_dumps(result_notes(case.image, pred))
-                predictions[value] = pred
+                predictions[target.key] = pred
                 return row
             if done is None:
                 with SegmentTimer(self.backend) as timer:
-                    result = self._segment(case, image, prompt, progress)
+                    result = self._segment_all(case, image, prompts, progress)
                 row.update(timer.columns())
             else:
                 result, times = done
@@ -255,13 +285,16 @@ class CaseEvaluator:
             row.update(propagation_columns(result.record, case.n_slices()))
             row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
             row["notes"] = json_dumps(result_notes(case.image, pred))
+            if target.lesions:
+                lesions = match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns()
+                row.update({**lesions, "lesions": json_dumps(lesions["lesions"])})
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))
         except Cancelled:
             raise
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
             return fail_row(row, error)
-        predictions[value] = pred
+        predictions[target.key] = pred
         return row
 
     def _correct(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray, row: dict[str, Any],
@@ -316,28 +349,30 @@ class CaseEvaluator:
             raise Cancelled(result.mask, result.done, result.total)
         return result
 
-    def _save(self, case: Case, ref: CaseRef, predictions: dict[int, np.ndarray],
+    def _segment_all(self, case: Case, image: np.ndarray, prompts: list[Prompt],
+                     progress: SliceProgress | None = None) -> PropagationResult:
+        """The target's prompt segmented, or each lesion's and their masks united (:func:`united_result`)."""
+        asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
+        if len(asked) == 1:
+            return self._segment(case, image, asked[0], progress)
+        return united_result([self._segment(case, image, prompt, progress) for prompt in asked])
+
+    def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:
-        """One label map per case (a later target wins where two overlap), written atomically; a target
-        that lost voxels to a later one gets a file of its own too (``<case>.label<value>``), and its row
-        names that file: every row's file reproduces the row (``medsam-eval score``)."""
+        """The case's predictions, each file written atomically and verified (:func:`prediction_files`);
+        every row names its file, which reproduces the row (``medsam-eval score`` with the run's targets)."""
         stem, suffix = safe_file_stem(ref.case_id), prediction_suffix(case)
-        dtype = np.uint16 if max(rows, default=0) > 255 else np.uint8
-        combined = np.zeros(case.spatial_shape, dtype=dtype)
-        for value in sorted(predictions):
-            combined[predictions[value]] = value
-        files: dict[int | None, tuple[Path, np.ndarray]] = {None: (Path(PREDICTIONS_DIR) / f"{stem}{suffix}", combined)}
-        for value, mask in predictions.items():
-            if np.any(mask & (combined != value)):  # overwritten where a later target overlaps it
-                files[value] = (Path(PREDICTIONS_DIR) / f"{stem}.label{value}{suffix}", mask.astype(dtype) * value)
+        files = prediction_files(targets, predictions, case.spatial_shape, stem, suffix)
         written: dict[int | None, tuple[str, str]] = {}
         try:
             for key, (relative, labels) in files.items():
                 path = write_mask(labels, self.config.out_dir / relative, case)  # verified before it is kept
                 written[key] = (relative.as_posix(), sha256_file(path))
         except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
-            for value, row in rows.items():
-                rows[value] = fail_row(row, f"{UNSAVED_PREFIX}: {error_text(error)}")
+            for key, row in rows.items():
+                rows[key] = fail_row(row, f"{UNSAVED_PREFIX}: {error_text(error)}")
             return
-        for value, row in rows.items():
-            row["prediction_path"], row["prediction_sha256"] = written.get(value, written[None])
+        for key, row in rows.items():
+            where = written.get(key, written.get(None))
+            if where is not None:
+                row["prediction_path"], row["prediction_sha256"] = where

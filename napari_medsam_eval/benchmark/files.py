@@ -7,6 +7,8 @@ ROWS_FILE = "results.jsonl"
 #: the same rows, sorted, written when a run ends
 CSV_FILE = "results.csv"
 PARQUET_FILE = "results.parquet"
+#: every lesion of the lesion-by-lesion targets, one row each (written when a run ends, when there is one)
+LESIONS_FILE = "lesions.csv"
 #: the run's settings and status (what ``--resume`` compares)
 MANIFEST_FILE = "manifest.json"
 #: what the run did, line by line
@@ -14,4 +16,4 @@ LOG_FILE = "run.log"
 #: the lock a run holds on its folder
 LOCK_FILE = ".run.lock"
 
-__all__ = ["CSV_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]
+__all__ = ["CSV_FILE", "LESIONS_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]

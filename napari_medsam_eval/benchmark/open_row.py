@@ -31,7 +31,9 @@ from ..core.prompt import Prompt, prompts_from_json
 from ..evaluation.error_parts import OK, PARTS, error_parts, parse_where
 from ..evaluation.mask_comparison import binary_target, largest_error_slice
 from .manifest import MANIFEST_FILE, read_manifest
-from .schema import is_missing
+from ..evaluation.lesions import MISSED
+from .lesion_table import row_lesions
+from .schema import row_labels
 
 
 @dataclass
@@ -101,16 +103,26 @@ def read_prediction(run_dir: Path, row: dict[str, Any], case: Case) -> tuple[np.
     return prediction, ""
 
 
+def missed_lesion(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The row's smallest missed true lesion (:mod:`..evaluation.lesions`; its number, size, mL and slices), or
+    None: a small lesion missed is the one a lesion-wise reading most needs to see."""
+    missed = [l for l in row_lesions(row) if l.get("source") == "true" and l.get("status") == MISSED]
+    return min(missed, key=lambda l: (l.get("voxels") or 0, l.get("number") or 0)) if missed else None
+
+
 def view_slice(case: Case, prediction: np.ndarray | None, row: dict[str, Any],
                prompt: Prompt | None = None) -> int | None:
-    """The slice of ``case`` to show for ``row``: where the result's dominant error part
+    """The slice of ``case`` to show for ``row``: a missed lesion's largest slice (:func:`missed_lesion`),
+    else where the result's dominant error part
     (:mod:`..evaluation.error_parts`) is largest, from ``prediction`` or else the row's ``error_slices``;
     for a result without one (``ok``), where ``prediction`` has the most FP + FN voxels of the row's target
     (:func:`largest_error_slice`); else the ``prompt``'s slice; None for 2D cases."""
     found = None
-    target = row.get("target_label")
+    missed = missed_lesion(row)
+    if missed is not None and missed.get("largest_slice") is not None and len(case.spatial_shape) >= 3:
+        return int(missed["largest_slice"])
     if prediction is not None and case.label is not None and prediction.shape == case.label.shape:
-        target = None if is_missing(target) else int(float(target))
+        target = row_labels(row)
         pred, truth = binary_target(prediction, target, binary_fallback=True), binary_target(case.label, target)
         parts = error_parts(pred, truth) if pred.ndim == 3 else None
         if parts is not None and parts.dominant != OK:
@@ -137,4 +149,5 @@ def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
                    view_slice=view_slice(case, prediction, row, prompt))
 
 
-__all__ = ["RunCase", "load_run_case", "read_prediction", "row_prompt", "run_dataset", "view_slice"]
+__all__ = ["RunCase", "load_run_case", "missed_lesion", "read_prediction", "row_prompt", "run_dataset",
+           "view_slice"]

@@ -20,7 +20,7 @@ import pandas as pd
 from ..core.errors import DataError
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS, error_parts
 from .open_row import RunCase, load_run_case
-from .schema import STATUS_OK, is_missing
+from .schema import STATUS_OK, is_missing, row_target
 
 
 def rows_without_parts(table: pd.DataFrame) -> pd.Series:
@@ -55,11 +55,11 @@ def fill_parts(run_dir: str | Path, table: pd.DataFrame) -> tuple[pd.DataFrame, 
         loaded = loaded_files[key]
         if loaded is None:
             continue
-        if loaded.prediction is None or loaded.case.label is None or is_missing(row.get("target_label")):
+        target = row_target(row)
+        if loaded.prediction is None or loaded.case.label is None or target is None:
             continue
-        value = int(row["target_label"])
         prompt = None if is_missing(row.get("prompt_slice")) or loaded.case.kind == "image" else int(row["prompt_slice"])
-        parts = error_parts(np.asarray(loaded.prediction) == value, np.asarray(loaded.case.label) == value, prompt)
+        parts = error_parts(target.mask(loaded.prediction), target.mask(loaded.case.label), prompt)
         for column, cell in parts.columns().items():
             table.at[index, column] = cell
         filled += 1

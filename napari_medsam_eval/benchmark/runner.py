@@ -36,7 +36,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.targets import check_targets, labels_of, parse_targets
 from ..datasets import resolve_layout
+from ..datasets.base import root_dataset_json
 from ..core.errors import Cancelled, DataError, os_problem
 from ..io.writers import check_writable_folder
 from ..core.ownership import check_not_inputs
@@ -147,6 +149,19 @@ def _log_case(rows: list[dict[str, Any]], done: int, total: int) -> None:
         logger.info("[%d/%d] %s dice %s", done, total, case_id, scores)
 
 
+def _check_targets(config: RunConfig, layout: Any) -> None:
+    """``--targets`` naming a label the dataset does not declare (its ``dataset.json``, the layout's names) is
+    refused before any work; a dataset that declares none is checked case by case (an absent label: an
+    ``empty_gt`` row naming the labels present)."""
+    if not config.targets:
+        return
+    names = layout.label_names(config.dataset)
+    known = set(names) | labels_of(layout.dataset_targets(config.dataset) or [])
+    if known:
+        where = "its dataset.json" if root_dataset_json(config.dataset) else f"the {layout.name} layout"
+        check_targets(parse_targets(config.targets, names), known, f"dataset {config.dataset.name} ({where})")
+
+
 def _check_model_protocol(protocol: str, backend: Any) -> None:
     if protocol == OFFICIAL_3D_PROTOCOL:
         from ..models.litemedsam import LiteMedSAMBackend
@@ -186,6 +201,7 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     if config.allow_outside:  # files the dataset lists outside its folder are read (refused per case otherwise)
         refs = [dataclasses.replace(ref, allow_outside=True) for ref in refs]
     listed, refs = refs, (refs[:config.limit] if config.limit else refs)
+    _check_targets(config, layout_obj)
     protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
     config = config.resolved(layout_obj.name, protocol_obj)
     _check_apart_from_inputs(out_dir, dataset, config.model_options, config.protocol_options)

@@ -9,8 +9,11 @@ and read on its own. Column meanings:
 ``dataset``            the dataset folder's name
 ``task``               ``"<dataset>/<label name>"``
 ``target_label``       label value in the ground truth (None: case failed before
-                       its labels were known)
+                       its labels were known, or a target uniting several labels)
 ``label_name``         the target's name (``"anterior"``; ``"label_<n>"`` if unnamed)
+``target_labels``      the label values the target unites (``"1,2,3"``; ``""`` in a run
+                       folder made before targets, where it is ``target_label``),
+                       :mod:`napari_medsam_eval.core.targets`
 ``kind``               ``volume`` / ``video`` / ``image``
 ``model``              backend name; ``protocol`` the prompt protocol's name
 ``precision``          the model's precision (LiteMedSAM: ``fp32``, ``bf16``, ``int8``;
@@ -70,6 +73,13 @@ and read on its own. Column meanings:
 ``dominant_error``     the largest part, ``ok`` at DSC >= 0.9 (``""``: not scored)
 ``prompt_slice_dice``  DSC on the prompt slice alone (NaN for a 2D image)
 ``error_slices``       JSON object: each non-empty part's slice ranges and its largest slice
+``lesions_true``       a target taken lesion by lesion only (None / NaN / ``""``
+``lesions_found``      otherwise; :mod:`napari_medsam_eval.evaluation.lesions`): true
+``lesions_missed``     lesions, found, missed, predicted lesions matching none
+``lesions_false``      (false positives), detection F1, the mean DSC of the true
+``lesion_f1``          lesions (a missed one 0), and ``lesions``, a JSON list of every
+``lesion_dice``        lesion (true and predicted: status, voxels, mL, size, DSC,
+``lesions``            slices); ``lesions.csv`` is that list as a table
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -86,7 +96,11 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
+from ..core.targets import Target
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
+
+#: a lesion-by-lesion target's counts (:mod:`napari_medsam_eval.evaluation.lesions`)
+LESION_COUNT_COLUMNS = ("lesions_true", "lesions_found", "lesions_missed", "lesions_false")
 
 COLUMNS: tuple[str, ...] = (
     "case_id", "dataset", "task", "target_label", "label_name", "kind", "model", "precision", "protocol", "status", "error",
@@ -95,16 +109,16 @@ COLUMNS: tuple[str, ...] = (
     "time_other_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
     "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
-    *ROW_COLUMNS,
+    *ROW_COLUMNS, "target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice", "lesions",
 )
-INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed")
+INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed", *LESION_COUNT_COLUMNS)
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
                  "time_total_s", "time_other_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
-                 "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice")
+                 "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice", "lesion_f1", "lesion_dice")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s", "time_other_s")
-#: the table's order
-SORT_COLUMNS = ("case_id", "target_label")
+#: the table's order (a region of several labels has no ``target_label``: its name orders it)
+SORT_COLUMNS = ("case_id", "target_label", "label_name")
 
 NAN = float("nan")
 STATUS_OK = "ok"
@@ -123,6 +137,7 @@ def empty_row() -> dict[str, Any]:
     row["stops"] = "[]"
     row["slice_scores"] = "[]"
     row["attributes"] = "{}"
+    row["lesions"] = "[]"
     return row
 
 
@@ -195,3 +210,29 @@ def comparable(table: pd.DataFrame) -> pd.DataFrame:
     """The table without timings, sorted: what two runs with one seed must agree on."""
     return (table.drop(columns=[c for c in TIME_COLUMNS if c in table.columns])
             .sort_values(list(SORT_COLUMNS), kind="stable").reset_index(drop=True))
+
+
+def row_target(row: Any) -> Target | None:
+    """The target a row scored (``target_labels``, else ``target_label`` in a run folder made before
+    targets), named by its ``label_name``; None for a case that failed before its labels were known."""
+    def get(column: str) -> Any:
+        return row.get(column) if hasattr(row, "get") else getattr(row, column, None)
+
+    text = get("target_labels")
+    values = [int(v) for v in str(text).split(",") if v.strip()] if not is_missing(text) and str(text).strip() else []
+    if not values:
+        label = get("target_label")
+        if is_missing(label):
+            return None
+        values = [int(label)]
+    name = get("label_name")
+    lesions = not is_missing(get("lesions_true"))
+    return Target(str(name) if not is_missing(name) and str(name) else f"label_{values[0]}", tuple(values),
+                  lesions=lesions)
+
+
+def row_labels(row: Any) -> tuple[int, ...] | None:
+    """The label values a row's target unites (:func:`row_target`), None for a case-level row: what
+    :func:`~napari_medsam_eval.evaluation.mask_comparison.binary_target` takes."""
+    target = row_target(row)
+    return None if target is None else target.labels

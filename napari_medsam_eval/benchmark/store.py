@@ -51,7 +51,7 @@ import pandas as pd
 
 from ..core.checksum import sha256_file
 from ..core.errors import DataError, os_problem
-from .files import CSV_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
+from .files import CSV_FILE, LESIONS_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
 from .schema import INT_COLUMNS, STATUS_FAILED, is_missing, json_dumps, to_dataframe, whole_number
 from .table_checks import Skipped, check_rows, csv_rows
 
@@ -233,11 +233,17 @@ def _atomic_write(path: Path, write) -> None:
 
 
 def write_tables(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
-    """``results.csv`` and ``results.parquet`` from ``rows`` (or their table), sorted by case and target, atomically."""
+    """``results.csv`` and ``results.parquet`` from ``rows`` (or their table), sorted by case and target, atomically;
+    ``lesions.csv`` (:mod:`.lesion_table`) when a target was taken lesion by lesion."""
+    from .lesion_table import lesion_table
+
     run_dir = Path(run_dir)
     table = rows if isinstance(rows, pd.DataFrame) else to_dataframe(rows)
     _atomic_write(run_dir / PARQUET_FILE, lambda p: table.to_parquet(p, index=False))
     _atomic_write(run_dir / CSV_FILE, lambda p: table.to_csv(p, index=False))
+    lesions = lesion_table(table)
+    if len(lesions) or table["lesions_true"].notna().any():
+        _atomic_write(run_dir / LESIONS_FILE, lambda p: lesions.to_csv(p, index=False))
     return table
 
 

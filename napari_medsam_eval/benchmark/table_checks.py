@@ -8,7 +8,7 @@ while the table still said n=4 and failed 0, a CSV line with fewer fields
 silently losing its NSD. So each row is checked before it is typed
 (:func:`napari_medsam_eval.benchmark.store.table_of_rows`):
 
-* a row whose case and target (``case_id``, ``target_label``) an earlier row
+* a row whose case and target (``case_id``, ``target_label``, ``label_name``) an earlier row
   has is a duplicate (lenient, the last of them is the row kept);
 * a cell of a number column (:data:`.schema.FLOAT_COLUMNS`: ``dice``, ``iou``,
   ``nsd``, ``hd95``, the times ...) must be missing (blank, ``nan``) or a
@@ -112,9 +112,11 @@ def _checked_row(row: dict[str, Any], source: Path | None) -> dict[str, Any]:
     return row
 
 
-def _key(row: dict[str, Any]) -> tuple[str, int | None]:
+def _key(row: dict[str, Any]) -> tuple[str, int | None, str]:
+    """A row's case and target: its label and its name (a region of several labels has no one label)."""
     case_id = row.get("case_id")
-    return ("" if is_missing(case_id) else str(case_id), row.get("target_label"))
+    name = row.get("label_name")
+    return ("" if is_missing(case_id) else str(case_id), row.get("target_label"), "" if is_missing(name) else str(name))
 
 
 def check_rows(rows: Iterable[tuple[int, dict[str, Any] | BadRow]], source: Path, lenient: bool = False,
@@ -127,7 +129,7 @@ def check_rows(rows: Iterable[tuple[int, dict[str, Any] | BadRow]], source: Path
     """
     good: list[tuple[int, dict[str, Any]]] = []
     skipped: list[Skipped] = []
-    last: dict[tuple[str, int | None], int] = {}
+    last: dict[tuple[str, int | None, str], int] = {}
     for number, row in rows:
         try:
             if isinstance(row, BadRow):
@@ -155,9 +157,12 @@ def check_rows(rows: Iterable[tuple[int, dict[str, Any] | BadRow]], source: Path
     return kept, sorted(skipped, key=lambda s: s.line)
 
 
-def row_name(key: tuple[str, int | None]) -> str:
-    """A row's case and target as the messages name them: ``hippocampus_001 label 1``."""
-    return f"{key[0]} " + ("(no label)" if key[1] is None else f"label {key[1]}")
+def row_name(key: tuple) -> str:
+    """A row's case and target as the messages name them: ``hippocampus_001 label 1``; a region of several
+    labels by its name (``BraTS_001 whole_tumor``)."""
+    if key[1] is None:
+        return f"{key[0]} " + (key[2] if len(key) > 2 and key[2] and key[2] != "unknown" else "(no label)")
+    return f"{key[0]} label {key[1]}"
 
 
 def skipped_summary(skipped: list[Skipped], name: str, total: int) -> str | None:

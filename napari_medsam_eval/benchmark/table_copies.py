@@ -38,8 +38,9 @@ SHOWN_ROWS = 3
 
 
 def _keys(table: pd.DataFrame) -> list[tuple]:
-    return [(case_id, None if pd.isna(label) else int(label))
-            for case_id, label in zip(table["case_id"].astype(str), table["target_label"])]
+    return [(case_id, None if pd.isna(label) else int(label), name)
+            for case_id, label, name in zip(table["case_id"].astype(str), table["target_label"],
+                                            table["label_name"].astype(str))]
 
 
 def _same_text(a: Any, b: Any) -> bool:

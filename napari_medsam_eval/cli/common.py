@@ -205,3 +205,51 @@ def check_out_file(path: Any, overwrite: bool, option: str = "--out") -> Any:
     from ..datasets.dataset_roots import dataset_holding
 
     return check_may_write(path, overwrite=overwrite, option=option, dataset=dataset_holding(path))
+
+
+#: ``--targets``' help, one text for every command that scores targets
+TARGETS_HELP = ("what is scored, each target as NAME=V[,V...][:lesions]: a region uniting label values "
+                "(\"liver=1,3\"), one label (\"tumour=3\"), or a label's lesions one by one (\"lesion=1:lesions\"); "
+                "default: the regions of the dataset's dataset.json, else each label (docs/targets.md)")
+
+
+def add_targets_argument(parser: argparse.ArgumentParser, lesions: bool = True) -> None:
+    """``--targets`` (and, when ``lesions``, how lesions are matched and sized)."""
+    parser.add_argument("--targets", nargs="+", metavar="NAME=V[,V...][:lesions]", help=TARGETS_HELP)
+    if not lesions:
+        return
+    parser.add_argument("--lesion-match", choices=("iou", "overlap"),
+                        help="lesion targets: a true and a predicted lesion match when their IoU is above "
+                             "--lesion-iou, one to one (iou, the default: Panoptica, Metrics Reloaded), or when "
+                             "they touch (overlap: BraTS 2023, autoPET)")
+    parser.add_argument("--lesion-iou", type=non_negative_float, metavar="T",
+                        help="lesion targets: the IoU a match must exceed (default 0.5)")
+    parser.add_argument("--lesion-sizes", type=positive_float, nargs=2, metavar=("SMALL_ML", "LARGE_ML"),
+                        help="lesion targets: small below SMALL_ML mL, large from LARGE_ML mL (default 1 10)")
+
+
+def targets_option(args: argparse.Namespace) -> list[str] | None:
+    """``--targets`` as given (checked: a text that is not NAME=V[,V...][:lesions] is an OptionError)."""
+    texts = getattr(args, "targets", None)
+    if not texts:
+        return None
+    from ..core.targets import parse_targets
+
+    return [t.text() for t in parse_targets(texts)]
+
+
+def lesion_option(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The lesion rule's options given (None: its defaults), checked now."""
+    options: dict[str, Any] = {}
+    if getattr(args, "lesion_match", None):
+        options["match"] = args.lesion_match
+    if getattr(args, "lesion_iou", None) is not None:
+        options["threshold"] = args.lesion_iou
+    if getattr(args, "lesion_sizes", None):
+        options["small_ml"], options["large_ml"] = args.lesion_sizes
+    if not options:
+        return None
+    from ..evaluation.lesions import LesionRule
+
+    LesionRule(**options)
+    return options

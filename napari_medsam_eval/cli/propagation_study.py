@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..datasets import available_layouts
 from ..models import build_backend
-from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
+from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, add_targets_argument,
+                     check_calibration_apart, targets_option,
                      embeddings_option, positive_int, precision_option)
 from .commands import command_help
 
@@ -36,6 +37,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--layout", choices=available_layouts(), help="dataset layout (default: detected)")
     parser.add_argument("--no-official", action="store_true", help="leave out the official 3D-box reference")
+    add_targets_argument(parser, lesions=False)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     add_overwrite_argument(parser)
     parser.set_defaults(func=run)
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             bar.update(1)
 
         rows = run_propagation_study(args.dataset, backend, limit=args.limit, layout=args.layout,
-                                     official=not args.no_official, progress=progress)
+                                     official=not args.no_official, progress=progress,
+                                     targets=targets_option(args))
     table = study_table(rows)
     rows.to_csv(args.out / "rows.csv", index=False)
     table.to_csv(args.out / "table.csv", index=False)

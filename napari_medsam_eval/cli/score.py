@@ -32,7 +32,11 @@ from ..io import LabelFile, read_label
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
 from ..evaluation.error_parts import PART_COLUMNS, parts_text
 from ..evaluation.metrics import compute_label_metrics
+from ..core.targets import Target, check_targets, labels_of, parse_targets
+from ..evaluation.lesions import LesionRule, match_lesions
+from ..evaluation.metrics import score_pair
 from .commands import command_help
+from .common import add_targets_argument, lesion_option
 
 COLUMNS = ["label", "name", "dice", "iou", "nsd", "hd95", "gt_voxels", "pred_voxels", "dominant_error", *PART_COLUMNS,
            "error_slices"]
@@ -48,6 +52,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tolerance-mm", type=float, default=2.0,
                         help="NSD tolerance in mm, > 0 (default 2.0, as LiteMedSAM)")
     parser.add_argument("--labels", type=int, nargs="+", help="labels to score (default: all in either map)")
+    add_targets_argument(parser)
     parser.add_argument("--kind", choices=("volume", "video", "image"),
                         help="how the pair is scored, as `run` scores it: a video's NSD and HD95 per frame (default: "
                              "a video when either is a frame folder or a video file, a 2D map an image, else a volume)")
@@ -101,24 +106,26 @@ def check_label_like(label: LabelFile, other: LabelFile, role: str, other_role: 
                         f"(the {other_role} has {n_other})", label.path)
 
 
-def declared_labels(gt_path: Path) -> tuple[Path | None, dict[int, str]]:
-    """The ``dataset.json`` that declares the ground truth's labels and its names ({} without one)."""
+def declared_labels(gt_path: Path) -> tuple[Path | None, dict[int, str], set[int]]:
+    """The ``dataset.json`` that declares the ground truth's labels, its names ({} without one) and every
+    value it declares (a label's, or one of a region's: nnU-Net v2's lists)."""
     for folder in (gt_path.parent, gt_path.parent.parent):
-        names = root_dataset_json(folder).get("label_names")
-        if names:
-            return folder / "dataset.json", names
-    return None, {}
+        info = root_dataset_json(folder)
+        names, regions = info.get("label_names") or {}, info.get("targets") or []
+        if names or regions:
+            return folder / "dataset.json", names, set(names) | labels_of(regions)
+    return None, {}, set()
 
 
 def check_declared(labels: list[tuple[LabelFile, str]], gt_path: Path) -> dict[int, str]:
     """The declared label names; a DataError for a value the ground truth's dataset does not declare."""
-    source, declared = declared_labels(gt_path)
-    if not declared:
+    source, declared, known = declared_labels(gt_path)
+    if not known:
         return {}
     for label, role in labels:
-        extra = sorted(int(v) for v in np.unique(label.array) if v != 0 and int(v) not in declared)
+        extra = sorted(int(v) for v in np.unique(label.array) if v != 0 and int(v) not in known)
         if extra:
-            listing = ", ".join(["0 background"] + [f"{v} {declared[v]}" for v in sorted(declared)])
+            listing = ", ".join(["0 background"] + [f"{v} {declared.get(v, 'in a region')}" for v in sorted(known)])
             raise DataError(f"{role} holds label values {extra} that {source} does not declare ({listing})",
                             label.path)
     return declared
@@ -137,9 +144,14 @@ def pair_kind(pred: LabelFile, gt: LabelFile, kind: str | None = None) -> str:
 
 
 def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
-                labels: list[int] | None = None, kind: str | None = None) -> list[dict]:
-    """One row per label: the metrics of ``pred_path`` against ``gt_path``, scored as ``run`` scores a case
-    of the pair's kind (:func:`pair_kind`; refusals: module docstring)."""
+                labels: list[int] | None = None, kind: str | None = None,
+                targets: list[str | Target] | None = None, lesions: LesionRule | None = None) -> list[dict]:
+    """One row per label (or per target: ``targets`` as ``run --targets`` takes them, each target's mask in
+    both maps the labels it unites; a lesion-by-lesion target's row has its lesions): the metrics of
+    ``pred_path`` against ``gt_path``, scored as ``run`` scores a case of the pair's kind (:func:`pair_kind`;
+    refusals: module docstring)."""
+    if targets and labels:
+        raise MedsamEvalError("give --labels or --targets, not both")
     tolerance_mm = check_tolerance_option(tolerance_mm)
     pred_path, gt_path = Path(pred_path), Path(gt_path)
     gt = read_label_map(gt_path, ROLES[1])
@@ -153,9 +165,43 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     spacing = label_spacing(gt, pred).values
     kind = pair_kind(pred, gt, kind)
     names = {**declared, **pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
+    if targets:
+        chosen = parse_targets(targets, names)
+        check_targets(chosen, (set(np.unique(gt.array).tolist()) | set(declared)) - {0}, f"the ground truth ({gt_path.name})")
+        return [_target_row(target, pred.array, gt.array, spacing, kind, tolerance_mm, lesions or LesionRule())
+                for target in chosen]
     per_label = compute_label_metrics(pred.array, gt.array, spacing[1:] if kind == "video" else spacing,
                                       labels=labels, tolerance_mm=tolerance_mm, kind=kind)
     return [{"label": value, "name": names.get(value, ""), "kind": kind, **metrics} for value, metrics in per_label.items()]
+
+
+def _target_row(target: Target, pred: np.ndarray, gt: np.ndarray, spacing: tuple, kind: str, tolerance_mm: float,
+                rule: LesionRule) -> dict:
+    """One target's row: :func:`score_pair` of its masks (the labels it unites in each map), its lesions
+    (:func:`match_lesions`) when it is taken lesion by lesion."""
+    p, g = target.mask(pred), target.mask(gt)
+    row = {"label": target.labels_text(), "name": target.name, "kind": kind,
+           **score_pair(p, g, kind, spacing[1:] if kind == "video" else spacing, tolerance_mm)}
+    if target.lesions:
+        row.update(match_lesions(p, g, spacing, kind, rule).columns())
+    return row
+
+
+def format_lesions(rows: list[dict]) -> list[str]:
+    """Each lesion-by-lesion target's lesions, one line each (true lesions, then the predicted ones)."""
+    lines = []
+    for row in rows:
+        if "lesions" not in row:
+            continue
+        lines.append(f"{row['name']}: lesions found {row['lesions_found']} of {row['lesions_true']}, "
+                     f"{row['lesions_false']} false positive(s), detection F1 {row['lesion_f1']:.4f}, "
+                     f"mean lesion DSC {row['lesion_dice']:.4f}")
+        for lesion in row["lesions"]:
+            size = f" {lesion['volume_ml']:.3f} mL {lesion['size']}" if lesion.get("volume_ml") is not None else ""
+            where = "" if lesion["first_slice"] is None else f", slices {lesion['first_slice']}-{lesion['last_slice']}"
+            lines.append(f"  {lesion['source']:>9} {lesion['number']:>3}: {lesion['status']:<14} DSC "
+                         f"{lesion['dice']:.4f}{size}{where}")
+    return lines
 
 
 def format_table(rows: list[dict], unit: str = "slices") -> str:
@@ -169,6 +215,7 @@ def format_table(rows: list[dict], unit: str = "slices") -> str:
         )
     lines.append("why it missed (each part's share of the error; the parts add up to 1 - DSC):")
     lines.extend(f"{r['label']:>5}  {parts_text(r, unit=unit)}" for r in rows)
+    lines.extend(format_lesions(rows))
     return "\n".join(lines)
 
 
@@ -176,15 +223,19 @@ def run(args: argparse.Namespace) -> int:
     if args.labels and 0 in args.labels:  # valid, but it scores the background
         print("warning: label 0 is the background: its DSC says how well the background was left alone, "
               "not how well a target was found", file=sys.stderr)
-    rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels, args.kind)
+    options = lesion_option(args)
+    rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels, args.kind, targets=args.targets,
+                       lesions=LesionRule(**options) if options else None)
     for row in rows:
-        if int(row["label"]) != 0 and int(row["pred_voxels"]) == 0:
+        if str(row["label"]) != "0" and int(row["pred_voxels"]) == 0:
             print(f"warning: label {row['label']}: the prediction is empty", file=sys.stderr)
     if args.json:
         print(json.dumps({"tolerance_mm": args.tolerance_mm, "labels": rows}, indent=2))
     elif args.csv:
         buffer = _io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore")
+        lesion_columns = ["lesions_true", "lesions_found", "lesions_missed", "lesions_false", "lesion_f1",
+                          "lesion_dice"] if any("lesions" in row for row in rows) else []
+        writer = csv.DictWriter(buffer, fieldnames=COLUMNS + lesion_columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())

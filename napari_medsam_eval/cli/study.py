@@ -13,8 +13,9 @@ from typing import Any
 from ..core.errors import MedsamEvalError
 from ..protocols.geometry import DT_BACKENDS
 from ..protocols.mazurowski import MODES, SEEDINGS
-from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
-                     embeddings_option, legacy_seed_int, non_negative_int, positive_int, precision_option)
+from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, add_targets_argument,
+                     check_calibration_apart, embeddings_option, legacy_seed_int, non_negative_int, positive_int,
+                     precision_option, targets_option)
 from .commands import command_help
 
 
@@ -49,6 +50,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="slices of volume datasets to study")
     parser.add_argument("--instances", choices=["union", "separate"], default="union",
                         help="SAM-Med2D masks X_<object>_NNN: one class per object (union) or per file")
+    add_targets_argument(parser, lesions=False)
     parser.add_argument("--no-figure", action="store_true", help="skip the PNG figures")
     parser.add_argument("--quiet", action="store_true", help="no progress bar and no table on stdout")
     add_overwrite_argument(parser)
@@ -73,7 +75,8 @@ def build_study_backend(model: str | None, checkpoint: Path | None, device: str 
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..datasets.prompt_mode_samples import study_samples
+    from ..core.targets import parse_targets
+    from ..datasets.prompt_mode_samples import study_samples, with_targets
     from ..report.prompt_mode_study import study_markdown, write_study
     from ..studies.prompt_mode_study import run_prompt_mode_study
 
@@ -88,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     skipped: list[dict] = []
     samples = study_samples(list(args.dataset), limit=args.limit, volume_slices=args.volume_slices,
                             skipped=skipped, instances=args.instances)
+    samples = with_targets(samples, parse_targets(targets_option(args)))
     options = embeddings_option(args)
     options.update(precision_option(args, args.model or ("sam" if args.checkpoint else "litemedsam"), options))
     check_calibration_apart(options, list(args.dataset))

@@ -72,6 +72,9 @@ TERMS: dict[str, str] = {
                     "hippocampus): the one prediction value compared with the same ground-truth value",
     "object": "one structure you segment, with its own number (label value) in the prediction layer and its "
               "own prompts",
+    "region": "the ground-truth labels one object is: empty for its own label value, or several, e.g. 1,3 for "
+              "the liver with the tumour inside it (BraTS's whole tumour is 1,2,3). The prompt from ground truth "
+              "and Compare's score use the region's mask",
     "mazurowski mode": "the five prompt modes of Mazurowski et al. 2023: 1 a point in the largest part, 2 "
                        "points in the three largest, 3 a box around the largest, 4 boxes around the three "
                        "largest, 5 one box around the whole target",

@@ -28,7 +28,8 @@ from pathlib import Path
 
 from ..core.errors import DataError
 from ..io.formats import missing_message
-from .base import CaseRef, DatasetLayout, clean_label_name, label_name, task_name
+from ..core.targets import label_name
+from .base import CaseRef, DatasetLayout, task_name
 from .camus import CAMUS_LABELS, CAMUSLayout
 from .dicom import DicomSeriesLayout
 from .folder2d import ImageMaskFolderLayout
@@ -110,7 +111,6 @@ __all__ = [
     "StudySample",
     "SunSegLayout",
     "available_layouts",
-    "clean_label_name",
     "detect_layout",
     "find_2d_samples",
     "get_layout",

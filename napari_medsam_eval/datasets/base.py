@@ -23,21 +23,11 @@ from typing import Any, ClassVar, Iterable
 
 from ..core.case import Case
 from ..core.errors import DataError
+from ..core.targets import Target, check_targets, label_targets, labels_of
 from ..io.formats import KNOWN_SUFFIXES, format_suffix, is_broken_link, is_link_loop, listed_file
 from .case_ref import CaseRef
 from .layouts import msd_dataset_info
 from .links import count_once, loops_back, warn_loop
-
-
-def clean_label_name(name: str) -> str:
-    """A label name usable in a task name: trimmed, no ``/``, spaces -> ``_``."""
-    return "_".join(str(name).strip().replace("/", "_").split()) or "unnamed"
-
-
-def label_name(names: dict[int, str], value: int) -> str:
-    """The name of label ``value`` (``"label_<value>"`` when it has none)."""
-    name = names.get(int(value))
-    return clean_label_name(name) if name else f"label_{int(value)}"
 
 
 def task_name(dataset: str, name: str) -> str:
@@ -130,27 +120,43 @@ class DatasetLayout(ABC):
         from_json = root_dataset_json(path).get("label_names") or {}
         return {**self.default_label_names, **from_json}
 
-    def targets(self, ref: CaseRef, case: Case) -> list[int]:
-        """The labels to evaluate in ``case``: those present plus those the dataset names.
+    def dataset_targets(self, path: str | Path) -> list[Target] | None:
+        """The targets a root ``dataset.json`` declares as nnU-Net v2 regions (lists of label values), in its
+        order; None when it declares none (each label is then its own target)."""
+        return root_dataset_json(path).get("targets")
+
+    def targets(self, ref: CaseRef, case: Case, requested: list[Target] | None = None) -> list[Target]:
+        """The targets to evaluate in ``case``: ``requested`` (``--targets``), else the dataset's regions
+        (nnU-Net v2 ``dataset.json``), else each label present or named, ascending.
 
         A named label absent from a case still gets a row (an empty prompt,
         scored NaN), so every case of a task is accounted for. When the dataset
         declares its labels (a root ``dataset.json``, or the layout's fixed
         names), a value it does not declare is a :class:`DataError` naming the
-        label file: no ``label_<n>`` task is invented for it.
+        label file: no ``label_<n>`` task is invented for it; a requested target naming a label it does
+        not declare is an OptionError (:func:`~napari_medsam_eval.core.targets.check_targets`).
         """
         declared = self.label_names(ref.root)
+        regions = self.dataset_targets(ref.root)
+        known = set(declared) | (labels_of(regions) if regions else set())
         present = set(case.label_values())
-        if declared:
-            undeclared = sorted(int(v) for v in present - set(declared) - {0})
+        if known:
+            undeclared = sorted(int(v) for v in present - known - {0})
             if undeclared:
-                source = "dataset.json" if root_dataset_json(ref.root).get("label_names") else \
+                source = "dataset.json" if (root_dataset_json(ref.root).get("label_names") or regions) else \
                     f"the {self.name} layout"
-                listing = ", ".join(["0 background"] + [f"{v} {declared[v]}" for v in sorted(declared)])
+                listing = ", ".join(["0 background"] + [f"{v} {declared.get(v, 'in a region')}" for v in sorted(known)])
                 where = ref.paths.get("label") or case.metadata.get("label_path") or ref.paths.get("image")
                 raise DataError(f"label file holds values {undeclared} that {source} does not declare "
                                 f"({listing})", where if isinstance(where, (str, os.PathLike)) else None)
-        return sorted(present | set(declared))
+        if requested:
+            if known:
+                check_targets(requested, known, f"dataset {Path(ref.root).name} (its dataset.json)"
+                              if root_dataset_json(ref.root) else f"the {self.name} layout")
+            return list(requested)
+        if regions:
+            return list(regions)
+        return label_targets(present | set(declared), {**case.label_names, **declared})
 
     def ref(self, root: Path, case_id: str, paths: dict[str, Any], kind: str | None = None,
             **attributes: Any) -> CaseRef:

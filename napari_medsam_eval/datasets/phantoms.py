@@ -1,11 +1,16 @@
-"""Synthetic cases (no patient data): the CT phantom, the video phantom and the 2D phantom.
+"""Synthetic cases (no patient data): the CT phantom, the video phantom, the 2D phantom and the regions phantom.
 
 One generator for both uses: ``scripts/make_sample_data.py`` writes them to
 ``sample_data/`` (the demo and the tests read those files), and the napari
 sample data (:mod:`napari_medsam_eval._sample_data`) builds them in memory, so
 File > Open Sample works from an installed wheel as well as from a checkout.
 Deterministic for a given seed; the default seeds are the ones the files were
-made with (CT ``0``, video ``1``, 2D ``2``).
+made with (CT ``0``, video ``1``, 2D ``2``, regions ``3``).
+
+The regions phantom is a BraTS-like MR set in the nnU-Net v2 layout: three nested labels (1 edema around
+2 a tumour core around 3 its enhancing part), whose ``dataset.json`` declares BraTS's regions
+(:data:`REGIONS_LABELS`: whole tumour 1, 2, 3; tumour core 2, 3; enhancing tumour 3), so a run scores the
+regions, not the labels (docs/targets.md).
 """
 from __future__ import annotations
 
@@ -19,7 +24,11 @@ CT_SPACING_XYZ = (0.8, 0.8, 2.5)
 CT_ORIGIN_XYZ = (-38.4, -38.4, -50.0)
 CT_SHAPE_ZYX = (40, 96, 96)
 CT_LABEL_NAMES = {1: "liver", 2: "kidney", 3: "lesion"}
-CT_SEED, VIDEO_SEED, IMAGE2D_SEED = 0, 1, 2
+CT_SEED, VIDEO_SEED, IMAGE2D_SEED, REGIONS_SEED = 0, 1, 2, 3
+#: the regions phantom's ``dataset.json`` labels: BraTS's regions as nnU-Net v2 writes them
+REGIONS_LABELS = {"background": 0, "whole tumor": [1, 2, 3], "tumor core": [2, 3], "enhancing tumor": 3}
+REGIONS_SHAPE_ZYX = (32, 64, 64)
+REGIONS_SPACING_XYZ = (1.0, 1.0, 1.5)
 
 
 def ellipsoid(shape: tuple[int, ...], centre: tuple[float, ...], radii: tuple[float, ...]) -> np.ndarray:
@@ -88,6 +97,24 @@ def make_phantom_2d(rng: np.random.Generator, size: int = 160) -> tuple[np.ndarr
     grey = ndimage.gaussian_filter(rng.normal(150, 20, (size, size)), 2) - 70 * ndimage.gaussian_filter(mask * 1.0, 2)
     rgb = np.stack([grey, grey * 0.8, grey * 0.7], axis=-1)
     return np.clip(rgb, 0, 255).astype(np.uint8), mask
+
+
+def make_phantom_regions(rng: np.random.Generator, index: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """One BraTS-like MR volume (int16) and its nested labels (uint8: 1 edema, 2 core, 3 enhancing), ``(Z, Y, X)``;
+    ``index`` moves and sizes the tumour (each case of the set its own)."""
+    z, y, x = REGIONS_SHAPE_ZYX
+    shift, scale = (index % 3 - 1) * 4, 1.0 + 0.12 * (index % 2)
+    centre = (z * 0.5, y * 0.5 + shift, x * 0.5 - shift)
+    brain = ellipsoid(REGIONS_SHAPE_ZYX, (z / 2, y / 2, x / 2), (z * 0.45, y * 0.45, x * 0.42))
+    label = np.zeros(REGIONS_SHAPE_ZYX, np.uint8)
+    label[ellipsoid(REGIONS_SHAPE_ZYX, centre, (9 * scale, 16 * scale, 15 * scale)) & brain] = 1
+    label[ellipsoid(REGIONS_SHAPE_ZYX, centre, (6 * scale, 9 * scale, 9 * scale))] = 2
+    label[ellipsoid(REGIONS_SHAPE_ZYX, centre, (4 * scale, 6 * scale, 6 * scale))
+          & ~ellipsoid(REGIONS_SHAPE_ZYX, centre, (2.5 * scale, 3.5 * scale, 3.5 * scale))] = 3  # an enhancing rim
+    mr = np.where(brain, 300.0, 0.0)
+    mr[label == 1], mr[label == 2], mr[label == 3] = 520.0, 380.0, 700.0
+    mr = ndimage.gaussian_filter(mr, sigma=(0.6, 1.0, 1.0)) + rng.normal(0.0, 20.0, REGIONS_SHAPE_ZYX)
+    return np.round(np.clip(mr, 0, None)).astype(np.int16), label
 
 
 def phantom_ct_case(seed: int = CT_SEED) -> Case:

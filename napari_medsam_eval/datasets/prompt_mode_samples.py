@@ -28,6 +28,8 @@ of :mod:`napari_medsam_eval.io.image2d`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -37,6 +39,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..core.errors import DataError
+from ..core.targets import Target, regions_only
 from ..io.formats import strip_suffix
 from ..io.image2d import FOREGROUND, read_image_rgb, read_mask_gray
 from ..io.sitk_io import array_of, read_sitk_image
@@ -94,6 +97,29 @@ class StudySample:
             classes = label_map_classes(np.asarray(masks), class_names, binary=False)
         image = np.asarray(image)
         return cls(dataset, image_id, lambda: (image, classes), source=f"{dataset}/{image_id}")
+
+
+def with_targets(samples: list[StudySample], targets: Sequence[Target] | None) -> list[StudySample]:
+    """``samples`` whose classes are ``targets`` (``--targets``, :mod:`napari_medsam_eval.core.targets`): each
+    target a class of its own, its mask the union of the sample's classes of its labels, its label its key;
+    a target none of whose labels the sample holds is left out (as an absent class). Lesions one by one
+    are a benchmark's (``run``): here an OptionError says so (:func:`~napari_medsam_eval.core.targets.regions_only`)."""
+    if not regions_only(targets, "the prompt study"):
+        return samples
+
+    def classes_of(sample: StudySample) -> Loader:
+        def load() -> tuple[np.ndarray, list[StudyClass]]:
+            image, classes = sample.loader()
+            by_label = {c.label: c.mask for c in classes}
+            out = []
+            for target in targets:
+                masks = [by_label[v] for v in target.labels if v in by_label]
+                if masks:
+                    out.append(StudyClass(target.name, target.key, np.logical_or.reduce(masks)))
+            return image, out
+        return load
+
+    return [dataclasses.replace(sample, loader=classes_of(sample)) for sample in samples]
 
 
 def class_name(names: Mapping[int, str], value: int) -> str:

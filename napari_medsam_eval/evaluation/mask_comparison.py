@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Sequence
+
 import numpy as np
 
 from .error_parts import ErrorParts, error_parts
@@ -52,8 +54,11 @@ class Comparison:
         return valid[order]
 
 
-def binary_target(labels: np.ndarray, target_label: int | None, *, binary_fallback: bool = False) -> np.ndarray:
-    """``labels == target_label`` (every nonzero voxel for ``target_label`` None or a bool map).
+def binary_target(labels: np.ndarray, target_label: int | Sequence[int] | None, *,
+                  binary_fallback: bool = False) -> np.ndarray:
+    """``labels == target_label``, or where ``labels`` holds any of several values (a region's
+    :attr:`~napari_medsam_eval.core.targets.Target.labels`); every nonzero voxel for ``target_label`` None
+    or a bool map.
 
     ``binary_fallback`` (for predictions): a 0/1 map without ``target_label``
     counts its 1s, so a plain binary prediction compares with any target.
@@ -61,7 +66,8 @@ def binary_target(labels: np.ndarray, target_label: int | None, *, binary_fallba
     labels = np.asarray(labels)
     if target_label is None or labels.dtype == bool:
         return labels.astype(bool, copy=False)
-    mask = labels == target_label
+    values = [int(v) for v in target_label] if isinstance(target_label, (list, tuple)) else [int(target_label)]
+    mask = labels == values[0] if len(values) == 1 else np.isin(labels, values)
     if binary_fallback and not mask.any() and labels.size and int(labels.max(initial=0)) <= 1:
         return labels != 0
     return mask

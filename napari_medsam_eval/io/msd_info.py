@@ -5,11 +5,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..core.targets import dataset_json_targets
 from .npz_io import MODALITY_PREFIXES
 
 
 def msd_dataset_info(image_path: str | Path) -> dict[str, Any]:
-    """``modality`` and ``label_names`` from an MSD ``dataset.json`` next to ``imagesTr``/``imagesTs``.
+    """``modality``, ``label_names`` and (nnU-Net v2 regions) ``targets`` from an MSD ``dataset.json`` next to
+    ``imagesTr``/``imagesTs``.
 
     Returns ``{}`` when there is none or it cannot be parsed: it only enriches a case.
     """
@@ -28,6 +30,12 @@ def msd_dataset_info(image_path: str | Path) -> dict[str, Any]:
     names = _label_names(labels)
     if names:
         result["label_names"] = names
+    try:
+        targets = dataset_json_targets(labels)
+    except ValueError:  # a region list this package cannot read: the labels are still named
+        targets = None
+    if targets:
+        result["targets"] = targets
     return result
 
 

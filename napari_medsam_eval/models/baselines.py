@@ -67,32 +67,38 @@ class BoxBackend(SegmentationBackend):
 
 
 class OracleBackend(SegmentationBackend):
-    """Returns the ground truth of ``prompt.target_label`` on ``prompt.slice_index``."""
+    """Returns the ground truth of ``prompt.target_label`` (a label, or a region's key) on ``prompt.slice_index``."""
 
     name = "oracle"
     accepts = frozenset({"box", "points", "mask"})
 
     def __init__(self, ground_truth: np.ndarray | None = None) -> None:
         self._gt: np.ndarray | None = None
+        self._masks: dict = {}
         if ground_truth is not None:
             self.set_ground_truth(ground_truth)
 
-    def set_ground_truth(self, label_map: np.ndarray | None) -> None:
-        """Give the label map of the case about to be segmented (None forgets it)."""
+    def set_ground_truth(self, label_map: np.ndarray | None, masks: dict | None = None) -> None:
+        """Give the label map of the case about to be segmented (None forgets it); ``masks``: the mask of
+        each target key that is not a label of its own (a region of several labels), and of each lesion
+        under ``(key, lesion number)`` (a prompt's ``info["lesion"]``)."""
         if label_map is None:
-            self._gt = None
+            self._gt, self._masks = None, {}
             return
         label_map = np.asarray(label_map)
         if label_map.ndim not in (2, 3):
             raise ValueError(f"ground truth must be H x W or N x H x W, got shape {shape_text(label_map.shape)}")
         self._gt = label_map
+        self._masks = {k: np.asarray(v, dtype=bool) for k, v in (masks or {}).items()}
 
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
         self.check_prompt(prompt)
         if self._gt is None:
             raise ValueError("oracle backend has no ground truth: call set_ground_truth(label_map) first")
         shape = _slice_shape(image)
-        gt = self._gt
+        key = (int(prompt.target_label), prompt.info.get("lesion"))
+        key = key if key in self._masks else key[0]
+        gt = self._masks.get(key, self._gt)
         if gt.ndim == 3:
             if prompt.slice_index is None:
                 raise ValueError("oracle backend: the prompt needs a slice_index for a 3D ground truth")
@@ -103,7 +109,8 @@ class OracleBackend(SegmentationBackend):
         if gt.shape != shape:
             raise ValueError(f"oracle backend: ground truth slice {shape_text(gt.shape)} does not match "
                              f"the image {shape_text(shape)}")
-        return SegmentResult(mask=gt == prompt.target_label, timings={"encoder": 0.0, "decoder": 0.0})
+        mask = gt.copy() if key in self._masks else gt == key
+        return SegmentResult(mask=mask, timings={"encoder": 0.0, "decoder": 0.0})
 
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "checkpoint": None}

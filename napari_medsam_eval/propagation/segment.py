@@ -162,6 +162,19 @@ def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: l
     return masks
 
 
+def united_result(results: list[PropagationResult]) -> PropagationResult:
+    """Several results of one target as one (its lesions, each prompted on its own): their masks united,
+    every direction's stop (result by result, in order), each slice's highest model score; the first
+    result's prompt and rules."""
+    record = PropagationRecord(rules=results[0].record.rules, unit=results[0].record.unit)
+    for result in results:
+        record.stops.extend(result.record.stops)
+        for z, value in result.record.scores.items():
+            record.scores[z] = max(value, record.scores.get(z, value))
+    mask = np.logical_or.reduce([np.asarray(r.mask, dtype=bool) for r in results])
+    return PropagationResult(mask, results[0].prompt, record=record, made_by=results[0].made_by)
+
+
 def official_result(mask: np.ndarray, prompt: Prompt) -> PropagationResult:
     """A :func:`segment_official` mask as a result whose record says where the official loop stopped."""
     record = PropagationRecord()

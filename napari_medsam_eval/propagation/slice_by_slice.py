@@ -212,7 +212,8 @@ def _next_prompt(prompt: Prompt, z: int, box: tuple[float, ...], good: np.ndarra
         if point is not None:
             points, labels = [(float(point[0]), float(point[1]))], [1]
     return Prompt(target_label=prompt.target_label, slice_index=z, boxes=[box], points=points, point_labels=labels,
-                  mask=good if rules.mask_prompt else None, protocol="propagation")
+                  mask=good if rules.mask_prompt else None, protocol="propagation",
+                  info={"lesion": prompt.info["lesion"]} if "lesion" in prompt.info else {})  # whose it is
 
 
 def _segment_prompted(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, result: np.ndarray,

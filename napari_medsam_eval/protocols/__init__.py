@@ -36,7 +36,7 @@ from typing import Any
 
 from ..core.errors import OptionError
 from ..core.options import check_dataclass_options
-from .base import PromptProtocol, Target, resolve_source
+from .base import PromptProtocol, PromptSource, resolve_source
 from .geometry import (
     clip_box,
     connected_parts,
@@ -121,7 +121,7 @@ __all__ = [
     "MedSAM2RecistProtocol",
     "PromptProtocol",
     "ReplayProtocol",
-    "Target",
+    "PromptSource",
     "build_protocol",
     "clip_box",
     "connected_parts",

@@ -4,12 +4,13 @@ A protocol is a small dataclass: its fields are its options (with the
 reference values as defaults), ``seed`` is always one of them, and the class
 attribute ``name`` is the registry key. Every protocol answers::
 
-    protocol.prompts(source, kind=None, target_labels=None) -> list[Prompt]
+    protocol.prompts(source, kind=None, target_labels=None, targets=None) -> list[Prompt]
 
 ``source`` is a :class:`~napari_medsam_eval.core.case.Case` (its ``label`` and
 ``kind`` are used) or a bare integer label map in array order (``Z, Y, X``,
 ``T, Y, X`` or ``Y, X``) together with ``kind``. ``target_labels`` defaults
-to every nonzero value present, ascending. Prompts come back in a documented,
+to every nonzero value present, ascending; ``targets``
+(:class:`~napari_medsam_eval.core.targets.Target`) prompt regions of several labels, or lesions one by one. Prompts come back in a documented,
 deterministic order (see each protocol).
 
 A target with no foreground where the protocol needs it gives an *empty*
@@ -28,6 +29,8 @@ import numpy as np
 
 from ..core.case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..core.prompt import Prompt
+from ..core.targets import Target, with_keys
+from ..evaluation.lesions import components
 
 
 def check_runs(runs: int) -> int:
@@ -38,28 +41,38 @@ def check_runs(runs: int) -> int:
 
 
 @dataclass
-class Target:
-    """What a protocol works on: one label map, its kind and the labels to prompt."""
+class PromptSource:
+    """What a protocol works on: one label map, its kind and the keys of the targets to prompt.
+
+    ``labels`` are the targets' keys (``Prompt.target_label``); :meth:`mask` gives each one's mask: a
+    :class:`~napari_medsam_eval.core.targets.Target`'s (the labels it unites) when one was given for the
+    key, else where the map holds the key (a label of its own).
+    """
 
     label_map: np.ndarray
     kind: str
     labels: list[int]
     case_id: str = ""
+    #: the mask of a key that is not a label of its own (a region, one lesion)
+    masks: dict[int, np.ndarray] = dataclasses.field(default_factory=dict)
 
     @property
     def is_2d(self) -> bool:
         return self.kind == "image"
 
     def mask(self, label: int) -> np.ndarray:
-        return self.label_map == label
+        mask = self.masks.get(int(label))
+        return mask if mask is not None else self.label_map == label
 
 
 def resolve_source(
     source: Case | np.ndarray,
     kind: str | None = None,
     target_labels: Iterable[int] | None = None,
-) -> Target:
-    """Turn a Case or a label map (plus ``kind``) into a checked :class:`Target`."""
+    targets: Sequence[Target] | None = None,
+) -> PromptSource:
+    """Turn a Case or a label map (plus ``kind``) into a checked :class:`PromptSource`; ``targets``
+    (regions) replace ``target_labels``: each target's key its mask."""
     case_id = ""
     if isinstance(source, Case):
         if source.label is None:
@@ -84,13 +97,31 @@ def resolve_source(
         raise TypeError(f"label map must be integer or bool, got {label_map.dtype}")
     if label_map.dtype == bool:
         label_map = label_map.astype(np.uint8)
+    if targets is not None:
+        if target_labels is not None:
+            raise ValueError("give targets or target_labels, not both")
+        targets = with_keys(targets) if any(not t.key for t in targets) else list(targets)
+        return PromptSource(label_map=label_map, kind=kind, labels=[t.key for t in targets], case_id=case_id,
+                            masks={t.key: t.mask(label_map) for t in targets if t.value != t.key})
     if target_labels is None:
         labels = present_label_values(label_map)
     else:
         labels = [int(v) for v in target_labels]
         if any(v == 0 for v in labels):
             raise ValueError("target label 0 is the background")
-    return Target(label_map=label_map, kind=kind, labels=labels, case_id=case_id)
+    return PromptSource(label_map=label_map, kind=kind, labels=labels, case_id=case_id)
+
+
+def lesion_sources(source: PromptSource, target: Target) -> list[PromptSource]:
+    """One source per lesion of ``target`` in ``source`` (its mask's connected components, in scan order,
+    :func:`~napari_medsam_eval.evaluation.lesions.components`), each holding that lesion alone under the
+    target's key; one empty source when the target has no lesion here (its empty prompt)."""
+    lesions, count = components(target.mask(source.label_map))
+    if count == 0:
+        return [PromptSource(source.label_map, source.kind, [target.key], source.case_id,
+                             {target.key: np.zeros(source.label_map.shape, dtype=bool)})]
+    return [PromptSource(source.label_map, source.kind, [target.key], source.case_id, {target.key: lesions == n})
+            for n in range(1, count + 1)]
 
 
 def present_slices(mask: np.ndarray) -> np.ndarray:
@@ -157,13 +188,31 @@ class PromptProtocol:
         source: Case | np.ndarray,
         kind: str | None = None,
         target_labels: Sequence[int] | None = None,
+        targets: Sequence[Target] | None = None,
     ) -> list[Prompt]:
-        target = resolve_source(source, kind, target_labels)
+        """The prompts of every target (``targets``, else each of ``target_labels``, else each label present).
+
+        A target taken lesion by lesion (``Target.lesions``) is prompted once per lesion, each lesion as
+        a target of its own under the target's key, ``info["lesion"]`` its number (1, 2, ...)."""
+        target = resolve_source(source, kind, target_labels, targets)
         if target.kind not in self.kinds:
             raise ValueError(f"protocol {self.name!r} is defined for {self.kinds}, not for a {target.kind}")
-        return self._prompts(target)
+        by_lesion = {t.key: t for t in (targets or []) if t.lesions}
+        if not by_lesion:
+            return self._prompts(target)
+        out: list[Prompt] = []
+        for key in target.labels:
+            if key not in by_lesion:
+                out.extend(self._prompts(dataclasses.replace(target, labels=[key])))
+                continue
+            for number, lesion in enumerate(lesion_sources(target, by_lesion[key]), start=1):
+                for prompt in self._prompts(lesion):
+                    if not prompt.info.get("empty"):
+                        prompt.info["lesion"] = number
+                    out.append(prompt)
+        return out
 
-    def _prompts(self, target: Target) -> list[Prompt]:  # pragma: no cover - abstract
+    def _prompts(self, target: PromptSource) -> list[Prompt]:  # pragma: no cover - abstract
         raise NotImplementedError
 
 

@@ -29,7 +29,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..core.prompt import Prompt
-from .base import PromptProtocol, Target, check_choice, empty_prompt
+from .base import PromptProtocol, PromptSource, check_choice, empty_prompt
 from .geometry import DT_BACKENDS, interior_point
 from .mazurowski import SLICE_RULES, slice_plan
 
@@ -238,13 +238,13 @@ class IterativePointsProtocol(PromptProtocol):
             protocol=self.name,
         )
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         if target.is_2d:
             return [self.first_prompt(target.mask(lab), lab) for lab in target.labels]
         out = []
         for index, labels in slice_plan(target, self.slices):
             for lab in labels:
-                out.append(self.first_prompt(target.label_map[index] == lab, lab, index))
+                out.append(self.first_prompt(target.mask(lab)[index], lab, index))
         for lab in target.labels:
             if not target.mask(lab).any():
                 out.append(self.first_prompt(np.zeros((1, 1), bool), lab))

@@ -26,7 +26,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..core.prompt import Prompt
-from .base import PromptProtocol, Target, check_choice, stable_key
+from .base import PromptProtocol, PromptSource, check_choice, stable_key
 from .geometry import BoxInt, clip_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, MedSAM2Protocol
 
@@ -107,7 +107,7 @@ class BoxJitterProtocol(PromptProtocol):
     def rng_for(self, case_id: str, target_label: int) -> np.random.Generator:
         return np.random.default_rng([self.seed, stable_key(case_id), int(target_label)])
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         out = []
         for lab in target.labels:
             base = self._base.prompt_for_mask(target.mask(lab), target.kind, lab)

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..core.prompt import Prompt
-from .base import PromptProtocol, Target, empty_prompt
+from .base import PromptProtocol, PromptSource, empty_prompt
 from .geometry import expand_box, tight_box, tight_box_3d
 
 
@@ -77,5 +77,5 @@ class LiteMedSAM3DBoxProtocol(PromptProtocol):
         }
         return Prompt(target_label, slice_index=z_mid, boxes=[box], protocol=self.name, info=info)
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         return [self.prompt_for_mask(target.mask(lab), lab) for lab in target.labels]

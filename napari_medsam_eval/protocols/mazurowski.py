@@ -41,7 +41,7 @@ import numpy as np
 
 from ..io.mazurowski_masks import mazurowski_label_map  # noqa: F401 - their reading rule, named with the protocol
 from ..core.prompt import Prompt
-from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
+from .base import PromptProtocol, PromptSource, check_choice, empty_prompt, present_slices
 from .geometry import DT_BACKENDS, connected_parts, interior_point, tight_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, key_frame_index, key_slice_index
 
@@ -50,7 +50,7 @@ SEEDINGS: tuple[str, ...] = ("per-mask", "shared")
 SLICE_RULES: tuple[str, ...] = ("all", "key")
 
 
-def slice_plan(target: Target, slices: str = "all") -> list[tuple[int, list[int]]]:
+def slice_plan(target: PromptSource, slices: str = "all") -> list[tuple[int, list[int]]]:
     """Which 2D slices of a volume/video to study: ``[(index, [labels on it]), ...]``, slice order.
 
     ``"all"``: every slice/frame holding the label; ``"key"``: only the MedSAM2
@@ -256,7 +256,7 @@ class MazurowskiProtocol(PromptProtocol):
             )
         return out
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         if target.is_2d:
             out: list[Prompt] = []
             for lab in target.labels:
@@ -266,7 +266,7 @@ class MazurowskiProtocol(PromptProtocol):
         out = []
         for index, labels in slice_plan(target, self.slices):
             for lab in labels:
-                out.extend(self.prompts_for_mask(target.label_map[index] == lab, lab, index))
+                out.extend(self.prompts_for_mask(target.mask(lab)[index], lab, index))
         for lab in absent:
             out.extend(self.prompts_for_mask(np.zeros((1, 1), bool), lab))
         return out

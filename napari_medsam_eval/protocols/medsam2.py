@@ -27,7 +27,7 @@ import numpy as np
 
 from ..core.prompt import Prompt
 from ..core.postprocess import LARGEST_COMPONENT, SEED, SEEDS
-from .base import PromptProtocol, Target, check_choice, empty_prompt, present_slices
+from .base import PromptProtocol, PromptSource, check_choice, empty_prompt, present_slices
 from .geometry import expand_box, tight_box
 
 KEY_SLICE_RULES = ("middle", "largest")
@@ -179,7 +179,7 @@ class MedSAM2Protocol(PromptProtocol):
             info=info,
         )
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         return [self.prompt_for_mask(target.mask(lab), target.kind, lab) for lab in target.labels]
 
 

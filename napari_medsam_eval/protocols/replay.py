@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..core.prompt import Prompt
 from .prompt_log import LoggedPrompt, read_log
-from .base import PromptProtocol, Target, resolve_source
+from .base import PromptProtocol, PromptSource, resolve_source
 
 
 @dataclass
@@ -55,12 +55,12 @@ class ReplayProtocol(PromptProtocol):
             rows = [r for r in self._rows if r.image_path and Path(r.image_path).name == name]
         return {r.target_label: r for r in rows if r.replayable}
 
-    def prompts(self, source, kind=None, target_labels=None) -> list[Prompt]:  # type: ignore[override]
+    def prompts(self, source, kind=None, target_labels=None, targets=None) -> list[Prompt]:  # type: ignore[override]
         image_path = str(getattr(source, "metadata", {}).get("image_path", "") or "")
-        target = resolve_source(source, kind, target_labels)
+        target = resolve_source(source, kind, target_labels, targets)
         return self._replay(target, image_path)
 
-    def _replay(self, target: Target, image_path: str) -> list[Prompt]:
+    def _replay(self, target: PromptSource, image_path: str) -> list[Prompt]:
         rows = self.logged(target.case_id, image_path)
         prompts = []
         for value in target.labels:
@@ -74,7 +74,7 @@ class ReplayProtocol(PromptProtocol):
                 prompts.append(row.prompt(self.log))
         return prompts
 
-    def _prompts(self, target: Target) -> list[Prompt]:
+    def _prompts(self, target: PromptSource) -> list[Prompt]:
         return self._replay(target, "")
 
 

@@ -28,6 +28,7 @@ from . import markup as mk
 from .effort_section import EFFORT_FIGURE, effort_blocks
 from .error_section import error_blocks
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
+from .lesion_section import lesion_blocks
 from .sensitivity_section import sensitivity_blocks
 from .swap import FIGURES, Stage, clean_leftovers
 from .figures import plot_slice_dice, plot_task_boxes
@@ -183,6 +184,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
                    mk.table(header, rows, numeric=[False, False] + [True] * (len(header) - 2))]
     blocks += effort_blocks(table, figures, FIGURES)  # corrections runs only
     blocks += sensitivity_blocks(table)  # runs with the sensitivity option only
+    blocks += lesion_blocks(table, run.manifest)  # runs with a target taken lesion by lesion only
     blocks.append(mk.heading("Figures"))
     for metric in metrics:
         if table[metric].notna().any():

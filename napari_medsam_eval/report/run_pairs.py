@@ -34,7 +34,7 @@ from ..benchmark.open_row import RunCase, load_run_case, read_prediction, row_pr
 from ..core.case import Case
 from ..evaluation.mask_comparison import ab_overlay, binary_target, most_different_slice
 from ..core.errors import DataError
-from ..benchmark.schema import is_missing
+from ..benchmark.schema import is_missing, row_labels
 from .compare_parts import part_changes
 from .paired import PAIR_KEYS, compare_runs, paired_scores
 from .results import RunResults, load_run
@@ -160,6 +160,11 @@ class CasePair:
         value = (self.row_a or self.row_b or {}).get("target_label")
         return None if is_missing(value) else int(float(value))
 
+    @property
+    def target_labels(self) -> tuple[int, ...] | None:
+        """The label values the pair's target unites (:func:`~..benchmark.schema.row_labels`)."""
+        return row_labels(self.row_a or self.row_b or {})
+
     def run_case(self) -> RunCase:
         """The case as run A's row opens it (run B's row when A has none), with A's prediction and prompt."""
         row = self.row_a if self.row_a is not None else self.row_b
@@ -190,9 +195,9 @@ def load_case_pair(run_a: str | Path, run_b: str | Path, row_a: dict[str, Any] |
             notes.append(f"run {name}: {note}")
     pair = CasePair(loaded.case, row_a, row_b, predictions["A"], predictions["B"], None, None, notes)
     if pair.prediction_a is not None and pair.prediction_b is not None:
-        mask_a = binary_target(pair.prediction_a, pair.target_label, binary_fallback=True)
-        mask_b = binary_target(pair.prediction_b, pair.target_label, binary_fallback=True)
-        truth = None if loaded.case.label is None else binary_target(loaded.case.label, pair.target_label)
+        mask_a = binary_target(pair.prediction_a, pair.target_labels, binary_fallback=True)
+        mask_b = binary_target(pair.prediction_b, pair.target_labels, binary_fallback=True)
+        truth = None if loaded.case.label is None else binary_target(loaded.case.label, pair.target_labels)
         pair.overlay, pair.slice_index = ab_overlay(mask_a, mask_b), most_different_slice(mask_a, mask_b, truth)
     return pair
 

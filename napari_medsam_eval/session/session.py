@@ -51,11 +51,13 @@ switching to another image and back brings them back, with the image's slice-cac
 A quick first look (:mod:`.first_look`, :meth:`Session.set_first_look`): the model at a cheaper precision
 segments until encoding ahead has every slice with the backend; each result's ``made_by`` says which.
 
-This module is ~580 lines on purpose: :class:`Session` is the one object the Segment widget drives
-(napari-animation's model), with one thread and event contract (the class docstring). Each method is a
-short call into the core (:func:`~napari_medsam_eval.propagation.segment_by_kind`, the protocols,
-:class:`~.target_anchors.TargetAnchors`, :mod:`~napari_medsam_eval.studies.sensitivity`); splitting the
-class would spread that contract over several files.
+The objects of a session (each one's ground-truth prompt, possibly from a region of several labels,
+and its anchors, image by image) are :class:`~.objects.SessionObjects`, the part of :class:`Session`
+defined in :mod:`.objects`; each object keeps its own mask there, nested or overlapping.
+
+This module is ~460 lines on purpose (582 before the objects went to :mod:`.objects`): :class:`Session`
+is the one object the Segment widget drives (napari-animation's model), with one thread and event
+contract (the class docstring); each remaining method is a short call into the core.
 """
 from __future__ import annotations
 
@@ -67,17 +69,17 @@ from typing import Any, Generator, Hashable
 import numpy as np
 from psygnal import Signal
 
-from ..core.case import infer_kind, present_label_values
+from ..core.case import infer_kind
 from ..core.intensity import prepare_image
 from ..models.base import SegmentationBackend, SegmentResult
 from ..core.progress import SliceProgress, iterate_progress, until_cancelled
 from ..core.prompt import Prompt, check_prompt_in_image
 from ..propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
-from ..propagation.anchors import AnchorSnapshot
 from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                                    volume_segmenter)
 from .first_look import FirstLook
 from .kept_images import KeptImage, KeptImages
+from .objects import SessionObjects, same_geometry
 from .target_anchors import TargetAnchors
 
 
@@ -90,7 +92,7 @@ class NoImageError(RuntimeError):
 
 
 @dataclass
-class Session:
+class Session(SessionObjects):
     """One backend and one prepared image; segments slices and propagates prompts.
 
     Thread use: a GUI runs the long calls (:meth:`set_image`,
@@ -274,74 +276,6 @@ class Session:
         """The backend cache key of a slice: the one propagation uses for it."""
         return (self.image_id, 0 if index is None else int(index))
 
-    # -- prompts --------------------------------------------------------------
-
-    def prompts_from_ground_truth(
-        self,
-        label_map: np.ndarray,
-        target_label: int,
-        protocol: str = "medsam2",
-        *,
-        slice_index: int | None = None,
-        kind: str | None = None,
-        **options: Any,
-    ) -> list[Prompt]:
-        """Prompts for ``target_label`` made by the named protocol from ``label_map``.
-
-        With ``slice_index`` the protocol is applied to that slice alone (as a
-        2D image) and the prompts are tied to it; otherwise to the whole
-        label map (its key slice/frame). ``mazurowski`` and ``iterative-points``
-        on a volume or video default to ``slices="key"`` (one slice, not every one). ``kind`` defaults to the
-        session image's kind (the label map is then checked against it).
-        """
-        from ..protocols import build_protocol
-
-        label_map = np.asarray(label_map)
-        if kind is None and (self.volume is not None or self._pending is not None):
-            self._need_image()
-            kind = self.kind
-            spatial = self.volume.shape[:2] if kind == "image" else self.volume.shape[:3]
-            if label_map.shape != tuple(spatial):
-                raise ValueError(f"ground truth shape {label_map.shape} does not match the image's {tuple(spatial)}")
-        elif kind is None:
-            kind = infer_kind(label_map.shape)
-        if protocol in ("mazurowski", "iterative-points") and kind != "image" and slice_index is None:
-            options.setdefault("slices", "key")
-        proto = build_protocol(protocol, **options)
-        if slice_index is not None and kind != "image":
-            index = int(slice_index)
-            if not 0 <= index < label_map.shape[0]:
-                raise ValueError(f"slice index {index} is outside the ground truth (0..{label_map.shape[0] - 1})")
-            prompts = proto.prompts(label_map[index], kind="image", target_labels=[int(target_label)])
-            return [dataclasses.replace(p, slice_index=index) for p in prompts]
-        return proto.prompts(label_map, kind=kind, target_labels=[int(target_label)])
-
-    def prompt_from_ground_truth(self, label_map: np.ndarray, target_label: int, protocol: str = "medsam2",
-                                 *, slice_index: int | None = None, kind: str | None = None, **options: Any) -> Prompt:
-        """The first non-empty prompt of :meth:`prompts_from_ground_truth`; ValueError when there is none.
-
-        The prompt is remembered as :attr:`gt_prompt` and :attr:`prompt_changed` emitted.
-        """
-        prompts = self.prompts_from_ground_truth(label_map, target_label, protocol, slice_index=slice_index,
-                                                 kind=kind, **options)
-        for prompt in prompts:
-            if not prompt.is_empty and not prompt.info.get("empty"):
-                self.gt_prompt = prompt
-                self.prompt_changed.emit(prompt)
-                return prompt
-        where = f" on slice {slice_index}" if slice_index is not None else ""
-        region = label_map if slice_index is None or kind == "image" else label_map[int(slice_index)]
-        present = ", ".join(str(v) for v in present_label_values(region)) or "none"
-        raise ValueError(f"label {target_label} is absent from the ground truth{where} (labels present: {present}): "
-                         "nothing to prompt")
-
-    def resolve_prompt(self, prompt: Prompt) -> Prompt:
-        """:attr:`gt_prompt` itself (with its protocol and details) when ``prompt`` asks the same
-        thing (:func:`same_geometry`, e.g. read back from the layers that show it), else ``prompt``."""
-        if self.gt_prompt is not None and same_geometry(prompt, self.gt_prompt):
-            return self.gt_prompt
-        return prompt
-
     # -- segmentation -------------------------------------------------------
 
     def segment_slice(self, prompt: Prompt, slice_index: int | None = None) -> SegmentResult:
@@ -411,47 +345,6 @@ class Session:
         rules = resolve_rules(self.kind, options.get("rules"), margin=margin,
                               stop_when_empty=options.get("stop_when_empty"), min_iou=options.get("min_iou"))
         self._targets.start(backend, self.volume, self.kind, self.image_id, prompt, result, rules)
-
-    def anchors(self, target_label: int | None = None, image: str | None = None) -> list[Prompt]:
-        """The prompts of ``target_label``'s (default: the latest target's) anchored segmentation in
-        slice order (empty when there is none); each target keeps its own, each image too: ``image``
-        names one set before (its ``image_id``; default: this one).
-
-        Safe to call while a worker corrects (a GUI refreshing its list): a copy is read."""
-        targets, image_id = self._targets_of(image)
-        anchored = targets.current(self.first_look.owners(self.backend), image_id, target_label)
-        anchors = {} if anchored is None else dict(anchored.anchors)
-        return [anchors[k] for k in sorted(anchors)]
-
-    def anchor_snapshot(self, target_label: int, image: str | None = None) -> AnchorSnapshot | None:
-        """``target_label``'s anchors and mask as they are now (None without any), for :meth:`restore_anchors`."""
-        targets, image_id = self._targets_of(image)
-        anchored = targets.current(self.first_look.owners(self.backend), image_id, target_label)
-        return None if anchored is None else anchored.snapshot()
-
-    def restore_anchors(self, target_label: int, snapshot: AnchorSnapshot | None, image: str | None = None) -> None:
-        """Put ``target_label``'s anchors (of ``image``, as in :meth:`anchors`) back as :meth:`anchor_snapshot`
-        took them (an undo of a correction removes that correction's anchor only); None, or a snapshot of
-        another image or backend, drops them."""
-        targets, image_id = self._targets_of(image)
-        targets.restore(self.first_look.owners(self.backend), image_id, target_label, snapshot, self._lock)
-
-    def drop_anchors(self, target_label: int | None = None, image: str | None = None) -> None:
-        """Forget ``target_label``'s anchored segmentation (None: every target's) of ``image`` (as in
-        :meth:`anchors`); the next correction of that target propagates."""
-        self._targets_of(image)[0].drop(target_label)
-
-    def forget_image(self, image: str) -> None:
-        """Forget what is kept of ``image``, an image set before (its anchors; a GUI closed its layer)."""
-        if str(image) != self._base_id:
-            self._kept.forget(image)
-
-    def _targets_of(self, image: str | None) -> tuple[TargetAnchors, str | None]:
-        """The anchors and ``image_id`` of ``image``: this one (None or its name), one set before, or none."""
-        if image is None or str(image) == self._base_id:
-            return self._targets, self.image_id
-        kept = self._kept.get(image)
-        return (TargetAnchors(), None) if kept is None else (kept.targets, kept.image_id)
 
     def correct(
         self,
@@ -564,14 +457,6 @@ class Session:
             self.set_image(image, **kwargs)
         if self.volume is None:
             raise NoImageError("no image set: choose an image first")
-
-
-def same_geometry(a: Prompt, b: Prompt) -> bool:
-    """Whether two prompts ask the same thing (slice, target, boxes, points and their labels)."""
-    return (a.slice_index == b.slice_index and a.target_label == b.target_label
-            and [tuple(x) for x in a.boxes] == [tuple(x) for x in b.boxes]
-            and [tuple(x) for x in a.points] == [tuple(x) for x in b.points]
-            and list(a.point_labels) == list(b.point_labels))
 
 
 __all__ = [

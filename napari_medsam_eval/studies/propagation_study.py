@@ -15,11 +15,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
-import numpy as np
 import pandas as pd
 
+from ..core.targets import Target, parse_targets, regions_only
 from ..evaluation.aggregate import summarize
 from ..evaluation.error_parts import PART_COLUMNS
 from ..evaluation.scoring import NSD_TOLERANCE_MM, score_target
@@ -93,9 +93,12 @@ def run_propagation_study(
     grids: dict[str, dict[str, PropagationRules]] | None = None,
     tolerance_mm: float = NSD_TOLERANCE_MM,
     progress: Callable[[StudyProgress], Any] | None = None,
+    targets: Sequence[str | Target] | None = None,
 ) -> pd.DataFrame:
-    """Rows (case, target, setting) of the grid on ``dataset`` (first ``limit`` cases)."""
+    """Rows (case, target, setting) of the grid on ``dataset`` (first ``limit`` cases); ``targets`` as
+    ``run --targets`` takes them (:mod:`napari_medsam_eval.core.targets`; default: the dataset's)."""
     dataset = Path(dataset)
+    regions_only(parse_targets(targets), "the propagation study")  # refused before any work
     layout_obj = resolve_layout(dataset, layout)
     refs = layout_obj.list_cases(dataset)
     refs = refs[:limit] if limit else refs
@@ -104,14 +107,15 @@ def run_propagation_study(
     rows: list[dict[str, Any]] = []
     for done, ref in enumerate(refs, start=1):
         case = layout_obj.load(ref)
-        rows.extend(_study_case(case, ref.dataset, backend, protocol, layout_obj.targets(ref, case), grids,
-                                official, tolerance_mm))
+        chosen = layout_obj.targets(ref, case, regions_only(parse_targets(targets, case.label_names),
+                                                           "the propagation study"))
+        rows.extend(_study_case(case, ref.dataset, backend, protocol, chosen, grids, official, tolerance_mm))
         if progress is not None:
             progress(StudyProgress(done, len(refs), ref.case_id))
     return pd.DataFrame(rows)
 
 
-def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol: Any, targets: list[int],
+def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol: Any, targets: list[Target],
                 grids: dict[str, dict[str, PropagationRules]], official: bool, tolerance_mm: float) -> list[dict]:
     image = prepare_image(case.image, case.kind, case.modality, intensity=case_intensity(case.metadata))
     grid = grids["video" if case.kind == "video" else "volume"]
@@ -119,18 +123,17 @@ def _study_case(case: Any, dataset: str, backend: SegmentationBackend, protocol:
         backend.cache_size = max(int(backend.cache_size), case.n_slices())
     backend.clear_cache()
     rows = []
-    prompts = {int(p.target_label): p for p in protocol.prompts(case, target_labels=targets)}
-    names = case.label_names
-    for value in targets:
-        prompt = prompts.get(value)
+    prompts = {int(p.target_label): p for p in protocol.prompts(case, targets=targets)}
+    for target in targets:
+        prompt = prompts.get(target.key)
         if prompt is None or prompt.is_empty or prompt.info.get("empty"):
             continue
-        gt = np.asarray(case.label) == value
-        base = {"case_id": case.case_id, "task": task_name(dataset, names.get(value, f"label_{value}")),
-                "target_label": value, "kind": case.kind}
+        gt = target.mask(case.label)
+        base = {"case_id": case.case_id, "task": task_name(dataset, target.name),
+                "target_label": target.value, "target_labels": target.labels_text(), "kind": case.kind}
         settings = [(name, prompt, {"rules": rules}) for name, rules in grid.items()]
         if official and case.kind == "volume" and getattr(backend, "name", "") == "litemedsam":
-            settings.append((OFFICIAL, OFFICIAL_PROTOCOL.prompt_for_mask(gt, value), {"how": "official"}))
+            settings.append((OFFICIAL, OFFICIAL_PROTOCOL.prompt_for_mask(gt, target.key), {"how": "official"}))
         for name, setting_prompt, options in settings:
             start = time.perf_counter()
             result = segment_by_kind(backend, image, case.kind, setting_prompt, case_id=case.case_id, **options)

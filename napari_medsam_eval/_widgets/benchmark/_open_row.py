@@ -43,7 +43,7 @@ from napari.utils.colormaps import DirectLabelColormap
 from napari_medsam_eval._layer_style import ERROR_PART_LAYER_COLORS, style_prediction
 from napari_medsam_eval._reader import case_to_layer_data
 from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
-from napari_medsam_eval.benchmark.schema import is_missing
+from napari_medsam_eval.benchmark.schema import row_labels
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.evaluation.error_parts import part_overlay
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
@@ -83,8 +83,7 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
     if loaded.prediction is not None:
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
                     "protocol": row.get("protocol"), "stops": row_stops(row), OPENED_KEY: "prediction"}
-        if row.get("target_label") is not None:
-            metadata["target_label"] = int(row["target_label"])
+        metadata.update(row_object(row))
         steps.append(OpenStep("prediction", style_prediction(Labels(
             loaded.prediction, name=f"{case.case_id} prediction ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
@@ -104,6 +103,16 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
     return steps
 
 
+def row_object(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's prediction as the object Compare compares (layer metadata): ``target_label``, the value its
+    saved file holds (a region of several labels is written as its first), and for a region the labels it
+    unites (``objects``); nothing for a case-level row."""
+    labels = row_labels(row)
+    if labels is None:
+        return {}
+    return {"target_label": labels[0], "objects": {labels[0]: {"labels": list(labels), "name": row.get("label_name")}}}
+
+
 def why_layer(loaded: RunCase, image: Layer) -> Labels | None:
     """The row's error split into parts (:func:`~napari_medsam_eval.evaluation.error_parts.part_overlay`), each
     part in its colour (:data:`ERROR_PART_LAYER_COLORS`), over ``image``'s transform; None without a saved
@@ -111,8 +120,9 @@ def why_layer(loaded: RunCase, image: Layer) -> Labels | None:
     case, row, prediction = loaded.case, loaded.row, loaded.prediction
     if prediction is None or case.label is None or np.shape(prediction) != np.shape(case.label):
         return None
-    target = None if is_missing(row.get("target_label")) else int(row["target_label"])
-    overlay = part_overlay(binary_target(prediction, target, binary_fallback=True), binary_target(case.label, target))
+    labels = row_labels(row)
+    target = None if labels is None else labels[0]
+    overlay = part_overlay(binary_target(prediction, labels, binary_fallback=True), binary_target(case.label, labels))
     return Labels(overlay, name=f"{case.case_id} why{'' if target is None else f' [label {target}]'}",
                   colormap=DirectLabelColormap(color_dict=ERROR_PART_LAYER_COLORS), opacity=0.7,
                   metadata={"role": "error_parts", "target_label": target, OPENED_KEY: "error_parts"},

@@ -33,6 +33,8 @@ class RowCells:
     keys: tuple[Any, ...]
     #: the row's dominant error part (``ok``, a part, or ``n/a``): what the why filter keeps
     why: str = WHY_NONE
+    #: lesions the row's prediction missed (a lesion-by-lesion target's): the "missed lesions" filter keeps > 0
+    missed_lesions: int = 0
 
 
 def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
@@ -58,7 +60,9 @@ def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
             tips.append(f"why it missed: {parts_text(row)}")
         else:
             tips.append(f"{status}: {row.get('error', '')}" if header == "status" and status != "ok" else text)
-    return RowCells(tuple(texts), tuple(tips), tuple(numbers), tuple(keys), why)
+    missed = _number(row.get("lesions_missed"))
+    return RowCells(tuple(texts), tuple(tips), tuple(numbers), tuple(keys), why,
+                    0 if math.isnan(missed) else int(missed))
 
 
 __all__ = ["NUMERIC", "RowCells", "WHY_NONE", "row_cells"]

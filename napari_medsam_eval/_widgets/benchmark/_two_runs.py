@@ -57,15 +57,14 @@ def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
         row = pair.row_b or {}
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
                     "protocol": row.get("protocol"), "stops": row_stops(row), _open_row.OPENED_KEY: "prediction_b"}
-        if pair.target_label is not None:
-            metadata["target_label"] = pair.target_label
+        metadata.update(_open_row.row_object(row))
         steps.append(_open_row.OpenStep("prediction_b", style_prediction(Labels(
             pair.prediction_b, name=f"{case_id} prediction B ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
     if pair.overlay is not None:
         legend = ab_legend()
         metadata = {"role": "ab_overlay", "legend": legend, "slice": pair.slice_index,
-                    "target_label": pair.target_label, _open_row.OPENED_KEY: "ab_overlay"}
+                    "target_label": (pair.target_labels or (None,))[0], _open_row.OPENED_KEY: "ab_overlay"}
         after = 1 + max((i for i, step in enumerate(steps) if step.role in ("image", "ground_truth")), default=0)
         steps.insert(after, _open_row.OpenStep("ab_overlay", Labels(
             pair.overlay, name=f"{case_id} A vs B ({legend})", colormap=AB_COLORS, opacity=AB_OPACITY,

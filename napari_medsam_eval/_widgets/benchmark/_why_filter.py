@@ -1,5 +1,6 @@
 """The row table's filter by why a result missed: all rows, or those whose dominant error part is one part
-(:mod:`napari_medsam_eval.evaluation.error_parts`), ``ok`` or ``n/a`` (no parts: failed, or an old run).
+(:mod:`napari_medsam_eval.evaluation.error_parts`), ``ok`` or ``n/a`` (no parts: failed, or an old run),
+or those that missed a lesion (a lesion-by-lesion target's: opened at the missed lesion's slice).
 Each part's choice shows the colour an opened row's "why" layer paints it in: with the why column's
 colour chips, the layer's legend."""
 from __future__ import annotations
@@ -17,6 +18,8 @@ from napari_medsam_eval._widgets.benchmark._rows_model import RowsModel
 ALL = "all results"
 #: the choices after it: the dominant part's values
 CHOICES = (OK, *PARTS, WHY_NONE)
+#: the last choice: the rows that missed a lesion
+MISSED_LESIONS = "missed lesions"
 
 
 class WhyFilter(QComboBox):
@@ -32,18 +35,24 @@ class WhyFilter(QComboBox):
             self.setItemData(self.count() - 1, tip, Qt.ToolTipRole)
             if choice in ERROR_PART_COLORS:  # the legend of an opened row's "why" layer
                 self.setItemData(self.count() - 1, QColor(ERROR_PART_COLORS[choice]), Qt.DecorationRole)
+        self.addItem(MISSED_LESIONS, MISSED_LESIONS)
+        self.setItemData(self.count() - 1, "the results that missed a true lesion (targets taken lesion by lesion); "
+                         "a double-click opens the case at the smallest missed lesion's largest slice", Qt.ToolTipRole)
         self.setToolTip("show only the results whose largest error part (why it missed) is this one; the why "
                         "column says it for each row (its tooltip gives every part), on the colour an opened "
                         "row's 'why' layer paints that part in")
         self.currentIndexChanged.connect(self._chosen)
 
     def choose(self, part: str | None) -> None:
-        """Show the rows dominated by ``part`` (None: all rows)."""
-        self.setCurrentIndex(0 if part is None else 1 + CHOICES.index(part))
+        """Show the rows dominated by ``part`` (None: all rows; :data:`MISSED_LESIONS`: those that missed one)."""
+        self.setCurrentIndex(0 if part is None else self.findData(part))
 
     def _chosen(self, _index: int) -> None:
         part = self.currentData()
-        self.model.set_filter(None if part is None else (lambda cell: cell.why == part))
+        if part == MISSED_LESIONS:
+            self.model.set_filter(lambda cell: cell.missed_lesions > 0)
+        else:
+            self.model.set_filter(None if part is None else (lambda cell: cell.why == part))
 
 
-__all__ = ["ALL", "CHOICES", "WhyFilter"]
+__all__ = ["ALL", "CHOICES", "MISSED_LESIONS", "WhyFilter"]

@@ -42,6 +42,7 @@ TIPS: dict[str, str] = {
                                            "offered where this computer's processor computes it"),
     "encoded": "slices of the image encoded so far (the count names the pass of a first look)",
     "object": explain("object", "Its name comes from the ground truth, where it names its labels"),
+    "region": explain("region", "Each object keeps its own mask: nested and overlapping objects are all kept"),
     "ground truth": explain("ground truth"),
     "protocol": protocol_tip(),
     "prompt slice": "the slice the protocol's prompt is drawn on: its own key slice (the default: the middle "

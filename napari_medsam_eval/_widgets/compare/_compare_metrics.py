@@ -30,6 +30,7 @@ from napari.utils.notifications import show_error, show_warning
 
 from napari_medsam_eval.evaluation.error_parts import parts_text, short_parts_text
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
+from napari_medsam_eval._widgets.common._object_masks import labels_words, prediction_mask, truth_labels
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
 from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, CompareFooter
@@ -107,7 +108,9 @@ class ComparisonSection(Container):
         has_overlay = any(isinstance(layer, Labels) and layer.metadata.get("role") == "overlay"
                           for layer in self.viewer.layers)
         transform = None if has_overlay else transform_kwargs(gt)
-        return self.runner.start(compute_comparison, np.asarray(pred.data), np.asarray(gt.data), target, transform,
+        own = prediction_mask(pred, target)  # the object's own mask, where the layer keeps it (nested objects)
+        return self.runner.start(compute_comparison, np.asarray(pred.data) if own is None else own,
+                                 np.asarray(gt.data), target, transform, truth_labels(pred, target),
                                  text="comparing", error_prefix="cannot compare: ",
                                  returned=lambda computed: soon(self.native, lambda: self._show_computed(
                                      asked, computed, pred, gt, target)),
@@ -166,9 +169,10 @@ class ComparisonSection(Container):
         if pred is None or gt is None:
             return self._missing(pred, gt)
         target = int(self.choice.target_label.value)
+        own = prediction_mask(pred, target)  # the object's own mask, where the layer keeps it (nested objects)
         try:
-            comparison = compare_masks(binary_target(pred.data, target, binary_fallback=True),
-                                       binary_target(gt.data, target))
+            comparison = compare_masks(binary_target(pred.data if own is None else own, target, binary_fallback=True),
+                                       binary_target(gt.data, truth_labels(pred, target)))
         except ValueError as exc:
             self.status.value = message = f"{pred.name} vs {gt.name}: {exc}"
             if notify:
@@ -193,7 +197,7 @@ class ComparisonSection(Container):
         self.why.value = "-" if parts is None else short_parts_text(parts)
         self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{parts_text(parts.columns(), unit)}")
         self.worst_info.value = f"{len(self._worst)} slices with foreground"
-        self.status.value = f"label {target}: {pred.name} vs {gt.name}"
+        self.status.value = f"{labels_words(target, truth_labels(pred, target))}: {pred.name} vs {gt.name}"
         self.stop_markers = stop_markers(pred.metadata.get("stops"))
         kind = gt.metadata.get("kind")
         self.plot.show(comparison.per_slice, self.stop_markers, "frame" if kind == "video" else "slice")

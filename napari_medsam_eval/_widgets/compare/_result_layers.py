@@ -100,11 +100,14 @@ class Computed:
 
 
 def compute_comparison(pred: np.ndarray, gt: np.ndarray, target: int,
-                       transform: dict[str, Any] | None = None) -> Computed:
-    """Compare ``pred`` with ``gt`` for label ``target`` (no Qt, any thread: the worker's job); with
-    ``transform`` (the ground truth's), the overlay's new layer model too. A mismatch is returned, not raised."""
+                       transform: dict[str, Any] | None = None, truth: tuple[int, ...] | None = None) -> Computed:
+    """Compare ``pred`` (a label map, or an object's own bool mask) with ``gt`` for label ``target`` (in the
+    ground truth: the labels ``truth``, when the object is a region of them) (no Qt, any thread: the worker's
+    job); with ``transform`` (the ground truth's), the overlay's new layer model too. A mismatch is
+    returned, not raised."""
     try:
-        comparison = compare_masks(binary_target(pred, target, binary_fallback=True), binary_target(gt, target))
+        comparison = compare_masks(binary_target(pred, target, binary_fallback=True),
+                                   binary_target(gt, truth or target))
     except ValueError as exc:
         return Computed(None, np.array([], dtype=int), str(exc))
     layer = None if transform is None else overlay_layer(comparison.overlay, target, transform)

@@ -23,6 +23,7 @@ from napari.layers import Image, Labels
 from napari_medsam_eval._layer_style import WORST_RUN_COLOR, style_prediction
 from napari_medsam_eval.core.palette import PLOT_SERIES, color_name
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
+from napari_medsam_eval._widgets.common._object_masks import truth_labels
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.studies.sensitivity import DEFAULT_RUNS, SensitivityResult
 from napari_medsam_eval._widgets.common._dock_layout import button_row, fixed_margins, wrap_status
@@ -138,7 +139,7 @@ class SensitivitySection(Container):
         if tuple(pred.data.shape) != tuple(spatial):
             return self.runner.error(f"{pred.name} has shape {pred.data.shape}, the Segment widget's image "
                                      f"{session.image_name} {spatial}: choose that image's prediction")
-        truth = None if gt is None else binary_target(gt.data, target)
+        truth = None if gt is None else binary_target(gt.data, truth_labels(pred, target))
         self._reference, self._name = gt if gt is not None else pred, str(pred.metadata.get("image", pred.name))
         self._tested = pred
         runs = int(self.runs.value)

@@ -8,7 +8,7 @@ the image section (``Session.prompt_changed``).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from magicgui.widgets import CheckBox, ComboBox, PushButton, SpinBox
 from napari.layers import Labels
@@ -16,7 +16,8 @@ from napari.layers import Labels
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.protocols import GROUND_TRUTH_PROTOCOLS
 from napari_medsam_eval._widgets.common import _layers
-from napari_medsam_eval._widgets.segment._objects import PromptLayerChoices, present_labels
+from napari_medsam_eval._widgets.segment._object_memory import PromptLayerChoices
+from napari_medsam_eval._widgets.segment._object_names import present_labels
 from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
@@ -33,9 +34,12 @@ class GroundTruthSection(Section):
     """The ground-truth layer, the protocol and its options, and *Prompt from ground truth*."""
 
     def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
-                 layers: PromptLayerChoices, target_label: SpinBox) -> None:
+                 layers: PromptLayerChoices, target_label: SpinBox,
+                 region: Callable[[], tuple[int, ...]] | None = None) -> None:
         self.viewer, self.session, self.runner = viewer, session, runner
         self.layers, self.target_label = layers, target_label
+        #: the ground-truth labels the object is (its region; default: its own value)
+        self.region = region or (lambda: (int(target_label.value),))
         self.use_gt = CheckBox(text="prompts from ground truth", value=True,
                                tooltip="show or fold the ground-truth controls")
         self.gt_layer = ComboBox(label="ground truth", nullable=True, tooltip=TIPS["ground truth"],
@@ -76,7 +80,7 @@ class GroundTruthSection(Section):
             index = _layers.current_index(self.viewer, image) if self.prompt_slice.value == "current slice" else None
             return self.session.prompt_from_ground_truth(
                 label_map, int(self.target_label.value), self.protocol.value, slice_index=index,
-                kind=_layers.layer_kind(image), **self.protocol_options(self.protocol.value))
+                kind=_layers.layer_kind(image), labels=self.region(), **self.protocol_options(self.protocol.value))
         except (ValueError, TypeError) as exc:
             return self.runner.error(str(exc))
 
@@ -93,7 +97,12 @@ class GroundTruthSection(Section):
             if combo.value is not layer:
                 combo.value = layer
         present = present_labels(found[0])
-        if present and int(self.target_label.value) not in present:
+        value = int(self.target_label.value)
+        try:
+            own = self.region() == (value,)
+        except ValueError:
+            own = False
+        if present and value not in present and own:  # (an object that is a region may have a value of its own)
             self.target_label.value = present[0]
 
 

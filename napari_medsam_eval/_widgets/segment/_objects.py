@@ -1,18 +1,14 @@
 """Several objects and undo in the Segment widget: the object controls and the attempt history.
 
-Each object is a target label; all of an image's objects live in one
-prediction layer (:mod:`._prediction_layer`), one value each. *Next* /
-*previous object* step through the label values present in the ground truth
-(without one: +1 / -1), named from the ground truth's ``label_names``; the
-prompt layers keep each object's boxes and points apart, and each image its
-object (:mod:`._object_memory`). Every published result is an
-:class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Shift+Z) puts back the
-object's mask before the chosen image's last attempt (each image has its own undo)
-and *Changes* shows what the last attempt of the object changed (added bluish green,
-removed vermillion). The object's title (its name in the ground truth), beside its label value, follows
-the object, the image and the ground truth chosen, elided when the dock is narrow (never widening it,
-whole in its tooltip); the object and its image are said to the viewer's other docks
-(:func:`._sessions.chosen_object`: Compare's target label follows).
+Each object is a target label, written into the image's prediction layer (:mod:`._prediction_layer`),
+where it keeps its own mask, nested or not; its *region* is the ground-truth labels it is (empty: its own
+value; ``1,3``: the liver with the tumour inside it). *Next* / *previous object* step through the label
+values of the ground truth (without one: +1 / -1), named from its ``label_names``; the prompt layers keep
+each object's prompts apart, and each image its object (:mod:`._object_memory`). Every published result
+is an :class:`~napari_medsam_eval.session.attempts.Attempt`; *Undo* (Shift+Z) puts back the object's mask
+before the image's last attempt and *Changes* shows what the object's last attempt changed (added bluish
+green, removed vermillion). The title (the object's name) follows the object, the image and the ground
+truth, elided when the dock is narrow; the object is said to the other docks (:func:`._sessions.chosen_object`).
 """
 from __future__ import annotations
 
@@ -21,17 +17,17 @@ import weakref
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
-from magicgui.widgets import Container, PushButton, SpinBox
+from magicgui.widgets import Container, LineEdit, PushButton, SpinBox
 from napari.layers import Labels
 from psygnal import Signal
 
 from napari_medsam_eval._layer_style import CHANGE_COLORS
 from napari_medsam_eval.session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
-from napari_medsam_eval.core.case import present_label_values
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval._widgets.common._layers import find_layer, transform_kwargs
 from napari_medsam_eval._widgets.common._elided import ElidedLabel
 from napari_medsam_eval._widgets.segment._object_memory import ObjectMemory, PromptLayerChoices
+from napari_medsam_eval._widgets.segment._object_names import object_name, parse_region, present_labels
 from napari_medsam_eval._widgets.segment._prediction_layer import object_mask, write_object
 from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.common._sessions import chosen_object
@@ -45,28 +41,6 @@ if TYPE_CHECKING:
     from napari_medsam_eval.session.session import Session
 
 
-_PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()
-
-
-def present_labels(layer: Labels | None) -> list[int]:
-    """The label values (> 0) in a ground-truth layer, ascending (cached while its data are the same)."""
-    if layer is None:
-        return []
-    cached = _PRESENT.get(layer)
-    if cached is not None and cached[0] is layer.data:
-        return list(cached[1])
-    values = present_label_values(layer.data)
-    _PRESENT[layer] = (layer.data, values)
-    return values
-
-
-def object_name(layer: Labels | None, value: int) -> str:
-    """The ground truth's name of label ``value`` (``label_names`` metadata), else ``label N``."""
-    names = (layer.metadata.get("label_names") or {}) if layer is not None else {}
-    name = names.get(value, names.get(str(value))) if isinstance(names, dict) else None
-    return f"label {value} ({name})" if name else f"label {value}"
-
-
 class ObjectControls(Container):
     """Previous / next object, the object's name, Undo and Changes of one Segment widget's session.
 
@@ -78,9 +52,13 @@ class ObjectControls(Container):
     undone = Signal(object)
 
     def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
-                 layers: PromptLayerChoices, target_label: SpinBox, truth: Callable[[], Labels | None]) -> None:
+                 layers: PromptLayerChoices, target_label: SpinBox, truth: Callable[[], Labels | None],
+                 region: LineEdit | None = None) -> None:
         self.viewer, self.session, self.runner = viewer, session, runner
         self.layers, self.target_label, self.truth = layers, target_label, truth
+        #: the object's region field (the ground-truth labels it is) and each object's text in it
+        self.region = region if region is not None else LineEdit(value="")
+        self._regions: dict[int, str] = {}
         self.history = AttemptHistory()
         #: each attempt's object anchors after it (Undo puts back the previous attempt's)
         self._anchors: "weakref.WeakKeyDictionary[Attempt, Any]" = weakref.WeakKeyDictionary()
@@ -105,6 +83,8 @@ class ObjectControls(Container):
         self.undo_button.changed.connect(lambda: self.undo())
         self.changes_button.changed.connect(lambda: self.show_changes())
         self.chosen = chosen_object(viewer)
+        target_label.changed.connect(self._show_region, priority=1)  # before the title reads it
+        self.region.changed.connect(self._keep_region)
         target_label.changed.connect(self.on_object)
         # after the ground truth followed the image (GroundTruthSection.pick_layers, priority 0)
         layers.image_layer.changed.connect(self.on_object, priority=-1)
@@ -117,7 +97,30 @@ class ObjectControls(Container):
 
     def show_title(self, _value: Any = None) -> None:
         """The title: the object's name in the ground truth chosen now (``label N`` without one)."""
-        self.title.value = object_name(self.truth(), int(self.target_label.value))
+        try:
+            labels = self.labels()
+        except ValueError:
+            labels = None
+        self.title.value = object_name(self.truth(), int(self.target_label.value), labels)
+
+    def labels(self, value: int | None = None) -> tuple[int, ...]:
+        """The ground-truth labels object ``value`` (default: the one chosen) is: its region, else its own
+        value; a ValueError naming the region field when its text cannot be read."""
+        value = int(self.target_label.value) if value is None else int(value)
+        return parse_region(self._regions.get(value, "")) or (value,)
+
+    def _show_region(self, value: int) -> None:
+        """Another object: its region in the field."""
+        self.region.value = self._regions.get(int(value), "")
+
+    def _keep_region(self, text: str) -> None:
+        """The region field changed: kept for the object chosen, its title follows."""
+        value = int(self.target_label.value)
+        if text:
+            self._regions[value] = str(text)
+        else:
+            self._regions.pop(value, None)
+        self.show_title()
 
     def begin(self, action: str) -> None:
         """An action starts now: its result's attempt is timed from here and named ``action``."""
@@ -161,9 +164,14 @@ class ObjectControls(Container):
             return None
         image = viewer.layers[name]
         active = viewer.layers.selection.active
+        try:
+            labels = self.labels(prompt.target_label)
+        except ValueError:
+            labels = (int(prompt.target_label),)
         layer = write_object(viewer, image, prompt.target_label, mask, index=index,
                              metadata={"prompt": prompt.to_dict(), "model": session.model_name,
-                                       "stops": stops or []})
+                                       "stops": stops or [], "labels": list(labels),
+                                       "name": object_name(self.truth(), int(prompt.target_label), labels)})
         layer.bind_key("Control-Z", lambda _layer: self.undo(), overwrite=True)
         if active is not None and active in viewer.layers:
             viewer.layers.selection.active = active
@@ -219,21 +227,23 @@ class ObjectControls(Container):
 
 
 class ObjectSection(Section):
-    """The object: its label value and name in one row, then its controls (:class:`ObjectControls`)."""
+    """The object: its label value and name in one row, its region, then its controls (:class:`ObjectControls`)."""
 
     def __init__(self, viewer: "napari.viewer.Viewer", session: "Session", runner: WorkerRunner,
                  layers: PromptLayerChoices, truth: Callable[[], Labels | None]) -> None:
         self.target_label = SpinBox(label="object (label)", min=1, max=65535, value=1, tooltip=TIPS["object"])
-        self.objects = ObjectControls(viewer, session, runner, layers, self.target_label, truth)
+        self.region = LineEdit(label="region", value="", tooltip=TIPS["region"])
+        self.region.native.setPlaceholderText("its own label; or e.g. 1,3")
+        self.objects = ObjectControls(viewer, session, runner, layers, self.target_label, truth, self.region)
         self.object_row = Container(widgets=[self.target_label, self.objects.title], layout="horizontal",
                                     labels=False, label="object (label)", tooltip=TIPS["object"])
         self.object_row.margins = (0, 0, 0, 0)
         self.object_row.native.layout().setStretchFactor(self.objects.title.native, 1)  # the name: the width left
-        super().__init__([self.object_row, self.objects], name="object_section")
+        super().__init__([self.object_row, self.region, self.objects], name="object_section")
 
     @property
     def locked(self) -> list:
         return list(self)
 
 
-__all__ = ["ObjectControls", "ObjectSection", "PromptLayerChoices", "object_name", "present_labels"]
+__all__ = ["ObjectControls", "ObjectSection", "PromptLayerChoices"]

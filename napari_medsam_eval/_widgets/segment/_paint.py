@@ -23,6 +23,7 @@ from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.core.anchor_prompts import painted_prompt
 from napari_medsam_eval.session.attempts import AttemptHistory
 from napari_medsam_eval._widgets.common._layers import find_layer, spatial_shape
+from napari_medsam_eval._widgets.common._object_masks import compose, stored_masks
 from napari_medsam_eval._widgets.segment._prediction_layer import prediction_layer_name
 
 
@@ -36,9 +37,24 @@ def painted_anchor(viewer: Any, image: Image, index: int | None, target: int, hi
     layer = find_layer(viewer, prediction_layer_name(image.name), Labels, spatial_shape(image))
     if layer is None:
         return None
-    now = np.asarray(layer.data[index]) == target
+    masks = stored_masks(layer)
+    now = np.asarray(layer.data[index])
+    if masks is None:  # a layer that keeps no masks: its values are its objects
+        return _edited_values(now == target, image, index, target, history, layer.data.shape)
+    drawn = compose(masks, tuple(layer.data.shape), now.dtype, index)
+    own = masks[target][index] if target in masks else np.zeros(now.shape, dtype=bool)
+    edited = now != drawn
+    painted = (own | (edited & (now == target))) & ~(edited & (drawn == target))
+    if not edited.any() or np.array_equal(painted, own):
+        return None
+    return painted_prompt(target, index, painted, protocol="manual")
+
+
+def _edited_values(now: np.ndarray, image: Image, index: int, target: int, history: AttemptHistory,
+                   shape: tuple[int, ...]) -> Prompt | None:
+    """The edit of a layer that keeps no masks: slice ``index`` of ``target`` against its last attempt."""
     last = history.last(image.name, target)
-    before = last.mask[index] if last is not None and tuple(last.shape) == tuple(layer.data.shape) else None
+    before = last.mask[index] if last is not None and tuple(last.shape) == tuple(shape) else None
     if before is None and not now.any():
         return None
     if before is not None and np.array_equal(now, before):

@@ -51,7 +51,7 @@ EXPOSED = {
     "model_section": ("model", "checkpoint", "device", "precision", "load_button", "load_model", "set_backend"),
     "image_section": ("image_layer", "encode_box", "encoder", "box_layer", "point_layer", "polarity",
                       "new_prompt_layers_button", "new_prompt_layers"),
-    "object_section": ("target_label", "objects"),
+    "object_section": ("target_label", "region", "objects"),
     "truth_section": ("use_gt", "gt_layer", "protocol", "prompt_slice", "mode", "gt_prompt_button",
                       "prompt_from_ground_truth"),
     "footer": ("segment_button", "propagate_button", "correct_button", "cancel_button", "progress", "status"),
@@ -72,7 +72,8 @@ class SegmentWidget(Container):
         self.model_section = model = ModelSection(session, runner)
         self.image_section = image = ImageSection(viewer, session, runner, model.with_model)
         self.object_section = objects = ObjectSection(viewer, session, runner, image, lambda: truth.gt_layer.value)
-        self.truth_section = truth = GroundTruthSection(viewer, session, runner, image, objects.target_label)
+        self.truth_section = truth = GroundTruthSection(viewer, session, runner, image, objects.target_label,
+                                                        objects.objects.labels)
         truth.gt_layer.changed.connect(objects.objects.show_title)  # the object's name in the truth chosen
         self.propagation_section = propagation = PropagationSection(session.margin)
         self.anchor_list = follow_anchors(AnchorList(session, lambda: int(objects.target_label.value),

@@ -1,0 +1,61 @@
+"""A case's saved predictions (``run --save-predictions``): which files, named how, holding what.
+
+Each target keeps its own mask: where the case's label map cannot hold every target (a later target
+overlapping an earlier one, a region of several labels), the target gets a file of its own, and its
+row names that file, so every row's file reproduces the row (``medsam-eval score`` with the run's
+``--targets``). Nothing is dropped silently.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..core.case import Case
+from ..core.targets import Target
+
+PREDICTIONS_DIR = "predictions"
+def safe_file_stem(case_id: str) -> str:
+    """A case id usable as a file name (``/`` and odd characters -> ``_``)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._") or "case"
+
+
+def prediction_suffix(case: Case) -> str:
+    """``.npz`` beside an npz source, ``.png`` for 2D images, else ``.nii.gz``."""
+    if case.kind == "image":
+        return ".png"
+    source = str(case.metadata.get("image_path", ""))
+    return ".npz" if source.lower().endswith(".npz") else ".nii.gz"
+
+
+def prediction_files(targets: list[Target], predictions: dict[int, np.ndarray], shape: tuple[int, ...], stem: str,
+                     suffix: str) -> dict[int | None, tuple[Path, np.ndarray]]:
+    """The files of a case's predictions: key None, the case's label map holding each target of one label
+    under its value (a later target wins where two overlap); a target that lost voxels there gets a file
+    of its own (``<case>.label<value>``), and so does every target of several labels or sharing its label
+    with an earlier target (``<case>.<name>``, its mask written as its first label value, so that
+    ``score --targets`` with the run's targets reproduces its row). Nothing is dropped silently."""
+    in_map = [t for t in targets if t.key == t.value and t.key in predictions]
+    top = max([t.labels[0] for t in targets if t.key in predictions] + [0])
+    dtype = np.uint16 if top > 255 else np.uint8
+    combined = np.zeros(shape, dtype=dtype)
+    for target in sorted(in_map, key=lambda t: t.key):
+        combined[predictions[target.key]] = target.key
+    files: dict[int | None, tuple[Path, np.ndarray]] = {}
+    if in_map:
+        files[None] = (Path(PREDICTIONS_DIR) / f"{stem}{suffix}", combined)
+    for target in targets:
+        mask = predictions.get(target.key)
+        if mask is None:
+            continue
+        if target in in_map and np.any(mask & (combined != target.key)):  # overwritten where a later one overlaps
+            files[target.key] = (Path(PREDICTIONS_DIR) / f"{stem}.label{target.key}{suffix}",
+                                 mask.astype(dtype) * target.key)
+        elif target not in in_map:
+            files[target.key] = (Path(PREDICTIONS_DIR) / f"{stem}.{safe_file_stem(target.name)}{suffix}",
+                                 mask.astype(dtype) * target.labels[0])
+    return files
+
+
+__all__ = ["PREDICTIONS_DIR", "prediction_files", "prediction_suffix", "safe_file_stem"]

@@ -1,0 +1,266 @@
+"""Lesion by lesion: predicted and true connected components matched, each lesion scored, lesions counted.
+
+A target taken lesion by lesion (:class:`~napari_medsam_eval.core.targets.Target` ``lesions``) is judged
+as lesion tasks are (Panoptica; Metrics Reloaded's instance metrics; autoPET's false-positive and
+false-negative volumes), besides its DSC over the whole case:
+
+* **Lesions** are the connected components of the target's mask, in the ground truth and in the
+  prediction, with full connectivity (26 neighbours in 3D, 8 in 2D; a video's components run across
+  frames). Components are numbered in scan order (``scipy.ndimage.label``).
+* **Matching** (:class:`LesionRule` ``match``), both as the field defines them:
+
+  - ``"iou"`` (default; Panoptica's naive threshold matching, Metrics Reloaded's "IoU > 0.5" localisation
+    with greedy assignment): a true and a predicted lesion match when their IoU is above ``threshold``
+    (0.5), one to one, highest IoU first. A lesion the prediction split in two halves, or two lesions it
+    merged into one, then usually match nothing: each half (or the merged blob) is a false positive and
+    the lesion(s) missed.
+  - ``"overlap"`` (BraTS 2023's and autoPET's lesion-wise rule): a true lesion is found when any predicted
+    lesion touches it; its DSC is against every predicted lesion touching it; a predicted lesion touching no
+    true lesion is a false positive. A split lesion is found once; merged lesions are each found.
+
+* **Counts**: true positives (lesions found), false negatives (missed), false positives (predicted lesions
+  matching none); detection F1 ``2 TP / (2 TP + FP + FN)`` (1.0 when there is no lesion and none is
+  predicted); lesion DSC: the mean over true lesions of each one's DSC (0 for a missed one).
+* **Size** (:class:`LesionRule` ``small_ml`` / ``large_ml``): volumes only, in mL (voxel count x voxel
+  volume): small below 1 mL (a sphere about 12 mm across), large from 10 mL (about 27 mm across), medium
+  between; recall by size is the share of each size's true lesions found. A video or 2D image has no
+  volume: its lesions have no size class (``""``).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import ndimage
+
+#: the matching rules (:class:`LesionRule` ``match``)
+MATCH_RULES = ("iou", "overlap")
+#: the size classes, smallest first
+SIZES = ("small", "medium", "large")
+#: a lesion's status: a true lesion is found or missed, a predicted one matched or a false positive
+FOUND, MISSED, MATCHED, FALSE_POSITIVE = "found", "missed", "matched", "false positive"
+
+
+@dataclass(frozen=True)
+class LesionRule:
+    """How lesions are matched and sized (the module doc states each rule)."""
+
+    match: str = "iou"
+    threshold: float = 0.5
+    small_ml: float = 1.0
+    large_ml: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.match not in MATCH_RULES:
+            raise ValueError(f"lesion match must be one of {list(MATCH_RULES)}, got {self.match!r}")
+        if not 0.0 <= float(self.threshold) < 1.0:
+            raise ValueError(f"lesion IoU threshold must be in [0, 1), got {self.threshold!r}")
+        if not 0.0 < float(self.small_ml) <= float(self.large_ml):
+            raise ValueError(f"lesion sizes need 0 < small_ml <= large_ml, got {self.small_ml!r} and {self.large_ml!r}")
+
+    def size_of(self, volume_ml: float | None) -> str:
+        """``small`` / ``medium`` / ``large`` for a volume in mL; ``""`` without one (a video, a 2D image)."""
+        if volume_ml is None:
+            return ""
+        return SIZES[0] if volume_ml < self.small_ml else SIZES[2] if volume_ml >= self.large_ml else SIZES[1]
+
+    def describe(self) -> str:
+        """The rule in one line, for reports."""
+        how = (f"one to one where IoU > {self.threshold:g} (highest first)" if self.match == "iou"
+               else "a true lesion is found when any predicted lesion touches it")
+        return (f"Lesions are connected components (full connectivity), matched {how}; small < {self.small_ml:g} mL, "
+                f"large >= {self.large_ml:g} mL")
+
+
+@dataclass
+class Lesion:
+    """One true or predicted lesion: its number, status, size and DSC against its match."""
+
+    source: str  # "true" or "predicted"
+    number: int
+    status: str
+    voxels: int
+    volume_ml: float | None
+    size: str
+    dice: float
+    iou: float
+    first_slice: int | None
+    last_slice: int | None
+    #: the slice (frame) where it is largest: where to look at it
+    largest_slice: int | None
+    #: the numbers of the lesions of the other side it matched
+    matched: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["dice"] = None if not np.isfinite(self.dice) else round(float(self.dice), 4)
+        out["iou"] = None if not np.isfinite(self.iou) else round(float(self.iou), 4)
+        if self.volume_ml is not None:
+            out["volume_ml"] = round(float(self.volume_ml), 4)
+        return out
+
+
+@dataclass
+class LesionResult:
+    """Every lesion of both sides and the counts (:meth:`columns` gives a row's lesion columns)."""
+
+    lesions: list[Lesion]
+    rule: LesionRule
+
+    @property
+    def true_lesions(self) -> list[Lesion]:
+        return [l for l in self.lesions if l.source == "true"]
+
+    @property
+    def found(self) -> int:
+        return sum(l.status == FOUND for l in self.true_lesions)
+
+    @property
+    def missed(self) -> int:
+        return sum(l.status == MISSED for l in self.true_lesions)
+
+    @property
+    def false_positives(self) -> int:
+        return sum(l.status == FALSE_POSITIVE for l in self.lesions)
+
+    @property
+    def f1(self) -> float:
+        tp, fp, fn = self.found, self.false_positives, self.missed
+        return 1.0 if tp + fp + fn == 0 else 2.0 * tp / (2.0 * tp + fp + fn)
+
+    @property
+    def mean_dice(self) -> float:
+        true = self.true_lesions
+        return float(np.mean([l.dice for l in true])) if true else float("nan")
+
+    def recall_by_size(self) -> dict[str, float]:
+        """Each size class's share of true lesions found (NaN where there is none of that size)."""
+        out = {}
+        for size in SIZES:
+            of_size = [l for l in self.true_lesions if l.size == size]
+            out[size] = float(np.mean([l.status == FOUND for l in of_size])) if of_size else float("nan")
+        return out
+
+    def columns(self) -> dict[str, Any]:
+        """A result row's lesion columns (``lesions`` the JSON-ready list of every lesion)."""
+        return {"lesions_true": len(self.true_lesions), "lesions_found": self.found, "lesions_missed": self.missed,
+                "lesions_false": self.false_positives, "lesion_f1": self.f1, "lesion_dice": self.mean_dice,
+                "lesions": [l.to_dict() for l in self.lesions]}
+
+
+def components(mask: np.ndarray) -> tuple[np.ndarray, int]:
+    """The connected components of a bool mask with full connectivity, numbered 1..n in scan order."""
+    mask = np.asarray(mask, dtype=bool)
+    labels, count = ndimage.label(mask, structure=np.ones((3,) * mask.ndim, dtype=bool))
+    return labels, int(count)
+
+
+def _voxel_ml(spacing: Sequence[float], kind: str) -> float | None:
+    """One voxel's volume in mL for a volume (spacing in mm, z y x); None for a video or a 2D image."""
+    return float(np.prod([float(v) for v in spacing])) / 1000.0 if kind == "volume" else None
+
+
+def _extent(mask: np.ndarray, kind: str) -> tuple[int | None, int | None, int | None]:
+    if kind == "image":
+        return None, None, None
+    per_slice = mask.reshape(mask.shape[0], -1).sum(axis=1)
+    present = np.flatnonzero(per_slice)
+    return int(present[0]), int(present[-1]), int(np.argmax(per_slice))
+
+
+def _dice(a: np.ndarray, b: np.ndarray) -> float:
+    total = int(a.sum()) + int(b.sum())
+    return 1.0 if total == 0 else 2.0 * int(np.count_nonzero(a & b)) / total
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    union = int(np.count_nonzero(a | b))
+    return 1.0 if union == 0 else int(np.count_nonzero(a & b)) / union
+
+
+def _overlaps(true_labels: np.ndarray, pred_labels: np.ndarray) -> dict[tuple[int, int], int]:
+    """Voxels shared by each (true, predicted) pair of lesions that touch."""
+    both = (true_labels > 0) & (pred_labels > 0)
+    pairs, counts = np.unique(np.stack([true_labels[both], pred_labels[both]]), axis=1, return_counts=True)
+    return {(int(t), int(p)): int(c) for (t, p), c in zip(pairs.T, counts)}
+
+
+def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], kind: str,
+                  rule: LesionRule = LesionRule()) -> LesionResult:
+    """Every true and predicted lesion of one case, matched by ``rule`` (module doc); ``spacing`` in array
+    order (mm; a video's is its frames' and is only used for volumes' sizes)."""
+    pred, gt = np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool)
+    if pred.shape != gt.shape:
+        raise ValueError(f"prediction shape {pred.shape} != ground truth shape {gt.shape}")
+    true_labels, n_true = components(gt)
+    pred_labels, n_pred = components(pred)
+    overlaps = _overlaps(true_labels, pred_labels)
+    true_sizes = np.bincount(true_labels.ravel(), minlength=n_true + 1)
+    pred_sizes = np.bincount(pred_labels.ravel(), minlength=n_pred + 1)
+    if rule.match == "iou":
+        matches = _iou_matches(overlaps, true_sizes, pred_sizes, rule.threshold)
+    else:
+        matches = {pair: 0.0 for pair in overlaps}
+    true_of: dict[int, list[int]] = {t: [] for t in range(1, n_true + 1)}
+    pred_of: dict[int, list[int]] = {p: [] for p in range(1, n_pred + 1)}
+    for t, p in matches:
+        true_of[t].append(p)
+        pred_of[p].append(t)
+    voxel_ml = _voxel_ml(spacing, kind)
+    true_boxes, pred_boxes = ndimage.find_objects(true_labels), ndimage.find_objects(pred_labels)
+    lesions = []
+    for t in range(1, n_true + 1):
+        box = _union_box([true_boxes[t - 1]] + [pred_boxes[p - 1] for p in true_of[t]])
+        lesions.append(_lesion("true", t, true_labels[box] == t, np.isin(pred_labels[box], true_of[t]), true_of[t],
+                               voxel_ml, kind, rule, box))
+    for p in range(1, n_pred + 1):
+        box = _union_box([pred_boxes[p - 1]] + [true_boxes[t - 1] for t in pred_of[p]])
+        lesions.append(_lesion("predicted", p, pred_labels[box] == p, np.isin(true_labels[box], pred_of[p]),
+                               pred_of[p], voxel_ml, kind, rule, box))
+    return LesionResult(lesions, rule)
+
+
+def _union_box(boxes: list[tuple[slice, ...]]) -> tuple[slice, ...]:
+    """The smallest box holding every box (``find_objects`` slices)."""
+    return tuple(slice(min(b[axis].start for b in boxes), max(b[axis].stop for b in boxes))
+                 for axis in range(len(boxes[0])))
+
+
+def _iou_matches(overlaps: dict[tuple[int, int], int], true_sizes: np.ndarray, pred_sizes: np.ndarray,
+                 threshold: float) -> dict[tuple[int, int], float]:
+    """One-to-one pairs with IoU above ``threshold``, highest IoU first (ties: lower numbers first)."""
+    scored = []
+    for (t, p), shared in overlaps.items():
+        iou = shared / (int(true_sizes[t]) + int(pred_sizes[p]) - shared)
+        if iou > threshold:
+            scored.append((-iou, t, p))
+    used_true: set[int] = set()
+    used_pred: set[int] = set()
+    matches = {}
+    for negative, t, p in sorted(scored):
+        if t not in used_true and p not in used_pred:
+            used_true.add(t)
+            used_pred.add(p)
+            matches[(t, p)] = -negative
+    return matches
+
+
+def _lesion(source: str, number: int, mask: np.ndarray, other: np.ndarray, matched: list[int],
+            voxel_ml: float | None, kind: str, rule: LesionRule, box: tuple[slice, ...]) -> Lesion:
+    """One lesion from its mask and its matches' (both cropped to ``box``)."""
+    voxels = int(mask.sum())
+    volume = None if voxel_ml is None else voxels * voxel_ml
+    first, last, largest = _extent(mask, kind)
+    if kind != "image":
+        first, last, largest = (v + box[0].start for v in (first, last, largest))
+    if matched:
+        status, dice, iou = (FOUND if source == "true" else MATCHED), _dice(mask, other), _iou(mask, other)
+    else:
+        status, dice, iou = (MISSED if source == "true" else FALSE_POSITIVE), 0.0, 0.0
+    return Lesion(source, number, status, voxels, volume, rule.size_of(volume), dice, iou, first, last, largest,
+                  sorted(matched))
+
+
+__all__ = ["FALSE_POSITIVE", "FOUND", "Lesion", "MATCHED", "LesionResult", "LesionRule", "MATCH_RULES", "MISSED", "SIZES",
+           "components", "match_lesions"]
