@@ -17,7 +17,9 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
    records it (``scripts/_shot_prompt_log.py``);
 6. ``two_runs.png``: the Benchmark widget's two runs side by side, on two
    LiteMedSAM runs over 5 hippocampus cases of ``../shared/data`` (box margins
-   0 and 10; ``scripts/_shot_two_runs.py``).
+   0 and 10; ``scripts/_shot_two_runs.py``);
+7. ``objects.png``: the CT phantom's liver (a region holding its lesion), kidney and lesion, nested
+   objects each with its own mask (``scripts/_shot_objects.py``).
 
 Prediction (warm contour) and ground truth (cool fill) are told apart in all
 three. The window is 1600 x 1000, and 1.-3. are shot again in a 1366 x 768
@@ -259,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def all_shots(target: int) -> None:
     """Every screenshot, each in a viewer of its own."""
+    import _shot_objects
     import _shot_prompt_log
     import _shot_two_runs
 
@@ -267,6 +270,7 @@ def all_shots(target: int) -> None:
         with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
             in_viewer(benchmark, Path(tmp) / "run", size=size)
     in_viewer(_shot_prompt_log.shot)
+    in_viewer(_shot_objects.shot)
     with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
         in_viewer(_shot_two_runs.shot, *_shot_two_runs.make_runs(Path(tmp)))
 

@@ -40,9 +40,12 @@ def describe_api() -> dict[str, dict[str, Any]]:
         obj = getattr(api, name)
         entry: dict[str, Any] = {"kind": "class" if inspect.isclass(obj) else "function",
                                  "signature": str(inspect.signature(obj))}
-        if inspect.isclass(obj):
+        if inspect.isclass(obj):  # its own methods and those it inherits from the package's classes
+            own = {}
+            for cls in reversed([c for c in obj.__mro__ if c.__module__.startswith("napari_medsam_eval")]):
+                own.update(vars(cls))
             entry["methods"] = {attr: str(inspect.signature(getattr(obj, attr)))
-                                for attr, value in sorted(vars(obj).items())
+                                for attr, value in sorted(own.items())
                                 if not attr.startswith("_") and isinstance(value, (staticmethod, classmethod))
                                 or not attr.startswith("_") and inspect.isfunction(value)}
         described[name] = entry

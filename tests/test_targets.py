@@ -312,3 +312,26 @@ def test_deeplesion_lesion_by_lesion(shared_data: Path, tmp_path: Path, shared_e
         figure("deeplesion_lesions_found", found)
         figure("deeplesion_lesion_f1", 2 * found / (found + len(table) + int(table["lesions_false"].sum())))
         figure.assert_all_match()
+
+
+def test_a_run_folder_made_before_targets_keeps_reporting(tmp_path: Path, shared_data: Path, capsys):
+    """A results table without ``target_labels`` and the lesion columns (the schema before targets): it loads,
+    its rows' targets are their labels, the report and a comparison with a new run read it."""
+    from napari_medsam_eval.benchmark.schema import LESION_COUNT_COLUMNS, row_target
+
+    new = tmp_path / "new"
+    assert main(["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "2", "--out", str(new),
+                 "--quiet", "--no-report"]) == 0
+    old = tmp_path / "old"
+    old.mkdir()
+    table = load_table(new).drop(columns=["target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice",
+                                          "lesions"])
+    table.to_csv(old / "results.csv", index=False)
+    loaded = load_table(old)
+    assert (loaded["target_labels"] == "").all() and loaded["lesions_true"].isna().all()
+    assert [row_target(r).labels for _, r in loaded.iterrows()] == [(1,), (2,), (1,), (2,)]
+    assert main(["report", str(old)]) == 0
+    text = (old / "report.md").read_text()
+    assert "## Per task" in text and "Lesions, one by one" not in text
+    assert main(["compare", str(old), str(new), "--out", str(tmp_path / "compared")]) == 0
+    assert "4 scored in both" in (tmp_path / "compared" / "compare.md").read_text()

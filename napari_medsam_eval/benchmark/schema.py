@@ -236,3 +236,10 @@ def row_labels(row: Any) -> tuple[int, ...] | None:
     :func:`~napari_medsam_eval.evaluation.mask_comparison.binary_target` takes."""
     target = row_target(row)
     return None if target is None else target.labels
+
+
+def labels_text(row: Any) -> str:
+    """The label value(s) of a row's target as a table writes them: ``2``, ``1,2,3`` for a region, ``n/a`` for
+    a case that failed before its labels were known."""
+    labels = row_labels(row)
+    return "n/a" if labels is None else ",".join(str(v) for v in labels)

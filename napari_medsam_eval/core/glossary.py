@@ -72,6 +72,11 @@ TERMS: dict[str, str] = {
                     "hippocampus): the one prediction value compared with the same ground-truth value",
     "object": "one structure you segment, with its own number (label value) in the prediction layer and its "
               "own prompts",
+    "targets": "what is scored, each target as NAME=V[,V...][:lesions]: a region uniting label values "
+               "(liver=1,3: the liver with its tumour), one label (tumour=3), or a label's lesions one by one "
+               "(lesion=1:lesions: each lesion prompted and judged on its own: found, missed, false positives). "
+               "Several are separated by spaces. Empty: the regions the dataset's dataset.json declares, else "
+               "each label",
     "region": "the ground-truth labels one object is: empty for its own label value, or several, e.g. 1,3 for "
               "the liver with the tumour inside it (BraTS's whole tumour is 1,2,3). The prompt from ground truth "
               "and Compare's score use the region's mask",

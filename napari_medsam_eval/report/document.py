@@ -21,7 +21,7 @@ import pandas as pd
 from ..evaluation.aggregate import format_median_iqr
 from ..benchmark.manifest import MANIFEST_FILE
 from ..benchmark.parts_backfill import fill_parts
-from ..benchmark.schema import is_missing
+from ..benchmark.schema import is_missing, labels_text
 from ..core.ownership import overlap
 from ..core.palette import REPORT_MARK, REPORT_PROMPT, REPORT_STOP, color_name
 from . import markup as mk
@@ -205,7 +205,8 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
         blocks.append(mk.paragraph("None."))
     else:
         blocks.append(mk.table(["case", "task", "label", "error"],
-                               failed.head(MAX_FAILED)[["case_id", "task", "target_label", "error"]].values))
+                               [[r["case_id"], r["task"], labels_text(r), r["error"]]
+                                for _, r in failed.head(MAX_FAILED).iterrows()]))
         if len(failed) > MAX_FAILED:
             blocks.append(mk.paragraph(f"... and {len(failed) - MAX_FAILED} more (see the results table).", True))
     worst = worst_cases(table, worst_k)
@@ -214,7 +215,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     for rank, (_, row) in enumerate(worst.iterrows(), start=1):
         per_slice = slice_dice_summary(row)
         lowest = "n/a" if per_slice["argmin"] is None else f"{per_slice['min']:.3f} at {per_slice['argmin']}"
-        worst_rows.append([rank, row["case_id"], row["task"], row["target_label"], row["dice"], row["nsd"], lowest,
+        worst_rows.append([rank, row["case_id"], row["task"], labels_text(row), row["dice"], row["nsd"], lowest,
                            stops_text(row)])
         name = f"slices_{rank:02d}_{_safe_name(row['case_id'])}.png"
         plot_slice_dice(row, figures / name)

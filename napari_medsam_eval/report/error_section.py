@@ -12,6 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..evaluation.error_parts import OK, OK_DICE, PART_COLUMNS, PART_MEANINGS, PARTS, parse_where, part_name, ranges_text
+from ..benchmark.schema import labels_text
 from . import markup as mk
 from .figures import plot_error_parts
 from .stats import natural_key, ok_rows
@@ -83,7 +84,7 @@ def error_blocks(table: pd.DataFrame, figures: Path, figures_name: str, unit: st
         worst = worst_by_part(table, part)
         if worst.empty:
             continue
-        listed = [[r["case_id"], r["task"], r["target_label"], r["dice"], r[f"error_{part}"],
+        listed = [[r["case_id"], r["task"], labels_text(r), r["dice"], r[f"error_{part}"],
                    ranges_text(parse_where(r.get("error_slices")).get(part, {}).get("ranges", [])) or NOT_AVAILABLE]
                   for _, r in worst.iterrows()]
         blocks += [mk.heading(f"Most {part_name(part)}", 3),

@@ -17,7 +17,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..benchmark.schema import is_missing
+from ..benchmark.schema import is_missing, labels_text
 from ..core.palette import (ERROR_PART_COLORS, WHITE, REPORT_CATEGORIES, REPORT_MARK, REPORT_POINTS, REPORT_PROMPT, REPORT_REFERENCE,
                             REPORT_SERIES, REPORT_STOP)
 from ..evaluation.interaction_effort import curve_summary
@@ -141,7 +141,7 @@ def plot_slice_dice(row: pd.Series, path: str | Path) -> Path:
     axes.set_ylabel("DSC")
     axes.grid(alpha=0.3)
     dice = row.get("dice")
-    axes.set_title(f"{row.get('case_id')} - {row.get('task')} (label {row.get('target_label')}): DSC {dice:.3f}",
+    axes.set_title(f"{row.get('case_id')} - {row.get('task')} (label {labels_text(row)}): DSC {dice:.3f}",
                    fontsize=9)
     return save_figure(figure, path)
 

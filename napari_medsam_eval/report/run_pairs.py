@@ -40,8 +40,8 @@ from .paired import PAIR_KEYS, compare_runs, paired_scores
 from .results import RunResults, load_run
 
 #: columns of :attr:`RunPair.pairs` and :attr:`RunPair.unpaired`
-PAIR_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "diff"]
-UNPAIRED_COLUMNS = [*PAIR_KEYS, "label_name", "a", "b", "reason"]
+PAIR_COLUMNS = [*PAIR_KEYS, "label_name", "target_labels", "a", "b", "diff"]
+UNPAIRED_COLUMNS = [*PAIR_KEYS, "label_name", "target_labels", "a", "b", "reason"]
 #: a pair's key: ``case_id``, ``task`` and ``target_label`` (None for a case that failed before its labels were known)
 PairKey = tuple[str, str, int | None]
 
@@ -133,6 +133,7 @@ def open_run_pair(run_a: str | Path, run_b: str | Path, metric: str = "dice", n_
     rows_a, rows_b = _rows_by_key(a), _rows_by_key(b)
     keys = [pair_key(*k) for k in zip(*(scores[c] for c in PAIR_KEYS))]
     scores["label_name"] = [str((rows_a.get(k) or rows_b.get(k) or {}).get("label_name") or "") for k in keys]
+    scores["target_labels"] = [str((rows_a.get(k) or rows_b.get(k) or {}).get("target_labels") or "") for k in keys]
     paired = scores[scores["paired"]].sort_values(["diff", *PAIR_KEYS], kind="stable")
     unpaired = scores[~scores["paired"]].copy()
     unpaired["reason"] = [_reason(s, x, y) for s, x, y in zip(unpaired["side"], unpaired["a"], unpaired["b"])]

@@ -110,7 +110,7 @@ def overall_summary(table: pd.DataFrame, by: Sequence[str] = ("task",),
 
 def failed_cases(table: pd.DataFrame) -> pd.DataFrame:
     """The failed rows: case, task, target and the error message."""
-    columns = ["case_id", "task", "target_label", "label_name", "error"]
+    columns = [c for c in ("case_id", "task", "target_label", "label_name", "target_labels", "error") if c in table]
     return table.loc[table["status"].eq(STATUS_FAILED), columns].reset_index(drop=True)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from napari_medsam_eval.benchmark.schema import labels_text
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
@@ -82,12 +83,12 @@ def text_item(text: str) -> QTableWidgetItem:
 
 
 def target_text(row: dict[str, Any]) -> str:
-    """``anterior (1)``: the target's name and label value."""
-    value = row.get("target_label")
+    """``anterior (1)``: the target's name and label value(s) (``whole_tumor (1,2,3)`` for a region)."""
     name = str(row.get("label_name") or "")
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    labels = labels_text(row)
+    if labels == "n/a":
         return name or "unknown"
-    return f"{name} ({int(value)})"
+    return f"{name} ({labels})"
 
 
 __all__ = ["NumericItem", "fmt", "table", "target_text", "text_item"]

@@ -33,7 +33,7 @@ DATA_DEFAULT = "data's default"
 MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam", "box", "oracle") if name in BACKENDS]
 #: the settings' names, top to bottom (the Benchmark widget shows each as its own attribute too)
 SETTINGS = ("dataset", "layout_choice", "model", "checkpoint", "precision", "protocol", "protocol_options",
-            "propagation", "propagation_margin", "seed", "limit", "workers", "executor", "ray_address",
+            "targets", "propagation", "propagation_margin", "seed", "limit", "workers", "executor", "ray_address",
             "save_predictions", "out_dir")
 
 #: the tooltips of the run settings (the terms of the field in plain words: :mod:`._words`)
@@ -55,6 +55,7 @@ TIPS = {
     "margin": WORDS["propagation margin"],
     "protocol_options": WORDS["protocol options"],
     "seed": WORDS["seed"],
+    "targets": WORDS["targets"],
     "precision": WORDS["bench precision"],
 }
 
@@ -75,6 +76,12 @@ def propagation_choice(preset: str, margin: int) -> str | dict[str, Any] | None:
         return name
     base = {} if name is None else dataclasses.asdict(RULE_PRESETS[name])
     return {**base, "margin": int(margin)}
+
+
+def targets_choice(text: str) -> list[str] | None:
+    """``run``'s ``targets`` of the widget's field: its targets separated by spaces or ``;`` (None: empty)."""
+    parts = [part for part in str(text or "").replace(";", " ").split() if part]
+    return parts or None
 
 
 def _local_cores() -> int:
@@ -98,6 +105,8 @@ class RunSettings(Container):
         self.protocol = ComboBox(label="protocol", choices=list(GROUND_TRUTH_PROTOCOLS), value="medsam2",
                                  tooltip=TIPS["protocol"])
         self.protocol_options = LineEdit(label="protocol options", value="", tooltip=TIPS["protocol_options"])
+        self.targets = LineEdit(label="targets", value="", tooltip=TIPS["targets"])
+        self.targets.native.setPlaceholderText("the dataset's; or e.g. liver=1,3 lesion=3:lesions")
         self.propagation = ComboBox(label="propagation", choices=[DATA_DEFAULT, *RULE_PRESETS], value=DATA_DEFAULT,
                                     tooltip=TIPS["propagation"])
         self.propagation_margin = SpinBox(label="propagation margin (px)", min=-1, max=200, value=-1,
@@ -131,7 +140,7 @@ class RunSettings(Container):
                                propagation=propagation_choice(self.propagation.value,
                                                               int(self.propagation_margin.value)),
                                seed=int(self.seed.value), executor=self.executor.value,
-                               ray_address=self.ray_address.value)
+                               ray_address=self.ray_address.value, targets=targets_choice(self.targets.value))
 
 
 __all__ = ["AUTO_LAYOUT", "DATA_DEFAULT", "MODEL_CHOICES", "SETTINGS", "RunSettings", "path_of", "propagation_choice"]

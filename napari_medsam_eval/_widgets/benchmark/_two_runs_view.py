@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import pandas as pd
+from napari_medsam_eval.benchmark.schema import labels_text
 from qtpy.QtCore import Qt
 from qtpy.QtWidgets import QLabel, QSizePolicy, QTableWidget, QVBoxLayout, QWidget
 
@@ -37,7 +38,7 @@ POINT_COLORS = PLOT_CATEGORIES
 
 
 def _target(row: Any) -> str:
-    label = cell_text(row.target_label)  # n/a: a case that failed before its labels were known
+    label = labels_text(row)  # n/a: a case that failed before its labels were known; 1,2,3: a region
     return f"{row.label_name} ({label})" if row.label_name else label
 
 

@@ -79,6 +79,7 @@ TIPS: dict[str, str] = {
     # the Benchmark widget
     "layout": explain("layout"),
     "bench protocol": protocol_tip("each case's prompt"),
+    "targets": explain("targets"),
     "protocol options": explain("protocol options"),
     "propagation rules": explain("propagation", "The rules: the data's default (volumes and videos measured "
                                                 "apart) or a preset (medsam-eval run --propagation)"),
