@@ -27,6 +27,7 @@ from .core.errors import MedsamEvalError
 from .core.ownership import check_may_write
 from .io.formats import format_suffix, strip_suffix
 from .io.writers import write_mask
+from .core.errors import InputError
 
 #: array axes of a layer by its number of dimensions
 AXES_BY_NDIM = {2: "yx", 3: "zyx"}
@@ -36,7 +37,7 @@ def reference_case(data: np.ndarray, meta: dict[str, Any]) -> Case:
     """A header-only :class:`Case` describing the layer's grid, for :func:`write_mask`."""
     data = np.asarray(data)
     if data.ndim not in AXES_BY_NDIM:
-        raise ValueError(f"can only write 2D or 3D label layers, this one has shape {data.shape}")
+        raise InputError(f"can only write 2D or 3D label layers, this one has shape {data.shape}")
     axes = AXES_BY_NDIM[data.ndim]
     layer_meta = meta.get("metadata") or {}
     scale = meta.get("scale")
@@ -73,7 +74,7 @@ def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
             check_may_write(target, overwrite=True, option="the file", dataset=dataset_holding(target))
             written.append(str(write_mask(labels, target, reference_case(labels, meta))))
     except (MedsamEvalError, ValueError) as error:
-        raise ValueError(f"cannot write {Path(path).name}: {error}") from error
+        raise InputError(f"cannot write {Path(path).name}: {error}") from error
     if hidden:
         listed = "; ".join(f"object {v}: {n} voxels under another object, whole in {Path(written[i + 1]).name}"
                            for i, (v, n) in enumerate(sorted(hidden.items())))

@@ -161,20 +161,22 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | S
     Gives ``dice``, ``iou``, ``nsd`` (at ``tolerance_mm``, default 2 mm), ``hd95``, both voxel counts, and why
     it missed: the error split into parts adding up to ``1 - dice`` (``error_leak``, ``error_missed_slices``,
     ``error_off_target``, ``error_over``, ``error_under``), the ``dominant_error`` and its ``error_slices``;
-    ``prompt_slice_dice`` when ``prompt_slice`` is given. ``spacing`` is a case's ``spacing`` or its values
-    (``z, y, x``; a video's frame ``y, x`` are taken from a case's).
+    ``prompt_slice_dice`` when ``prompt_slice`` is given. ``spacing`` is a case's ``spacing`` (a ``Spacing``, which
+    says its axis order; a video's frame ``y, x`` are taken from a case's), or a bare sequence only when its
+    values are equal. Refused with an ``InputError`` (a ``MedsamEvalError`` and a ``ValueError``), as the CLI
+    refuses them in files: NaN or infinite values, values other than 0 and 1 (a label map: take one target),
+    masks of two shapes, a bare spacing of unequal values (its order is unknown).
 
     Example::
 
         scores = score_pair(result.mask, case.label == 2, case.kind, case.spacing, prompt_slice=22)
         scores["dice"], scores["dominant_error"]
     """
-    from .evaluation.metrics import score_pair as score
-    from .evaluation.surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM
+    from .evaluation.metrics import array_spacing, binary_mask, score_pair as score
+    from .evaluation.surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM, as_mask_pair
 
-    values = tuple(getattr(spacing, "values", spacing))
-    if kind == "video" and len(values) == 3:
-        values = values[1:]
+    pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
+    values = array_spacing(spacing, kind, pred.ndim)
     tolerance = LITEMEDSAM_NSD_TOLERANCE_MM if tolerance_mm is None else tolerance_mm
     return score(pred, gt, kind, values, tolerance, prompt_slice)
 
@@ -194,8 +196,11 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing 
         result.found, result.missed, result.false_positives, result.f1
     """
     from .evaluation.lesions import LesionRule, match_lesions as match_components
+    from .evaluation.metrics import array_spacing, binary_mask
+    from .evaluation.surface_distance import as_mask_pair
 
-    values = tuple(getattr(spacing, "values", spacing))
+    pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
+    values = array_spacing(spacing, kind, pred.ndim)
     return match_components(pred, gt, values, kind, LesionRule(match, threshold, small_ml, large_ml))
 
 

@@ -12,11 +12,14 @@ without an ``embeddings`` option of its own (in this process or in a command
 it starts) reads and writes it. Tests that count encoder passes or test the
 store itself pass their own store, or ``embeddings=False``.
 
-At the end the run fails (exit status 1) when anything under the home folder
-was written during the run (outside the checkout and the virtual environment),
+The home folder itself is the run's too: ``HOME`` points at an empty folder of the run, so whatever a
+test (or a command it starts) writes under ``~`` lands there, and the user's own home is never touched.
+
+At the end the run fails (exit status 1) when anything was written in that home folder during the run,
 or when the checkout has files that git did not show at the start: tracked
 files changed, new untracked files, new ignored files other than Python's
-caches. The list is printed.
+caches. The list is printed. Only the suite's own writes are seen: another program of the same user
+writing into the real ``~/.cache`` meanwhile (napari, Mesa's shader cache) is none of the run's.
 """
 from __future__ import annotations
 
@@ -81,9 +84,13 @@ def written_since(root: Path, since_ns: int, skip: tuple[Path, ...]) -> list[Pat
 
 
 def outside_writes(home: Path, since_ns: int, checkout_before: set[str], repo: Path = REPO) -> list[str]:
-    """What the run wrote where it should not: files under ``home`` and new lines of the checkout's status."""
-    skip = (repo.resolve(), Path(sys.prefix).resolve(), Path(tempfile.gettempdir()).resolve())
-    lines = [f"home: {path}" for path in written_since(home.resolve(), since_ns, skip)] if home.is_dir() else []
+    """What the run wrote where it should not: files under ``home`` (named as ``~/...``) and new lines of the
+    checkout's status."""
+    home = home.resolve()
+    skip = tuple(p for p in (repo.resolve(), Path(sys.prefix).resolve(), Path(tempfile.gettempdir()).resolve())
+                 if p != home and home not in p.parents)
+    lines = ([f"home: ~/{path.relative_to(home).as_posix()}" for path in written_since(home, since_ns, skip)]
+             if home.is_dir() else [])
     lines += [f"checkout: {line}" for line in sorted(checkout_state(repo) - checkout_before)]
     return lines
 
@@ -92,8 +99,11 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_worker() or hasattr(config, "_suite_isolation"):
         return
     run_folder = Path(tempfile.mkdtemp(prefix="medsam-eval-tests-"))
+    home = run_folder / "home"  # the run's own home folder: the suite's writes under ~ land here, and only them
+    home.mkdir()
     config._suite_isolation = {"folder": run_folder, "start_ns": time.time_ns() - 1_000_000_000,
-                               "checkout": checkout_state(), "home": Path.home(), "saved": {}}
+                               "checkout": checkout_state(), "home": home, "saved": {"HOME": os.environ.get("HOME")}}
+    os.environ["HOME"] = str(home)
     if not os.environ.get(KEEP_CACHES):
         for variable, sub in CACHE_VARIABLES.items():
             config._suite_isolation["saved"][variable] = os.environ.get(variable)

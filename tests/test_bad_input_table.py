@@ -172,8 +172,8 @@ def _run_cli(capsys, *args) -> tuple[int, str]:
 def _assert_one_line(code: int, err: str, fragment: str, command: str) -> None:
     assert code == 2, f"{command}: exit {code}, {err}"
     assert "internal error" not in err and "Traceback" not in err, f"{command}: {err}"
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("error: ") and fragment in last, f"{command}: {last!r} lacks {fragment!r}"
+    errors = [line for line in err.strip().splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and fragment in errors[0], f"{command}: {errors!r} lacks {fragment!r}"
 
 
 def _dataset_with(bad: Path, where: str, shared: Path, root: Path) -> Path:

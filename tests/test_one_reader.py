@@ -124,7 +124,14 @@ def test_the_runner_rows_pass_unchanged_and_bad_labels_are_refused(tmp_path):
     typed = to_dataframe(rows)
     for path in (run, run / ROWS_FILE, run / PARQUET_FILE, run / CSV_FILE):
         pd.testing.assert_frame_equal(load_table(path), typed)
-    assert load_table(tmp_path / "no_run_yet").empty and list(load_table(tmp_path).columns) == list(COLUMNS)
+    with pytest.raises(DataError, match="run folder not found"):  # (it was an empty table: issue 57)
+        load_table(tmp_path / "no_run_yet")
+    with pytest.raises(DataError, match="not a run folder: it holds no manifest.json and no results table"):
+        load_table(tmp_path)
+    started = tmp_path / "started"  # a run that has not finished a case: its manifest, no rows yet
+    started.mkdir()
+    (started / "manifest.json").write_text('{"format": 1, "status": "running"}')
+    assert load_table(started).empty and list(load_table(started).columns) == list(COLUMNS)
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / ROWS_FILE).write_bytes(jsonl_bytes([dict(rows[0], target_label="left")]))

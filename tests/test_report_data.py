@@ -28,6 +28,7 @@ SCORES = {
     "polyp": [0.99, 0.97, 0.95, 0.93, 0.91, 0.89],
 }
 MANIFEST = {
+    "format": 1, "status": "completed",
     "model": {"name": "medsam2", "checkpoint": "MedSAM2_latest.pt", "sha256": "0123abcd"},
     "protocol": "medsam2-middle-box",
     "dataset": "synthetic",

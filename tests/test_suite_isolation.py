@@ -29,16 +29,21 @@ def test_a_run_that_writes_in_the_home_folder_fails_and_names_the_file(tmp_path)
         "    assert not str(token).startswith(str(Path.home())) and len(token.read_text()) == 64\n\n"
         "def test_writes_home():\n"
         "    (Path.home() / '.cache' / 'leak').mkdir(parents=True)\n"
-        "    (Path.home() / '.cache' / 'leak' / 'file.bin').write_bytes(b'x')\n")
+        "    (Path.home() / '.cache' / 'leak' / 'file.bin').write_bytes(b'x')\n\n"
+        "def test_another_program_writes_the_real_home():\n"
+        f"    (Path({str(home)!r}) / '.cache').mkdir()\n"
+        f"    (Path({str(home)!r}) / '.cache' / 'mesa.bin').write_bytes(b'x')\n")
     env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(TESTS)}
     for variable in ("PYTEST_XDIST_WORKER", *RAY_TOKEN_VARIABLES):  # as from a fresh shell
         env.pop(variable, None)
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "suite_isolation", "-p", "no:cacheprovider",
                            "--rootdir", str(suite), str(suite)], capture_output=True, text=True, env=env, cwd=suite)
-    assert "2 passed" in done.stdout, done.stdout[-2000:]
+    assert "3 passed" in done.stdout, done.stdout[-2000:]
     assert done.returncode == 1, done.stdout[-2000:]
     assert "written outside the run's temporary folders" in done.stdout
-    assert f"home: {home / '.cache' / 'leak' / 'file.bin'}" in done.stdout and "old.txt" not in done.stdout
+    assert "home: ~/.cache/leak/file.bin" in done.stdout and "old.txt" not in done.stdout
+    assert not (home / ".cache" / "leak").exists()  # the user's home was never written: the run had its own
+    assert "mesa.bin" not in done.stdout  # another program's write into the real home is none of the run's
 
 
 def test_new_files_in_the_checkout_are_listed_and_python_caches_are_not(tmp_path):

@@ -12,11 +12,15 @@ in :data:`RESUME_KEYS`) and its CLI/widget control.
 from __future__ import annotations
 
 import json
+from numbers import Integral
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import OptionError
+from ..core.options import MAX_SEED
 from ..evaluation.scoring import NSD_TOLERANCE_MM
+from ..core.errors import InputError
 
 #: the run's options a resumed run must agree on (besides the model checkpoint's SHA-256)
 RESUME_KEYS = ("dataset_path", "layout", "model", "model_options", "protocol", "protocol_options", "seed",
@@ -110,19 +114,26 @@ class RunConfig:
         from ..propagation.rules import resolve_rules
         from .executors import check_executor
 
+        if isinstance(self.seed, bool) or not isinstance(self.seed, Integral) or not 0 <= self.seed <= MAX_SEED:
+            raise OptionError(f"seed must be a whole number from 0 to 2**63 - 1 (what a results table's integer "
+                              f"column holds), got {self.seed!r}")
+        for name in ("workers", "limit"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, Integral)):
+                raise OptionError(f"{name} must be a whole number, got {value!r}")
         if self.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {self.workers}")
+            raise InputError(f"workers must be >= 1, got {self.workers}")
         check_executor(self.executor, self.workers, self.gpus_per_worker, self.ray_address)
         if self.propagation is not None:  # unknown presets and options refused before any work
             resolve_rules("volume", self.propagation)
         if self.intensity not in INTENSITY_MODES:
-            raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {self.intensity!r}")
+            raise InputError(f"intensity must be one of {INTENSITY_MODES}, got {self.intensity!r}")
         if self.limit is not None and self.limit < 1:
-            raise ValueError(f"limit must be >= 1, got {self.limit}")
+            raise InputError(f"limit must be >= 1, got {self.limit}")
         if self.lesions is not None:
             self.lesion_rule()
         if self.protocol_options.get("seed", self.seed) != self.seed:
-            raise ValueError(f"protocol option seed={self.protocol_options['seed']} contradicts seed={self.seed}; "
+            raise InputError(f"protocol option seed={self.protocol_options['seed']} contradicts seed={self.seed}; "
                              "give one")
         return self
 
@@ -134,7 +145,7 @@ class RunConfig:
         try:
             return LesionRule(**(self.lesions or {}))
         except TypeError as error:
-            raise ValueError(f"lesions: {error}; its options are match, threshold, small_ml, large_ml") from None
+            raise InputError(f"lesions: {error}; its options are match, threshold, small_ml, large_ml") from None
 
     def resolved(self, layout: str, protocol: Any) -> "RunConfig":
         """The config as the run records it: the layout found, the protocol's name and all its options."""

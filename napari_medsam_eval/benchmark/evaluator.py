@@ -51,10 +51,12 @@ from ..protocols.corrections import CorrectionsProtocol
 from ..studies.corrections import run_corrections
 from ..studies.sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
 from .config import RunConfig
+from .manifest import inputs_sha256
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps
 from ..evaluation.scoring import result_notes, score_target
 from .case_progress import StepProgress, target_progress
 from .timing import SegmentTimer, with_rest
+from ..core.errors import InputError
 
 #: how a row's error starts when its prediction could not be written (the runner stops: the disk is full, ...)
 UNSAVED_PREFIX = "prediction not saved"
@@ -154,11 +156,11 @@ class CaseEvaluator:
         self.config = config
         self.lesion_rule = config.lesion_rule()
         if protocol.sensitivity and (isinstance(protocol, CorrectionsProtocol) or protocol.name == OFFICIAL_3D_PROTOCOL):
-            raise ValueError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
+            raise InputError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
                              "it; it is not available with the corrections or the official 3D box protocol")
         lesions = [t.text() for t in parse_targets(config.targets) or [] if t.lesions]
         if lesions and (protocol.sensitivity or isinstance(protocol, CorrectionsProtocol)):
-            raise ValueError(f"target {lesions[0]}: lesion by lesion, each lesion is prompted on its own; the "
+            raise InputError(f"target {lesions[0]}: lesion by lesion, each lesion is prompted on its own; the "
                              "corrections protocol and the sensitivity option work on one prompt per target")
 
     def evaluate(self, ref: CaseRef, progress: StepProgress | None = None) -> list[dict[str, Any]]:
@@ -167,11 +169,12 @@ class CaseEvaluator:
         ``progress`` gets a :class:`~.case_progress.CaseStep` as each target starts and after each of its
         slices; when it answers False the case stops there and :class:`Cancelled` is raised (no rows).
         """
-        base = base_row(ref, ref.kind, self.config)
+        base = {**base_row(ref, ref.kind, self.config), "input_sha256": inputs_sha256(ref)}
         try:
             case = self.layout.load(ref)
         except Exception as error:  # noqa: BLE001 - any reader failure is this case's result
-            return failed_case_rows(ref, self.layout, self.config, error)
+            return [{**row, "input_sha256": base["input_sha256"]}
+                    for row in failed_case_rows(ref, self.layout, self.config, error)]
         base.update(kind=case.kind, n_slices=case.n_slices())
         try:
             targets = self.layout.targets(ref, case, parse_targets(self.config.targets, case.label_names))
@@ -223,7 +226,7 @@ class CaseEvaluator:
         several = {t.key: len(by_target.get(t.key, [])) for t in targets
                    if len(by_target.get(t.key, [])) != 1 and not (t.lesions and by_target.get(t.key))}
         if several:
-            raise ValueError(f"protocol {self.protocol.name!r} must give one prompt per target for the benchmark "
+            raise InputError(f"protocol {self.protocol.name!r} must give one prompt per target for the benchmark "
                              f"runner; got counts {several} (choose one mode/option)")
         return by_target
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.errors import MedsamEvalError, OptionError
+from ..core.errors import InputError
 
 EXECUTORS = ("local", "ray")
 INSTALL_HINT = "pip install 'napari-medsam-eval[ray]'"
@@ -30,13 +31,13 @@ def import_ray() -> Any:
 def check_executor(executor: str, workers: int, gpus_per_worker: float, address: str | None) -> None:
     """ValueError for settings that cannot run; :class:`RayUnavailable` when Ray is asked for and missing."""
     if executor not in EXECUTORS:
-        raise ValueError(f"executor must be one of {EXECUTORS}, got {executor!r}")
+        raise InputError(f"executor must be one of {EXECUTORS}, got {executor!r}")
     if executor == "local":
         if address or gpus_per_worker:
-            raise ValueError("a Ray address and GPUs per worker need the Ray executor (--executor ray)")
+            raise InputError("a Ray address and GPUs per worker need the Ray executor (--executor ray)")
         return
     if gpus_per_worker < 0:
-        raise ValueError(f"GPUs per worker must be >= 0, got {gpus_per_worker}")
+        raise InputError(f"GPUs per worker must be >= 0, got {gpus_per_worker}")
     import_ray()
     if address:
         check_reachable(address)

@@ -28,6 +28,7 @@ from .executors import RayUnavailable, import_ray
 from .runner import run_benchmark
 from .case_progress import CaseStep
 from .store import ROWS_FILE
+from ..core.errors import InputError
 
 #: models without shipped weights: a run needs a checkpoint file
 NEEDS_CHECKPOINT = ("medsam2", "sam2", "sam")
@@ -47,23 +48,23 @@ def checked_request(dataset: Path | None, out_dir: Path | None, model: str, prot
     the widget opens a row's prediction).
     """
     if dataset is None:
-        raise ValueError("choose a dataset folder")
+        raise InputError("choose a dataset folder")
     if not dataset.is_dir():
-        raise ValueError(f"dataset folder not found: {dataset}")
+        raise InputError(f"dataset folder not found: {dataset}")
     if out_dir is None:
-        raise ValueError("choose an output folder for the run")
+        raise InputError("choose an output folder for the run")
     if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"the output path is a file, not a folder: {out_dir}")
+        raise InputError(f"the output path is a file, not a folder: {out_dir}")
     if not resume and out_dir.is_dir() and any(out_dir.iterdir()):
-        raise ValueError(f"the output folder {out_dir} is not empty: press Resume to continue that run, "
+        raise InputError(f"the output folder {out_dir} is not empty: press Resume to continue that run, "
                          "or choose a new folder")
     if resume and not (out_dir / ROWS_FILE).is_file():
-        raise ValueError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
+        raise InputError(f"nothing to resume in {out_dir} (no {ROWS_FILE}); press Run")
     if options.get("executor", "local") == "ray":
         try:
             import_ray()
         except RayUnavailable as error:
-            raise ValueError(str(error)) from None
+            raise InputError(str(error)) from None
         options["ray_address"] = (options.get("ray_address") or "").strip() or None
     elif "ray_address" in options:
         options["ray_address"] = None  # an address typed for Ray does not apply to local workers
@@ -71,12 +72,12 @@ def checked_request(dataset: Path | None, out_dir: Path | None, model: str, prot
     model_options: dict[str, Any] = {}
     if model in NEEDS_CHECKPOINT:
         if checkpoint is None or not checkpoint.is_file():
-            raise ValueError(f"model {model} needs a checkpoint file"
+            raise InputError(f"model {model} needs a checkpoint file"
                              + (f"; not found: {checkpoint}" if checkpoint is not None else ""))
         model_options["checkpoint"] = str(checkpoint)
     if precision != "fp32":  # fp32 is every model's default: left out, so a run resumes as before
         if model != "litemedsam":
-            raise ValueError(f"precision {precision} applies to model litemedsam only, not {model}")
+            raise InputError(f"precision {precision} applies to model litemedsam only, not {model}")
         from ..models.litemedsam_precision import resolve_precision
 
         model_options["precision"] = resolve_precision(precision)

@@ -37,6 +37,7 @@ from ..datasets import CaseRef, get_layout
 from .config import RunConfig
 from .evaluator import CaseEvaluator, error_text, failed_case_rows
 from .case_progress import StepProgress
+from ..core.errors import InputError
 
 Rows = list[dict[str, Any]]
 #: times a case may be running when a worker dies before it is given up
@@ -158,7 +159,7 @@ class ParallelExecutor:
 
     def __init__(self, config: RunConfig, refs: Iterable[CaseRef], cancel: threading.Event | None = None) -> None:
         if config.workers < 2:
-            raise ValueError(f"ParallelExecutor needs at least 2 workers, got {config.workers}")
+            raise InputError(f"ParallelExecutor needs at least 2 workers, got {config.workers}")
         self.config = config
         self.workers = int(config.workers)
         self.threads = threads_per_worker(self.workers)

@@ -25,16 +25,17 @@ import json
 import os
 import platform
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..datasets import CaseRef
+from ..core.checksum import sha256_file
 from ..core.errors import DataError
 from ..core.ownership import folder_contents
 from .config import config_differences
 from .files import MANIFEST_FILE
+from ..core.temp_files import temporary_beside
 
 FORMAT_VERSION = 1
 
@@ -94,10 +95,36 @@ def dataset_fingerprint(refs: Iterable[CaseRef], root: str | Path) -> dict[str, 
     return {"file_count": len(entries), "total_bytes": sum(s for _, s in entries), "listing_sha256": digest.hexdigest()}
 
 
+def inputs_sha256(ref: CaseRef) -> str:
+    """One SHA-256 of the contents of every file a case reads (:meth:`CaseRef.files`, in their order); "" for a
+    case none of whose files can be read. A row keeps it (``input_sha256``): ``--resume`` redoes a case whose
+    files changed since, a size kept or not (:func:`changed_inputs`)."""
+    digest = hashlib.sha256()
+    found = False
+    for path in ref.files():
+        try:
+            digest.update(f"{path.name}\t{sha256_file(path)}\n".encode("utf-8", "surrogateescape"))
+            found = True
+        except OSError:
+            digest.update(f"{path.name}\tunreadable\n".encode("utf-8", "surrogateescape"))
+    return digest.hexdigest() if found else ""
+
+
+def changed_inputs(rows: Iterable[dict[str, Any]], refs: Iterable[CaseRef]) -> set[str]:
+    """The cases of ``rows`` whose files' contents are not the ones they were computed from (their rows'
+    ``input_sha256``; a row without one, from a run folder made before it, is trusted). Each case's files
+    are read once."""
+    recorded: dict[str, str] = {}
+    for row in rows:
+        if row.get("input_sha256"):
+            recorded[str(row["case_id"])] = str(row["input_sha256"])
+    return {ref.case_id for ref in refs if ref.case_id in recorded and inputs_sha256(ref) != recorded[ref.case_id]}
+
+
 def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
     """Write ``manifest.json`` atomically; returns its path."""
     path = Path(run_dir) / MANIFEST_FILE
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temp = temporary_beside(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             json.dump(manifest, stream, indent=2, sort_keys=False, default=str)
@@ -111,14 +138,21 @@ def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:
-    """The manifest of a run folder, or None without one; DataError when unreadable."""
+    """The manifest of a run folder, or None without one; DataError when unreadable or of a format this
+    version does not read (:data:`FORMAT_VERSION`): it is never reported or compared as if it were."""
     path = Path(run_dir) / MANIFEST_FILE
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        manifest = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise DataError(f"run manifest cannot be read ({error})", path) from None
+    found = manifest.get("format", "none") if isinstance(manifest, dict) else type(manifest).__name__
+    if not isinstance(manifest, dict) or type(found) is not int or found != FORMAT_VERSION:
+        raise DataError(f"a run manifest of format {json.dumps(found)}: this version of medsam-eval reads format "
+                        f"{FORMAT_VERSION} (the folder was made by another version, or the file was edited); "
+                        "run again into a new folder", path)
+    return manifest
 
 
 def is_run_manifest(manifest: Any) -> bool:
@@ -136,7 +170,10 @@ def check_run_folder(run_dir: str | Path) -> dict[str, Any]:
         raise DataError(f"cannot resume: not a run folder of medsam-eval (no {MANIFEST_FILE}; it holds "
                         f"{folder_contents(run_dir)}); --resume continues a run started in that folder, "
                         "so give that folder or a new one", run_dir)
-    manifest = read_manifest(run_dir)
+    try:
+        manifest = read_manifest(run_dir)
+    except DataError:
+        manifest = None
     if not is_run_manifest(manifest):
         raise DataError(f"cannot resume: {MANIFEST_FILE} is not a run manifest of medsam-eval (format "
                         f"{FORMAT_VERSION} with status and config); give a run folder this tool made, or a new "

@@ -7,6 +7,7 @@ row names that file, so every row's file reproduces the row (``medsam-eval score
 """
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -16,9 +17,23 @@ from ..core.case import Case
 from ..core.targets import Target
 
 PREDICTIONS_DIR = "predictions"
-def safe_file_stem(case_id: str) -> str:
-    """A case id usable as a file name (``/`` and odd characters -> ``_``)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._") or "case"
+#: the most bytes a prediction's file name keeps of its case id (the rest: ``.label<value>``, the suffix, a hash)
+STEM_BYTES = 200
+
+
+#: the most bytes a prediction's file name keeps of a target's name
+NAME_BYTES = 40
+
+
+def safe_file_stem(case_id: str, most: int = STEM_BYTES) -> str:
+    """A case id (or a target's name) usable as a file name (``/`` and odd characters -> ``_``), cut to ``most``
+    characters with a short hash of the whole when longer: its files' names (``<stem>.label<value>.nii.gz``,
+    ``<stem>.<target>.nii.gz``) always fit in a file name."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", case_id).strip("._") or "case"
+    if len(stem) <= most:
+        return stem
+    digest = hashlib.sha256(case_id.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{stem[:most - 9]}-{digest}"
 
 
 def prediction_suffix(case: Case) -> str:
@@ -53,7 +68,7 @@ def prediction_files(targets: list[Target], predictions: dict[int, np.ndarray], 
             files[target.key] = (Path(PREDICTIONS_DIR) / f"{stem}.label{target.key}{suffix}",
                                  mask.astype(dtype) * target.key)
         elif target not in in_map:
-            files[target.key] = (Path(PREDICTIONS_DIR) / f"{stem}.{safe_file_stem(target.name)}{suffix}",
+            files[target.key] = (Path(PREDICTIONS_DIR) / f"{stem}.{safe_file_stem(target.name, NAME_BYTES)}{suffix}",
                                  mask.astype(dtype) * target.labels[0])
     return files
 

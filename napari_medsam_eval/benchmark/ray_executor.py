@@ -44,6 +44,7 @@ from .evaluator import CaseEvaluator, error_text, failed_case_rows
 from .config import RunConfig
 from .local_executor import CANCEL_POLL_S, MAX_CRASHES, _set_threads, build_evaluator, limit_threads, threads_per_worker
 from .executors import RayUnavailable, import_ray  # noqa: F401 - RayUnavailable: callers catch it from here
+from ..core.errors import InputError
 
 Rows = list[dict[str, Any]]
 #: test-only: JSON ``{"case_id": ..., "marker_dir": ..., "times": N}`` read by the driver; an actor given
@@ -116,7 +117,7 @@ class RayExecutor:
 
     def __init__(self, config: RunConfig, refs: Iterable[CaseRef], cancel: threading.Event | None = None) -> None:
         if config.workers < 1:
-            raise ValueError(f"workers must be >= 1, got {config.workers}")
+            raise InputError(f"workers must be >= 1, got {config.workers}")
         self.config = config
         self.workers = int(config.workers)
         self.address = config.ray_address or None
@@ -161,7 +162,7 @@ class RayExecutor:
         if self.gpus > 0:
             gpus = float(total.get("GPU", 0))
             if gpus < self.gpus:
-                raise ValueError(f"{self.gpus:g} GPUs per worker asked for; the Ray cluster has {gpus:g}")
+                raise InputError(f"{self.gpus:g} GPUs per worker asked for; the Ray cluster has {gpus:g}")
             fit = min(fit, int(gpus // self.gpus))
         if fit < self.workers:
             print(f"warning: the Ray cluster fits {fit} workers of {self.threads} CPUs"

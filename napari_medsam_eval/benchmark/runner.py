@@ -36,24 +36,28 @@ from typing import Any
 
 import pandas as pd
 
+from ..core.decoded_limit import memory_ceiling
 from ..core.targets import check_targets, labels_of, parse_targets
 from ..datasets import resolve_layout
 from ..datasets.base import root_dataset_json
-from ..core.errors import Cancelled, DataError, os_problem
+from ..core.errors import Cancelled, DataError, os_error_words, os_problem
+from ..io.formats import check_name_encoding
 from ..io.writers import check_writable_folder
 from ..core.ownership import check_not_inputs
 from ..core.progress import CaseProgress, until_cancelled
-from .manifest import (MANIFEST_FILE, check_resumable, check_run_folder, check_same_dataset, dataset_fingerprint,
-                       environment, now, read_manifest, write_manifest)
+from .manifest import (MANIFEST_FILE, changed_inputs, check_resumable, check_run_folder, check_same_dataset,
+                       dataset_fingerprint, environment, now, read_manifest, write_manifest)
 from .store import cases_to_redo
 from .schema import STATUS_FAILED, to_dataframe
 from .evaluator import OFFICIAL_3D_PROTOCOL, UNSAVED_PREFIX, error_text
 from .case_progress import StepProgress
-from .store import LOCK_FILE, ROWS_FILE, ResultStore, RunLock, write_tables
+from .run_lock import RunLock
+from .store import ROWS_FILE, ResultStore, write_tables
 from .local_executor import ParallelExecutor, SerialExecutor, build_evaluator, build_model
 from .ray_executor import RayExecutor
 from .config import RunConfig
-from .files import LOG_FILE
+from .files import LOCK_FILE, LOG_FILE
+from ..core.errors import InputError, InputTypeError
 
 
 logger = logging.getLogger("napari_medsam_eval.benchmark")
@@ -167,7 +171,7 @@ def _check_model_protocol(protocol: str, backend: Any) -> None:
         from ..models.litemedsam import LiteMedSAMBackend
 
         if not isinstance(backend, LiteMedSAMBackend):
-            raise ValueError(f"protocol {OFFICIAL_3D_PROTOCOL!r} reproduces LiteMedSAM's own 3D loop and needs "
+            raise InputError(f"protocol {OFFICIAL_3D_PROTOCOL!r} reproduces LiteMedSAM's own 3D loop and needs "
                              f"model 'litemedsam', not {getattr(backend, 'name', backend)!r}")
 
 
@@ -191,8 +195,9 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     if not isinstance(config, RunConfig):
         config = RunConfig(config, *args, **options)
     elif args or options:
-        raise TypeError("run_benchmark takes a RunConfig, or the config's fields; not both")
+        raise InputTypeError("run_benchmark takes a RunConfig, or the config's fields; not both")
     config = config.checked()
+    memory_ceiling()  # a bad MEDSAM_EVAL_MAX_IMAGE_GB refused now: not a failed row for every case
     dataset, out_dir = config.dataset, config.out_dir
     layout_obj = resolve_layout(dataset, config.layout)
     refs = layout_obj.list_cases(dataset)
@@ -201,6 +206,9 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     if config.allow_outside:  # files the dataset lists outside its folder are read (refused per case otherwise)
         refs = [dataclasses.replace(ref, allow_outside=True) for ref in refs]
     listed, refs = refs, (refs[:config.limit] if config.limit else refs)
+    for ref in refs:  # a name SimpleITK would abort on, or no table could hold: refused before any work
+        for path in ref.files():
+            check_name_encoding(path)
     _check_targets(config, layout_obj)
     protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
     config = config.resolved(layout_obj.name, protocol_obj)
@@ -249,8 +257,13 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
     elif resume and store.path.exists():
         raise DataError(f"cannot resume: {ROWS_FILE} without {MANIFEST_FILE} is not a run folder of this tool",
                         out_dir)
+    fingerprint = dataset_fingerprint(listed, dataset)
+    if previous is not None:  # before any row is dropped: a refused resume leaves the folder as it was
+        check_same_dataset(previous, {"dataset": fingerprint}, out_dir)
     kept = store.recover()
     redo = cases_to_redo(kept, out_dir, {ref.case_id for ref in refs})
+    changed = changed_inputs([row for row in kept if row["case_id"] not in redo], refs) if kept else set()
+    redo |= changed
     if redo:
         store.drop_cases(redo)
     done_ids = {row["case_id"] for row in kept} - redo
@@ -262,21 +275,24 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
         "environment": environment(), "model": described, "protocol": protocol.describe(),
         "dataset": {"path": str(dataset.resolve()), "name": refs[0].dataset, "layout": config.layout,
                     "cases_listed": len(listed), "cases_selected": len(refs),
-                    **dataset_fingerprint(listed, dataset)},
+                    **fingerprint},
         "metrics": {"nsd_tolerance_mm": config.tolerance_mm,
                     "video_surface_metrics": "NSD/HD95 per frame in 2D, mean over frames with either mask"},
         "intensity": "intensity.prepare_image: volumes by modality (CT soft-tissue window, uint8 CT as it is; "
                      "others 0.5-99.5 percentiles of positive voxels, whatever the dtype); MedSAM npz and "
                      f"--intensity prepared as they are; uint8 videos and 2D images as they are (mode {config.intensity})",
     })
-    if previous is not None:
-        check_same_dataset(previous, manifest, out_dir)
     write_manifest(out_dir, manifest)  # first: run.log is made only in a folder holding the manifest
     if attached is not None:
         attached.append(_attach_log(out_dir))
-    if redo:
+    if changed:
+        logger.info("redoing %d cases whose files changed since they were run (their contents' SHA-256): %s",
+                    len(changed), ", ".join(sorted(changed)))
+        print(f"warning: redoing {len(changed)} case(s) whose files changed since they were run: "
+              f"{', '.join(sorted(changed)[:5])}{', ...' if len(changed) > 5 else ''}", file=sys.stderr)
+    if redo - changed:
         logger.info("redoing %d cases (a failed row, or a prediction file missing or changed): %s",
-                    len(redo), ", ".join(sorted(redo)))
+                    len(redo - changed), ", ".join(sorted(redo - changed)))
     logger.info("run %s: %d of %d cases to do (%s, %s, %s, workers=%d)", out_dir, len(todo), len(refs),
                 config.layout, config.model, protocol.name, config.workers)
 
@@ -322,14 +338,19 @@ def _run(config: RunConfig, refs: list, listed: list, protocol: Any, backend: An
         raise
     finally:
         bar.close()
-        table = _finish(out_dir, store, manifest, sessions, status, round(time.perf_counter() - clock, 3))
-        logger.info("run %s: %s, %d of %d cases done", out_dir, status, done, total)
+        table, unfinished = _finish(out_dir, store, manifest, sessions, status,
+                                    round(time.perf_counter() - clock, 3))
+        logger.info("run %s: %s, %d of %d cases done", out_dir, "failed" if unfinished else status, done, total)
+    if unfinished:  # (reached only when nothing else went wrong first): a run is done when it is on disk
+        raise DataError(unfinished, out_dir)
     return table
 
 
 def _finish(out_dir: Path, store: ResultStore, manifest: dict[str, Any], sessions: list[dict[str, Any]],
-            status: str, wall_time_s: float) -> pd.DataFrame:
-    """Tables and manifest at the end of a session; on a full disk they stay as they were (the rows are safe)."""
+            status: str, wall_time_s: float) -> tuple[pd.DataFrame, str]:
+    """Tables and manifest at the end of a session, and "" when both are on disk; else why not. Then the
+    manifest says ``failed`` where it can still be written (a full disk: ``running`` stays, never ``completed``),
+    the tables stay as they were, and the rows are safe in ``results.jsonl``: ``--resume`` writes them."""
     table = to_dataframe(store.recover(truncate=False))
     sessions[-1].update(ended_at=now(), status=status, wall_time_s=wall_time_s)
     manifest.update(status=status, ended_at=now(), counts={
@@ -339,10 +360,17 @@ def _finish(out_dir: Path, store: ResultStore, manifest: dict[str, Any], session
         write_tables(out_dir, table)
         write_manifest(out_dir, manifest)
     except OSError as error:
-        logger.error("cannot finish the run folder's tables and manifest: %s", os_problem(error))
-        print(f"warning: {out_dir}: the tables and manifest could not be updated ({os_problem(error)}); "
-              f"{ROWS_FILE} holds every finished case, and --resume completes them", file=sys.stderr)
-    return table
+        problem = (f"the run's tables and manifest could not be written ({os_error_words(error)}); {ROWS_FILE} "
+                   "holds every finished case: make room, then --resume (resume=True) writes them")
+        logger.error("cannot finish the run folder's tables and manifest: %s", os_error_words(error))
+        manifest.update(status="failed", error=problem)
+        sessions[-1]["status"] = "failed"
+        try:
+            write_manifest(out_dir, manifest)
+        except OSError:
+            pass  # the manifest says "running" as before: never "completed"
+        return table, problem
+    return table, ""
 
 
 def _set(cancel: threading.Event | None) -> bool:

@@ -80,6 +80,9 @@ and read on its own. Column meanings:
 ``lesion_f1``          lesions (a missed one 0), and ``lesions``, a JSON list of every
 ``lesion_dice``        lesion (true and predicted: status, voxels, mL, size, DSC,
 ``lesions``            slices); ``lesions.csv`` is that list as a table
+``input_sha256``       SHA-256 of the contents of the case's files when it ran:
+                       ``--resume`` redoes a case whose files changed since
+                       (``""`` in a run folder made before it: trusted)
 =====================  ==========================================================
 
 A target the dataset names but this case lacks gives an ``empty_gt`` row
@@ -98,6 +101,7 @@ import pandas as pd
 from ..core.errors import DataError
 from ..core.targets import Target
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
+from ..core.errors import InputTypeError
 
 #: a lesion-by-lesion target's counts (:mod:`napari_medsam_eval.evaluation.lesions`)
 LESION_COUNT_COLUMNS = ("lesions_true", "lesions_found", "lesions_missed", "lesions_false")
@@ -109,7 +113,7 @@ COLUMNS: tuple[str, ...] = (
     "time_other_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
     "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
-    *ROW_COLUMNS, "target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice", "lesions",
+    *ROW_COLUMNS, "target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice", "lesions", "input_sha256",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed", *LESION_COUNT_COLUMNS)
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
@@ -153,7 +157,7 @@ def _json_default(value: Any) -> Any:
         return float(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
-    raise TypeError(f"cannot store {type(value).__name__} in a results row")
+    raise InputTypeError(f"cannot store {type(value).__name__} in a results row")
 
 
 def check_row(row: dict[str, Any]) -> dict[str, Any]:

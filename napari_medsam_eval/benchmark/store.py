@@ -17,7 +17,7 @@ killer) and must resume without losing, duplicating or half-keeping a row.
   reported as a :class:`DataError` rather than silently repaired.
 
 This module owns the run folder's file names (:data:`ROWS_FILE`,
-:data:`CSV_FILE`, :data:`PARQUET_FILE`, :data:`LOCK_FILE`; the manifest's is
+:data:`CSV_FILE`, :data:`PARQUET_FILE`; the lock is :mod:`.run_lock`'s, the manifest's is
 :data:`.manifest.MANIFEST_FILE`), the block key :data:`BLOCK_KEY`, the one
 reader of a ``results.jsonl``, :func:`read_rows`, that the runner's resume
 reads through, and the one reader of a run folder's results table,
@@ -40,9 +40,9 @@ via a temporary file and ``os.replace`` by :func:`write_tables`.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator, NamedTuple
 
@@ -51,9 +51,11 @@ import pandas as pd
 
 from ..core.checksum import sha256_file
 from ..core.errors import DataError, os_problem
-from .files import CSV_FILE, LESIONS_FILE, LOCK_FILE, PARQUET_FILE, ROWS_FILE
+from .files import CSV_FILE, LESIONS_FILE, MANIFEST_FILE, PARQUET_FILE, ROWS_FILE
 from .schema import INT_COLUMNS, STATUS_FAILED, is_missing, json_dumps, to_dataframe, whole_number
-from .table_checks import Skipped, check_rows, csv_rows
+from .table_checks import Skipped, check_columns, check_rows, csv_rows
+from ..core.errors import InputError
+from ..core.temp_files import temporary_beside
 
 #: in every line of ``results.jsonl``: the number of rows of the line's case (written as one block)
 BLOCK_KEY = "_case_rows"
@@ -64,7 +66,7 @@ RESULT_FILES = (ROWS_FILE, PARQUET_FILE, CSV_FILE)
 def encode_case(rows: list[dict[str, Any]]) -> bytes:
     """All rows of one case as newline-terminated JSON lines, ready for one write."""
     if not rows:
-        raise ValueError("a case must produce at least one row")
+        raise InputError("a case must produce at least one row")
     n = len(rows)
     return "".join(json.dumps({**row, BLOCK_KEY: n}, sort_keys=False) + "\n" for row in rows).encode("utf-8")
 
@@ -85,7 +87,7 @@ class ResultStore:
         data = encode_case(rows)
         created = not self.path.exists()
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # (less the umask)
             try:
                 view = memoryview(data)
                 while view:
@@ -223,7 +225,7 @@ def _fsync_dir(folder: Path) -> None:
 
 
 def _atomic_write(path: Path, write) -> None:
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temp = temporary_beside(path)
     os.close(handle)
     try:
         write(temp)
@@ -325,9 +327,16 @@ def _numbered_rows(path: Path, lenient: bool) -> tuple[Iterable[tuple[int, Any]]
         data = path.read_bytes()
         return enumerate(_complete_prefix(data, path, repeats=lenient)[0], start=1), "line"  # a row a line
     if path.name.endswith(".parquet"):
-        return enumerate(pd.read_parquet(path).to_dict("records"), start=1), "row"
-    if path.name.endswith(".csv"):
-        return list(csv_rows(path)), "line"
+        frame = pd.read_parquet(path)
+        if len(frame):
+            check_columns(frame.columns, path)
+        return enumerate(frame.to_dict("records"), start=1), "row"
+    if path.name.endswith(".csv"):  # (the runner's own rows, results.jsonl, leave out what a failed row lacks)
+        rows = list(csv_rows(path))
+        if rows:
+            with open(path, newline="", encoding="utf-8-sig") as stream:
+                check_columns(next(csv.reader(stream), []), path)
+        return rows, "line"
     raise DataError("not a results table (expected .parquet, .csv or .jsonl)", path)
 
 
@@ -357,37 +366,16 @@ def read_table(path: str | Path, lenient: bool = False) -> pd.DataFrame:
 def load_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
     """The typed table of a run folder (:func:`results_file`, :func:`read_table`) or of one results file.
 
-    A folder that holds no results file yet (a run that has not finished a
-    case, or not started) gives an empty table with the schema's columns.
+    A run folder that holds no results file yet (its manifest says a run started and has not finished a
+    case) gives an empty table with the schema's columns; a path that does not exist, or a folder that is
+    neither (no manifest, no results table), is a DataError saying so.
     """
     run = Path(run)
+    if not run.exists():
+        raise DataError("run folder not found", run)
     if not run.is_file() and not any((run / name).is_file() for name in RESULT_FILES):
-        return to_dataframe([])
+        if (run / MANIFEST_FILE).is_file():
+            return to_dataframe([])
+        raise DataError(f"not a run folder: it holds no {MANIFEST_FILE} and no results table (one of "
+                        f"{', '.join(RESULT_FILES)})", run)
     return read_table(results_file(run), lenient)
-
-
-class RunLock:
-    """An exclusive lock on a run folder, so two runs never append to one file."""
-
-    def __init__(self, run_dir: str | Path) -> None:
-        self.path = Path(run_dir) / LOCK_FILE
-        self._fd: int | None = None
-
-    def __enter__(self) -> "RunLock":
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: no advisory locks, no check
-            return self
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(self._fd)
-            self._fd = None
-            raise DataError("another run is writing into this run folder", self.path.parent) from None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            os.close(self._fd)  # closing releases the flock
-            self._fd = None

@@ -13,7 +13,10 @@ silently losing its NSD. So each row is checked before it is typed
 * a cell of a number column (:data:`.schema.FLOAT_COLUMNS`: ``dice``, ``iou``,
   ``nsd``, ``hd95``, the times ...) must be missing (blank, ``nan``) or a
   number; of a count column (:data:`.schema.INT_COLUMNS`) a whole number;
-* a CSV line must have as many fields as the header (:func:`csv_rows`).
+* a CSV line must have as many fields as the header (:func:`csv_rows`);
+* the table must have the columns every reading needs (:data:`REQUIRED_COLUMNS`, and ``target_label``
+  or ``label_name``): a table without ``status`` was read as every case failed, without ``dice`` as
+  DSC n/a, without ``task`` as every label pooled (:func:`check_columns`; lenient or not).
 
 Strict (the default), the first bad row is a :class:`DataError` naming the
 file, the line (``row`` for a parquet file, which has no lines) and the
@@ -57,6 +60,22 @@ class BadRow(Exception):
     def __init__(self, kind: str, problem: str) -> None:
         super().__init__(problem)
         self.kind = kind
+
+
+#: the columns a results table must have to be read at all (a target's column too: ``target_label`` or ``label_name``)
+REQUIRED_COLUMNS = ("case_id", "task", "status", "dice")
+
+
+def check_columns(columns: Iterable[str], source: Path) -> None:
+    """A DataError naming ``source`` and the columns it lacks when a results table lacks a required one."""
+    columns = set(columns)
+    missing = [c for c in REQUIRED_COLUMNS if c not in columns]
+    if not {"target_label", "label_name"} & columns:
+        missing.append("target_label (or label_name)")
+    if missing:
+        raise DataError(f"not a whole results table: column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                        f"missing (a table edited by hand must keep every column; the run folder's results.jsonl "
+                        "is the run's own copy)", source)
 
 
 def csv_rows(path: Path) -> Iterator[tuple[int, dict[str, str] | BadRow]]:

@@ -15,14 +15,8 @@ import sys
 import warnings
 from importlib import import_module
 
-from ..core.errors import MedsamEvalError, os_problem
+from ..core.errors import MedsamEvalError, os_error_words
 from .commands import COMMANDS
-
-
-def os_error_text(error: OSError) -> str:
-    """``<file>: <reason>`` for an OSError (both files of a rename when it names two)."""
-    names = [str(n) for n in (error.filename, error.filename2) if n is not None]
-    return f"{' -> '.join(names)}: {os_problem(error)}" if names else os_problem(error)
 
 
 
@@ -39,7 +33,7 @@ class Parser(argparse.ArgumentParser):
     callers (tests, scripts) included: :func:`main` returns 2 instead of exiting."""
 
     def error(self, message: str):  # type: ignore[override] - raises instead of exiting
-        raise UsageError(f"{self.prog}: {message}", self.format_usage())
+        raise UsageError(f"{self.prog}: {message}", f"(`{self.prog} --help` lists every option)\n")
 
 
 #: ``build_parser(only=ALL)``: every command's whole parser (tests, the CLI reference)
@@ -83,13 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as error:
-        sys.stderr.write(error.usage)
         print(f"error: {error}", file=sys.stderr)
+        sys.stderr.write(error.usage)  # one line: where to read the options, not the whole usage
         return 2
     try:
-        from .common import decoded_limit  # a command runs: its module imported common already
+        from .common import IMAGE_COMMANDS, decoded_limit  # a command runs: its module imported common already
 
         with decoded_limit(args):
+            if args.command in IMAGE_COMMANDS:  # a bad ceiling refused now, not once per case read
+                from ..core.decoded_limit import memory_ceiling
+
+                memory_ceiling()
             return int(args.func(args) or 0)
     except MedsamEvalError as error:
         if args.debug:
@@ -99,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as error:  # the file system refused: name the file and the reason
         if args.debug:
             raise
-        print(f"error: {os_error_text(error)}", file=sys.stderr)
+        print(f"error: {os_error_words(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
         terminated = isinstance(stop, Terminated)

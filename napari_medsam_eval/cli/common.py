@@ -5,7 +5,7 @@ import argparse
 import math
 from typing import Any
 
-from ..core.options import json_object, propagation_value
+from ..core.options import MAX_SEED, json_object, propagation_value
 
 #: ``--embeddings``' help, one text for every subcommand that builds a model
 EMBEDDINGS_HELP = ("keep the model's image embeddings in this folder (the embedding store, docs/embeddings.md)"
@@ -49,8 +49,6 @@ def non_negative_int(text: str) -> int:
     return value
 
 
-#: the largest seed: what a results table's integer column (int64) and numpy's generators both hold
-MAX_SEED = 2**63 - 1
 #: the largest seed of numpy's legacy ``RandomState`` (the prompt study seeds it, as Mazurowski et al.'s code)
 MAX_LEGACY_SEED = 2**32 - 1
 
@@ -253,3 +251,7 @@ def lesion_option(args: argparse.Namespace) -> dict[str, Any] | None:
 
     LesionRule(**options)
     return options
+
+
+#: ``--series-id``'s help: one series of a DICOM folder holding several
+SERIES_HELP = "a DICOM folder holding several series: the SeriesInstanceUID of the one to read (the error lists them)"

@@ -10,6 +10,7 @@ import numpy as np
 from ..core.array_blocks import value_counts
 from ..core.case import Case
 from ..io import read_case
+from .common import SERIES_HELP
 from .commands import command_help
 
 
@@ -18,6 +19,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("path", type=Path, help="image file or folder (NIfTI, NRRD, MHA, DICOM folder, npz, PNG/JPG, video, frame folder)")
     parser.add_argument("--label", type=Path, help="ground-truth file to pair with the image")
     parser.add_argument("--kind", choices=["volume", "video", "image"], help="override the detected kind")
+    parser.add_argument("--series-id", metavar="UID", help=SERIES_HELP)
     parser.add_argument("--json", action="store_true", help="print JSON instead of text")
     parser.set_defaults(func=run)
 
@@ -96,7 +98,7 @@ def format_text(facts: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    case = read_case(args.path, args.label, kind=args.kind)
+    case = read_case(args.path, args.label, kind=args.kind, series_id=args.series_id)
     facts = describe_case(case)
     print(json.dumps(facts, indent=2) if args.json else format_text(facts))
     return 0

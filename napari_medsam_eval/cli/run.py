@@ -27,6 +27,7 @@ from .common import (add_embeddings_argument, add_precision_argument, add_target
                      json_options, lesion_option, non_negative_float, positive_int, precision_option,
                      propagation_option, seed_int, targets_option)
 from .commands import command_help
+from ..core.errors import InputError
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -139,16 +140,16 @@ def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
     if prompts is None:
         return args.protocol or "medsam2", options
     if args.protocol not in (None, "replay"):
-        raise ValueError(f"--prompts {prompts} replays logged prompts (protocol replay); it cannot be combined "
+        raise InputError(f"--prompts {prompts} replays logged prompts (protocol replay); it cannot be combined "
                          f"with --protocol {args.protocol}")
     if "log" in options and Path(options["log"]) != prompts:
-        raise ValueError(f"--prompts {prompts} and --protocol-options log={options['log']} name two logs; give one")
+        raise InputError(f"--prompts {prompts} and --protocol-options log={options['log']} name two logs; give one")
     from ..protocols.prompt_log import read_log
 
     rows = read_log(prompts)
     replayable = [r for r in rows if r.replayable]
     if not replayable:
-        raise ValueError(f"{prompts}: the prompt log holds no replayable prompt ({len(rows)} rows; "
+        raise InputError(f"{prompts}: the prompt log holds no replayable prompt ({len(rows)} rows; "
                          "correct rows are not replayed)")
     if not getattr(args, "quiet", False):
         cases = len({r.case_id for r in replayable})

@@ -170,6 +170,13 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
         check_targets(chosen, (set(np.unique(gt.array).tolist()) | set(declared)) - {0}, f"the ground truth ({gt_path.name})")
         return [_target_row(target, pred.array, gt.array, spacing, kind, tolerance_mm, lesions or LesionRule())
                 for target in chosen]
+    if labels:
+        present = (set(np.unique(pred.array).tolist()) | set(np.unique(gt.array).tolist())) - {0}
+        absent = [v for v in labels if v != 0 and v not in present]
+        if absent:
+            raise DataError(f"label{'s' if len(absent) > 1 else ''} {', '.join(map(str, absent))} in neither the "
+                            f"prediction nor the ground truth (labels they hold: "
+                            f"{', '.join(str(v) for v in sorted(present)) or 'none'}): nothing to score", gt_path)
     per_label = compute_label_metrics(pred.array, gt.array, spacing[1:] if kind == "video" else spacing,
                                       labels=labels, tolerance_mm=tolerance_mm, kind=kind)
     return [{"label": value, "name": names.get(value, ""), "kind": kind, **metrics} for value, metrics in per_label.items()]

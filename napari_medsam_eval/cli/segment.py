@@ -33,13 +33,14 @@ from ..propagation.anchors import AnchoredSegmentation
 from ..core.anchor_prompts import is_painted
 from .common import (add_embeddings_argument, add_overwrite_argument, add_precision_argument, check_calibration_apart,
                      check_out_file, embeddings_option, finite_float, json_options, label_value, non_negative_int,
-                     precision_option, propagation_option)
+                     precision_option, propagation_option, SERIES_HELP)
 from .commands import command_help
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("segment", help=command_help("segment"))
     parser.add_argument("image", type=Path, help="image file or folder (any format `info` reads)")
+    parser.add_argument("--series-id", metavar="UID", help=SERIES_HELP)
     parser.add_argument("--out", type=Path, required=True, help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha or .png")
     parser.add_argument("--box", type=finite_float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
                         help="inclusive pixel box, on SLICE when given (else --slice); repeatable: boxes on other "
@@ -199,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as error:
             raise OptionError(f"--window: {error}") from None
     check_not_inputs([("--out", args.out)], [("the input image", args.image), ("--checkpoint", args.checkpoint)])
-    case = read_case(args.image)
+    case = read_case(args.image, series_id=args.series_id)
     if args.modality:
         case.modality = args.modality
     prompts = _prompts(args, case)

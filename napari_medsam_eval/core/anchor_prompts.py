@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .prompt import Prompt
+from .errors import InputError
 
 #: prompt.info key of an anchor whose mask was painted (kept voxel for voxel)
 PAINTED = "painted"
@@ -51,7 +52,7 @@ def painted_prompt(target_label: int, slice_index: int, mask: np.ndarray, protoc
     there (the user erased the target) is an absent anchor that remembers it was painted."""
     mask = np.asarray(mask)
     if mask.ndim != 2:
-        raise ValueError(f"a painted mask is one slice (2D), got shape {tuple(mask.shape)}")
+        raise InputError(f"a painted mask is one slice (2D), got shape {tuple(mask.shape)}")
     mask = mask != 0
     details = {**info, PAINTED: True}
     if not mask.any():
@@ -68,9 +69,9 @@ def check_painted_mask(mask: Any, shape_hw: tuple[int, ...]) -> np.ndarray:
     """``mask`` as a bool (H, W) array of the slice's shape, or a ValueError that says what is wrong."""
     array = np.asarray(mask)
     if array.ndim != 2:
-        raise ValueError(f"a painted mask is one slice (2D), got shape {tuple(array.shape)}")
+        raise InputError(f"a painted mask is one slice (2D), got shape {tuple(array.shape)}")
     if tuple(array.shape) != tuple(int(v) for v in shape_hw):
-        raise ValueError(f"a painted mask of shape {tuple(array.shape)} does not fit slices of shape "
+        raise InputError(f"a painted mask of shape {tuple(array.shape)} does not fit slices of shape "
                          f"{tuple(int(v) for v in shape_hw)}")
     return array != 0 if array.dtype != bool else array.copy()
 

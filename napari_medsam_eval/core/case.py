@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Sequence
 
 import numpy as np
+from .errors import InputError, InputTypeError
 
 CaseKind = Literal["volume", "video", "image"]
 
@@ -44,15 +45,15 @@ def infer_kind(shape: tuple[int, ...], rgb: bool = False, hint: str | None = Non
     if hint in KINDS:
         expected = 2 if hint == "image" else 3
         if spatial != expected:
-            raise ValueError(f"a {hint} needs {expected} spatial dimensions, got shape {tuple(shape)} (rgb={rgb})")
+            raise InputError(f"a {hint} needs {expected} spatial dimensions, got shape {tuple(shape)} (rgb={rgb})")
         return hint
     if hint is not None:
-        raise ValueError(f"kind must be one of {KINDS}, got {hint!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {hint!r}")
     if spatial == 2:
         return "image"
     if spatial == 3:
         return "video" if rgb else "volume"
-    raise ValueError(f"an image to segment must be 2D or 3D (plus colour), got shape {tuple(shape)}")
+    raise InputError(f"an image to segment must be 2D or 3D (plus colour), got shape {tuple(shape)}")
 
 
 def present_label_values(label_map: np.ndarray) -> list[int]:
@@ -72,9 +73,9 @@ class Spacing:
 
     def __post_init__(self) -> None:
         if len(self.values) != len(self.axes):
-            raise ValueError(f"spacing {self.values} has {len(self.values)} values for axes {self.axes!r}")
+            raise InputError(f"spacing {self.values} has {len(self.values)} values for axes {self.axes!r}")
         if any(not np.isfinite(v) or v <= 0 for v in self.values):
-            raise ValueError(f"spacing must be positive and finite, got {self.values}")
+            raise InputError(f"spacing must be positive and finite, got {self.values}")
 
     @classmethod
     def from_array_order(cls, values: Sequence[float], axes: str) -> "Spacing":
@@ -143,33 +144,33 @@ class Case:
 
     def __post_init__(self) -> None:
         if self.kind not in SPATIAL_AXES:
-            raise ValueError(f"kind must be one of {sorted(SPATIAL_AXES)}, got {self.kind!r}")
+            raise InputError(f"kind must be one of {sorted(SPATIAL_AXES)}, got {self.kind!r}")
         if not isinstance(self.spacing, Spacing):
-            raise TypeError(
+            raise InputTypeError(
                 "Case.spacing must be a Spacing (Spacing.from_array_order or Spacing.from_xyz), "
                 f"not {type(self.spacing).__name__}: a bare tuple hides its axis order"
             )
         expected_axes = SPATIAL_AXES[self.kind]
         if self.spacing.axes != expected_axes:
-            raise ValueError(f"a {self.kind} case needs spacing in {expected_axes!r} order, got {self.spacing!r}")
+            raise InputError(f"a {self.kind} case needs spacing in {expected_axes!r} order, got {self.spacing!r}")
         self.image = np.asarray(self.image)
         self._check_image_shape()
         if self.label is not None:
             self.label = np.asarray(self.label)
             if self.label.shape != self.spatial_shape:
-                raise ValueError(
+                raise InputError(
                     f"case {self.case_id}: label shape {self.label.shape} != image spatial shape {self.spatial_shape}"
                 )
             if not np.issubdtype(self.label.dtype, np.integer) and self.label.dtype != bool:
-                raise TypeError(f"case {self.case_id}: label must be an integer array, got {self.label.dtype}")
+                raise InputTypeError(f"case {self.case_id}: label must be an integer array, got {self.label.dtype}")
 
     def _check_image_shape(self) -> None:
         ndim = self.image.ndim
         allowed = {"volume": (3,), "video": (3, 4), "image": (2, 3)}[self.kind]
         if ndim not in allowed:
-            raise ValueError(f"case {self.case_id}: a {self.kind} image must have {allowed} dims, got shape {self.image.shape}")
+            raise InputError(f"case {self.case_id}: a {self.kind} image must have {allowed} dims, got shape {self.image.shape}")
         if self.has_channels and self.image.shape[-1] not in (3, 4):
-            raise ValueError(f"case {self.case_id}: channel axis must hold 3 or 4 values, got shape {self.image.shape}")
+            raise InputError(f"case {self.case_id}: channel axis must hold 3 or 4 values, got shape {self.image.shape}")
 
     @property
     def has_channels(self) -> bool:

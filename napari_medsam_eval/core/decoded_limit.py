@@ -27,7 +27,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
-from .errors import DataError
+from .errors import DataError, OptionError
 
 #: the share of the memory this process may use that one image's decoded size may take (see the module doc)
 MEMORY_FRACTION = 0.4
@@ -70,9 +70,11 @@ def memory_ceiling() -> tuple[int, str]:
         try:
             gigabytes = float(value)
         except ValueError:
-            raise DataError(f"{CEILING_ENV}={value!r} is not a number of GB") from None
+            raise OptionError(f"{CEILING_ENV}={value!r} is not a number of GB: set it to one (e.g. 8), or unset "
+                              "it for the default") from None
         if not math.isfinite(gigabytes) or gigabytes <= 0:
-            raise DataError(f"{CEILING_ENV}={value!r} must be a positive number of GB")
+            raise OptionError(f"{CEILING_ENV}={value!r} must be a positive number of GB (e.g. 8), or unset for "
+                              "the default")
         return int(gigabytes * 1e9), f"set by {CEILING_ENV}"
     limit, what = _memory_limit()
     return int(limit * MEMORY_FRACTION), f"{MEMORY_FRACTION:.0%} of {what}, {human_bytes(limit)}"

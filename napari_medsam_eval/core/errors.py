@@ -7,6 +7,7 @@ the reason a case failed.
 from __future__ import annotations
 
 import errno
+import os
 
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,16 @@ class OptionError(MedsamEvalError, ValueError, TypeError):
     """An option a user gave (a flag, a JSON option, a widget field) that cannot be used; the message
     names the option, what it must be and what it got (:mod:`napari_medsam_eval.core.options`). Also a
     ValueError (a bad value) and a TypeError (an unknown keyword), for callers that catch those."""
+
+
+class InputError(MedsamEvalError, ValueError):
+    """A value a caller gave that cannot be used (an argument of the Python API, a mask, a spacing, a shape,
+    an index out of range): the package's own ValueError, so that catching :class:`MedsamEvalError` catches
+    every error a user can cause, and ``except ValueError`` still does."""
+
+
+class InputTypeError(MedsamEvalError, TypeError):
+    """A value of the wrong type a caller gave (the package's own TypeError; see :class:`InputError`)."""
 
 
 class ModelOptionError(MedsamEvalError, ValueError):
@@ -60,6 +71,13 @@ class UnknownFormatError(DataError):
 
 class GeometryMismatchError(DataError):
     """Image and label disagree in shape, spacing, origin or direction."""
+
+
+def os_error_words(error: OSError) -> str:
+    """``<file>: <reason>`` for an OSError (both files of a rename when it names two; the reason alone when it
+    names none)."""
+    names = [os.fsdecode(n) for n in (error.filename, error.filename2) if n is not None]
+    return f"{' -> '.join(names)}: {os_problem(error)}" if names else os_problem(error)
 
 
 def os_problem(error: OSError) -> str:

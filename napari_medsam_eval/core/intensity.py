@@ -41,6 +41,7 @@ import numpy as np
 
 from .array_blocks import BLOCK_BYTES, blocks, count_nonfinite, count_where
 from .case import KINDS
+from .errors import InputError
 
 #: named CT windows, (level, width) in HU (radiopaedia.org/articles/windowing-ct)
 CT_WINDOWS: dict[str, tuple[float, float]] = {
@@ -69,14 +70,14 @@ def resolve_window(window: str | tuple[float, float] | None) -> tuple[float, flo
         key = window.strip().lower().replace("-", "_").replace(" ", "_")
         if key not in CT_WINDOWS:
             choices = ", ".join(sorted(CT_WINDOWS))
-            raise ValueError(f"unknown CT window {window!r}; choose one of {choices} or give (level, width)")
+            raise InputError(f"unknown CT window {window!r}; choose one of {choices} or give (level, width)")
         return CT_WINDOWS[key]
     try:
         level, width = (float(v) for v in window)
     except (TypeError, ValueError):
-        raise ValueError(f"window must be a name or (level, width), got {window!r}") from None
+        raise InputError(f"window must be a name or (level, width), got {window!r}") from None
     if not (np.isfinite(level) and np.isfinite(width)) or width <= 0:
-        raise ValueError(f"window width must be positive and finite, got level={level}, width={width}")
+        raise InputError(f"window width must be positive and finite, got level={level}, width={width}")
     return level, width
 
 
@@ -151,21 +152,21 @@ def prepare_intensity(
     """
     volume = np.asarray(volume)
     if intensity not in INTENSITY_MODES:
-        raise ValueError(f"intensity must be one of {INTENSITY_MODES}, got {intensity!r}")
+        raise InputError(f"intensity must be one of {INTENSITY_MODES}, got {intensity!r}")
     if intensity == "prepared":
         if volume.dtype != np.uint8:
-            raise ValueError(f"intensity 'prepared' needs uint8 values 0..255, got dtype {volume.dtype}")
+            raise InputError(f"intensity 'prepared' needs uint8 values 0..255, got dtype {volume.dtype}")
         return volume
     if volume.dtype == np.uint8 and intensity == "auto" and is_ct(modality):
         return volume
     if rescale not in ("data", "window"):
-        raise ValueError(f"rescale must be 'data' or 'window', got {rescale!r}")
+        raise InputError(f"rescale must be 'data' or 'window', got {rescale!r}")
     if volume.dtype == bool or not np.issubdtype(volume.dtype, np.number) or np.iscomplexobj(volume):
-        raise ValueError(f"cannot prepare intensities of dtype {volume.dtype}")
+        raise InputError(f"cannot prepare intensities of dtype {volume.dtype}")
     if volume.size == 0:
         return volume.astype(np.uint8)
     if count_nonfinite(volume)[0]:
-        raise ValueError("volume contains NaN or infinite values; fill or mask them before intensity preparation")
+        raise InputError("volume contains NaN or infinite values; fill or mask them before intensity preparation")
     # block by block (:mod:`.array_blocks`): a float64 copy of an int16 volume would be 4x its size
     if is_ct(modality):
         level, width = resolve_window(window)
@@ -190,7 +191,7 @@ def prepare_image(
     bool image becomes 0/255 uint8.
     """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
     array = np.asarray(image)
     if array.dtype == bool:
         return array.astype(np.uint8) * 255

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
 from .errors import DataError
+from .temp_files import follow_umask
 
 try:  # POSIX: writers of one folder take turns at its ledger
     import fcntl
@@ -137,10 +138,10 @@ def record_written(folder: str | os.PathLike[str], names: Iterable[str]) -> Path
         text = json.dumps({"kind": LEDGER_KIND, "format": LEDGER_FORMAT, "files": dict(sorted(kept.items()))},
                           indent=1) + "\n"
         handle, temp = tempfile.mkstemp(dir=folder, prefix=f"{LEDGER}.", suffix=".tmp")
+        follow_umask(temp)  # readable as the files beside it (mkstemp makes it private)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
                 stream.write(text)
-            os.chmod(temp, 0o644)  # readable as the files beside it (mkstemp makes it private)
             os.replace(temp, path)
         finally:
             Path(temp).unlink(missing_ok=True)

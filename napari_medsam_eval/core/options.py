@@ -27,9 +27,13 @@ from typing import Any, Callable, Literal, Union
 
 from .errors import OptionError
 
+#: the largest seed: what a results table's integer column (int64) and numpy's generators both hold
+MAX_SEED = 2**63 - 1
+from .errors import InputError
+
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a number this option takes")
+    raise InputError(f"{name} is not a number this option takes")
 
 
 def json_object(text: str | None, what: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from .errors import InputError
 
 #: prompt.info key: keep only the largest connected component of a propagated volume
 LARGEST_COMPONENT = "largest_component"
@@ -32,7 +33,7 @@ def seed_of(info: dict[str, Any]) -> str:
     """A prompt's native-propagation seed (``"box"`` when not set); ValueError for an unknown one."""
     seed = info.get(SEED, "box")
     if seed not in SEEDS:
-        raise ValueError(f"prompt info {SEED!r} must be one of {SEEDS}, got {seed!r}")
+        raise InputError(f"prompt info {SEED!r} must be one of {SEEDS}, got {seed!r}")
     return seed
 
 

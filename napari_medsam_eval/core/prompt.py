@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import DataError
+from .errors import InputError
 
 Box = tuple[float, float, float, float]
 Point = tuple[float, float]
@@ -102,9 +103,9 @@ class Prompt:
             if not (math.isfinite(x) and math.isfinite(y)):
                 raise PromptError(f"point (x={plain_number(x)}, y={plain_number(y)}): coordinates must be finite")
         if len(self.points) != len(self.point_labels):
-            raise ValueError(f"{len(self.points)} points but {len(self.point_labels)} point labels")
+            raise InputError(f"{len(self.points)} points but {len(self.point_labels)} point labels")
         if any(v not in (0, 1) for v in self.point_labels):
-            raise ValueError(f"point labels must be 0 (negative) or 1 (positive), got {self.point_labels}")
+            raise InputError(f"point labels must be 0 (negative) or 1 (positive), got {self.point_labels}")
 
     @property
     def is_empty(self) -> bool:

@@ -40,6 +40,7 @@ from .sammed2d import SAMMed2DLayout
 from .prompt_mode_samples import (StudyClass, StudySample, find_2d_samples, label_map_classes, study_samples,
                       study_task_name, volume_slice_samples)
 from .sunseg import SunSegLayout
+from ..core.errors import InputError
 
 #: every layout by name, in the order detection reports them
 LAYOUTS: dict[str, DatasetLayout] = {
@@ -63,7 +64,7 @@ def get_layout(name: str) -> DatasetLayout:
     try:
         return LAYOUTS[key]
     except KeyError:
-        raise ValueError(f"unknown dataset layout {name!r}; known: {', '.join(LAYOUTS)}") from None
+        raise InputError(f"unknown dataset layout {name!r}; known: {', '.join(LAYOUTS)}") from None
 
 
 def detect_layout(path: str | Path) -> DatasetLayout:

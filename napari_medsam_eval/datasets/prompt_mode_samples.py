@@ -48,6 +48,7 @@ from .folder2d import find_mask, image_files
 from .layouts import label_stem, sammed2d_mask_files
 from .links import files_once
 from .msd import MSDLayout
+from ..core.errors import InputError
 
 #: how SAM-Med2D instance files of one object become classes
 INSTANCE_RULES = ("union", "separate")
@@ -174,7 +175,7 @@ def find_2d_samples(folder: str | Path, *, dataset: str | None = None, class_nam
     if not images_dir.is_dir() or not masks_dir.is_dir():
         raise DataError("a 2D study folder needs images/ and masks/ subfolders", folder)
     if instances not in INSTANCE_RULES:
-        raise ValueError(f"instances must be one of {INSTANCE_RULES}, got {instances!r}")
+        raise InputError(f"instances must be one of {INSTANCE_RULES}, got {instances!r}")
     dataset = dataset or folder.name
     images = files_once(image_files(images_dir), folder)  # an image reached twice through a link counts once
     if not images:
@@ -258,7 +259,7 @@ def volume_slice_samples(source: str | Path | Iterable[tuple[str | Path, str | P
     slice (empty -> NaN). ``limit`` counts cases.
     """
     if slices not in VOLUME_SLICE_RULES:
-        raise ValueError(f"slices must be one of {VOLUME_SLICE_RULES}, got {slices!r}")
+        raise InputError(f"slices must be one of {VOLUME_SLICE_RULES}, got {slices!r}")
     names = dict(label_names or {})
     if isinstance(source, (str, Path)):
         folder = Path(source)

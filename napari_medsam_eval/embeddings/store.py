@@ -62,6 +62,7 @@ from ..core.errors import DataError
 from .keys import EmbeddingKey
 from .layout import (ENTRIES, STORE_FILE, SUFFIX, TMP, check_store_folder, entry_shaped, entry_size, file_size, foreign_items,
                      is_temporary, listing, marker_text, read_limit)
+from ..core.errors import InputError
 
 #: how embeddings may be stored: float32 (exact, the default) or float16 (half the size, rounded)
 STORAGE_DTYPES = ("float32", "float16")
@@ -127,9 +128,9 @@ class EmbeddingStore:
     def __init__(self, root: str | Path, *, limit_bytes: int | None = None, dtype: str = "float32",
                  read_only: bool = False) -> None:
         if dtype not in STORAGE_DTYPES:
-            raise ValueError(f"embedding store dtype must be one of {', '.join(STORAGE_DTYPES)}, got {dtype!r}")
+            raise InputError(f"embedding store dtype must be one of {', '.join(STORAGE_DTYPES)}, got {dtype!r}")
         if limit_bytes is not None and limit_bytes < 0:
-            raise ValueError(f"embedding store limit must be >= 0 bytes, got {limit_bytes}")
+            raise InputError(f"embedding store limit must be >= 0 bytes, got {limit_bytes}")
         self.root = Path(root).expanduser().absolute()
         self.dtype = dtype
         self.read_only = read_only
@@ -199,14 +200,14 @@ class EmbeddingStore:
 
         stored = zarr.open_array(store=str(path), mode="r")
         if stored.attrs.get("key") != key.as_dict():
-            raise ValueError(f"stale: stored under another key ({stored.attrs.get('key')})")
+            raise InputError(f"stale: stored under another key ({stored.attrs.get('key')})")
         if tuple(stored.shape) != shape or str(stored.dtype) != key.dtype:
-            raise ValueError(f"stale: shape {tuple(stored.shape)} {stored.dtype}, expected {shape} {key.dtype}")
+            raise InputError(f"stale: shape {tuple(stored.shape)} {stored.dtype}, expected {shape} {key.dtype}")
         if stored.nchunks_initialized != stored.nchunks:
-            raise ValueError(f"corrupt: {stored.nchunks - stored.nchunks_initialized} chunk(s) missing")
+            raise InputError(f"corrupt: {stored.nchunks - stored.nchunks_initialized} chunk(s) missing")
         array = np.asarray(stored[...])  # the CRC32C codec raises on a damaged chunk
         if not np.isfinite(array).all():
-            raise ValueError("corrupt: non-finite values")
+            raise InputError("corrupt: non-finite values")
         return array.astype(np.float32, copy=False)
 
     def _reject(self, path: Path, why: str) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import ndimage
+from ..core.errors import InputError
 
 #: the parts, in the order ties for the dominant part are broken
 PARTS = ("leak", "missed_slices", "off_target", "over", "under")
@@ -142,7 +143,7 @@ def _as_slices(mask: np.ndarray) -> np.ndarray:
     if array.ndim == 2:
         return array[None]
     if array.ndim != 3:
-        raise ValueError(f"masks must be 2D or 3D, got {array.ndim} dimensions")
+        raise InputError(f"masks must be 2D or 3D, got {array.ndim} dimensions")
     return array
 
 
@@ -187,7 +188,7 @@ def error_parts(pred: np.ndarray, gt: np.ndarray, prompt_slice: int | None = Non
     """Split ``pred`` against ``gt`` (binary, one shape, 2D or 3D with slices on axis 0) into :data:`PARTS`."""
     p, g = _as_slices(pred), _as_slices(gt)
     if p.shape != g.shape:
-        raise ValueError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
+        raise InputError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
     tp = int(np.count_nonzero(p & g))
     masks = part_masks(p, g)
     per_slice = {part: np.count_nonzero(mask.reshape(len(mask), -1), axis=1) for part, mask in masks.items()}
@@ -197,7 +198,7 @@ def error_parts(pred: np.ndarray, gt: np.ndarray, prompt_slice: int | None = Non
     prompt_dice = None
     if prompt_slice is not None:
         if not 0 <= prompt_slice < len(p):
-            raise ValueError(f"prompt slice {prompt_slice} is outside the {len(p)} slices")
+            raise InputError(f"prompt slice {prompt_slice} is outside the {len(p)} slices")
         prompt_dice = _slice_dice(p[prompt_slice], g[prompt_slice])
     return ErrorParts(
         dice=1.0 if denominator == 0 else 2 * tp / denominator,
@@ -213,7 +214,7 @@ def part_overlay(pred: np.ndarray, gt: np.ndarray) -> np.ndarray:
     """A map of ``pred``'s shape holding each error voxel's part (:data:`PART_VALUES`; 0 where nothing is wrong)."""
     p, g = _as_slices(pred), _as_slices(gt)
     if p.shape != g.shape:
-        raise ValueError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
+        raise InputError(f"prediction shape {np.shape(pred)} differs from ground truth shape {np.shape(gt)}")
     overlay = np.zeros(p.shape, dtype=np.uint8)
     for part, mask in part_masks(p, g).items():
         overlay[mask] = PART_VALUES[part]

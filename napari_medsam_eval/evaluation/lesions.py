@@ -33,6 +33,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from scipy import ndimage
+from ..core.errors import InputError
 
 #: the matching rules (:class:`LesionRule` ``match``)
 MATCH_RULES = ("iou", "overlap")
@@ -53,11 +54,11 @@ class LesionRule:
 
     def __post_init__(self) -> None:
         if self.match not in MATCH_RULES:
-            raise ValueError(f"lesion match must be one of {list(MATCH_RULES)}, got {self.match!r}")
+            raise InputError(f"lesion match must be one of {list(MATCH_RULES)}, got {self.match!r}")
         if not 0.0 <= float(self.threshold) < 1.0:
-            raise ValueError(f"lesion IoU threshold must be in [0, 1), got {self.threshold!r}")
+            raise InputError(f"lesion IoU threshold must be in [0, 1), got {self.threshold!r}")
         if not 0.0 < float(self.small_ml) <= float(self.large_ml):
-            raise ValueError(f"lesion sizes need 0 < small_ml <= large_ml, got {self.small_ml!r} and {self.large_ml!r}")
+            raise InputError(f"lesion sizes need 0 < small_ml <= large_ml, got {self.small_ml!r} and {self.large_ml!r}")
 
     def size_of(self, volume_ml: float | None) -> str:
         """``small`` / ``medium`` / ``large`` for a volume in mL; ``""`` without one (a video, a 2D image)."""
@@ -192,7 +193,7 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], ki
     order (mm; a video's is its frames' and is only used for volumes' sizes)."""
     pred, gt = np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool)
     if pred.shape != gt.shape:
-        raise ValueError(f"prediction shape {pred.shape} != ground truth shape {gt.shape}")
+        raise InputError(f"prediction shape {pred.shape} != ground truth shape {gt.shape}")
     true_labels, n_true = components(gt)
     pred_labels, n_pred = components(pred)
     overlaps = _overlaps(true_labels, pred_labels)

@@ -19,6 +19,7 @@ import numpy as np
 
 from .error_parts import ErrorParts, error_parts
 from .metrics import compute_dice, compute_per_slice_dice
+from ..core.errors import InputError
 
 #: values of the overlay map made by :func:`compare_masks`
 OVERLAY_TN, OVERLAY_TP, OVERLAY_FP, OVERLAY_FN = 0, 1, 2, 3
@@ -78,7 +79,7 @@ def compare_masks(pred: np.ndarray, gt: np.ndarray) -> Comparison:
     p = np.asarray(pred).astype(bool, copy=False)
     g = np.asarray(gt).astype(bool, copy=False)
     if p.shape != g.shape:
-        raise ValueError(f"prediction shape {p.shape} differs from ground truth shape {g.shape}")
+        raise InputError(f"prediction shape {p.shape} differs from ground truth shape {g.shape}")
     overlay = np.zeros(p.shape, dtype=np.uint8)
     overlay[p & g] = OVERLAY_TP
     overlay[p & ~g] = OVERLAY_FP
@@ -102,7 +103,7 @@ def ab_overlay(pred_a: np.ndarray, pred_b: np.ndarray) -> np.ndarray:
     a = np.asarray(pred_a).astype(bool, copy=False)
     b = np.asarray(pred_b).astype(bool, copy=False)
     if a.shape != b.shape:
-        raise ValueError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
+        raise InputError(f"prediction A has shape {a.shape}, prediction B {b.shape}")
     return (a.astype(np.uint8) * AB_A_ONLY + b.astype(np.uint8) * AB_B_ONLY)  # 1 + 2 = 3 = both
 
 
@@ -135,7 +136,7 @@ def _binary_pair(first: np.ndarray, second: np.ndarray, names: tuple[str, str]) 
     a = np.asarray(first).astype(bool, copy=False)
     b = np.asarray(second).astype(bool, copy=False)
     if a.shape != b.shape:
-        raise ValueError(f"{names[0]} has shape {a.shape}, {names[1]} {b.shape}")
+        raise InputError(f"{names[0]} has shape {a.shape}, {names[1]} {b.shape}")
     return a, b
 
 

@@ -28,14 +28,16 @@ and leaves such rows out of its means, as Mazurowski et al.'s ``np.nanmean``.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
+from ..core.case import SPATIAL_AXES, Spacing
 from .error_parts import error_parts
 from .surface_distance import (  # noqa: F401 - the surface metrics are re-exported: callers score from here
     LITEMEDSAM_NSD_TOLERANCE_MM, SpacingLike, SurfaceDistances, spacing_tuple, as_mask_pair,
     check_tolerance, compute_hd95, compute_surface_dice, compute_surface_distances)
+from ..core.errors import InputError
 #: LiteMedSAM computes NSD only where DSC exceeds this (NSD is 0 otherwise)
 LITEMEDSAM_NSD_DICE_THRESHOLD = 0.2
 #: IoU of two empty masks by default: an absent structure left absent is perfect
@@ -81,7 +83,7 @@ def compute_per_slice_dice(pred: np.ndarray, gt: np.ndarray, axis: int = 0) -> n
     """
     p, g = as_mask_pair(pred, gt)
     if not -p.ndim <= axis < p.ndim:
-        raise ValueError(f"axis {axis} is out of range for {p.ndim}D masks")
+        raise InputError(f"axis {axis} is out of range for {p.ndim}D masks")
     axis %= p.ndim
     other = tuple(i for i in range(p.ndim) if i != axis)
     inter = np.count_nonzero(p & g, axis=other).astype(float)
@@ -122,7 +124,7 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: SpacingLike
     parts that add up to ``1 - Dice`` (:func:`~.error_parts.error_parts`: ``error_<part>``,
     ``dominant_error``, ``error_slices``; ``prompt_slice_dice`` when ``prompt_slice`` is given)."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
     pred, gt = as_mask_pair(np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool))
     tolerance_mm = check_tolerance(tolerance_mm)
     if kind == "video":
@@ -133,6 +135,50 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: SpacingLike
     return {"dice": compute_dice(pred, gt), "iou": compute_iou(pred, gt), "nsd": nsd, "hd95": hd95,
             "gt_voxels": float(np.count_nonzero(gt)), "pred_voxels": float(np.count_nonzero(pred)),
             **error_parts(pred, gt, prompt_slice).columns()}
+
+
+def binary_mask(mask: np.ndarray, role: str) -> np.ndarray:
+    """``mask`` as bool when it is one: a bool array, or numbers that are each 0 or 1; an InputError naming
+    ``role`` (``prediction``, ``ground truth``) for NaN or infinity, other values (0.5), or a label map of
+    several labels (a mask is one target: ``labels == 2``). The API's check: its callers hand arrays, not files."""
+    array = np.asarray(mask)
+    if array.dtype == bool:
+        return array
+    if not (np.issubdtype(array.dtype, np.number)):
+        raise InputError(f"{role} must be a numeric or bool mask, got dtype {array.dtype}")
+    if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+        bad = int(np.count_nonzero(~np.isfinite(array)))
+        raise InputError(f"{role} holds {bad} NaN or infinite value{'s' if bad > 1 else ''}: a mask holds 0 and 1 "
+                         "only (a probability map must be thresholded first)")
+    values = np.unique(array)
+    if not set(values.tolist()) <= {0, 1}:
+        shown = ", ".join(f"{v:g}" for v in values[:6].tolist()) + (", ..." if values.size > 6 else "")
+        hint = (f"; it looks like a label map: take one target, e.g. ({role.replace(' ', '_')} == {int(values[-1])})"
+                if np.all(values == np.round(values)) and values.size > 2 else
+                " (a probability map must be thresholded first)")
+        raise InputError(f"{role} holds values {shown}: a binary mask holds 0 and 1 only{hint}")
+    return array.astype(bool)
+
+
+def array_spacing(spacing: Any, kind: str, ndim: int) -> tuple[float, ...]:
+    """The spacing of masks of ``kind`` in array order (a video's frames: ``y, x``), from a
+    :class:`~napari_medsam_eval.core.case.Spacing` (which says its order) or, only where order cannot matter,
+    a bare sequence of equal values; an InputError for a bare sequence of unequal values: SimpleITK and NIfTI
+    give ``x, y, z`` where arrays are ``z, y, x``, and a reversed spacing scores NSD and HD95 silently wrong."""
+    if isinstance(spacing, Spacing):
+        expected = SPATIAL_AXES.get(kind)
+        if expected is not None and spacing.axes != expected:
+            raise InputError(f"spacing {spacing!r} is for {spacing.axes!r} axes, a {kind} has {expected!r}")
+        values = tuple(spacing.values)
+    else:
+        values = tuple(float(v) for v in spacing)
+        if len(set(values)) > 1:
+            raise InputError(f"spacing {values} is a bare sequence whose order is unknown (SimpleITK and NIfTI "
+                             "give x, y, z; arrays are z, y, x): pass case.spacing, Spacing.from_array_order(values, "
+                             "'zyx') or Spacing.from_xyz(values)")
+    if kind == "video" and len(values) == 3:
+        values = values[1:]
+    return spacing_tuple(values, ndim - (1 if kind == "video" else 0))
 
 
 def compute_label_metrics(

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..core.case import Spacing
 from .distance_transform import distances_both_ways
+from ..core.errors import InputError
 
 SpacingLike = Union[Spacing, Sequence[float]]
 
@@ -39,18 +40,18 @@ def as_mask_pair(pred: np.ndarray, gt: np.ndarray) -> tuple[np.ndarray, np.ndarr
     """Both masks as bool arrays of one shape; ValueError names the culprit."""
     pred_arr, gt_arr = np.asarray(pred), np.asarray(gt)
     if pred_arr.shape != gt_arr.shape:
-        raise ValueError(f"pred has shape {pred_arr.shape} but gt has shape {gt_arr.shape}; they must match")
+        raise InputError(f"pred has shape {pred_arr.shape} but gt has shape {gt_arr.shape}; they must match")
     if pred_arr.ndim == 0:
-        raise ValueError("pred and gt must be arrays with at least one dimension, got scalars")
+        raise InputError("pred and gt must be arrays with at least one dimension, got scalars")
     return pred_arr.astype(bool, copy=False), gt_arr.astype(bool, copy=False)
 
 
 def spacing_tuple(spacing: SpacingLike, ndim: int) -> tuple[float, ...]:
     values = tuple(float(v) for v in (spacing.values if isinstance(spacing, Spacing) else spacing))
     if len(values) != ndim:
-        raise ValueError(f"spacing has {len(values)} values {values} for {ndim}D masks; give one per array axis")
+        raise InputError(f"spacing has {len(values)} values {values} for {ndim}D masks; give one per array axis")
     if any(not np.isfinite(v) or v <= 0 for v in values):
-        raise ValueError(f"spacing must be positive and finite, got {values}")
+        raise InputError(f"spacing must be positive and finite, got {values}")
     return values
 
 
@@ -64,9 +65,9 @@ def check_tolerance(tolerance_mm: float) -> float:
     try:
         value = float(tolerance_mm)
     except (TypeError, ValueError):
-        raise ValueError(f"NSD tolerance must be a number of mm, got {tolerance_mm!r}") from None
+        raise InputError(f"NSD tolerance must be a number of mm, got {tolerance_mm!r}") from None
     if not np.isfinite(value) or value < 0:
-        raise ValueError(f"NSD tolerance must be a finite, non-negative number of mm, got {value:g}")
+        raise InputError(f"NSD tolerance must be a finite, non-negative number of mm, got {value:g}")
     return value
 
 
@@ -176,7 +177,7 @@ class SurfaceDistances:
         where the cumulative area fraction reaches ``percent``; the max of both.
         """
         if not 0.0 <= percent <= 100.0:
-            raise ValueError(f"percent must be in [0, 100], got {percent}")
+            raise InputError(f"percent must be in [0, 100], got {percent}")
         gt_n, pred_n = self.surfel_areas_gt.size, self.surfel_areas_pred.size
         if gt_n == 0 and pred_n == 0:
             return 0.0
@@ -218,7 +219,7 @@ def compute_surface_distances(pred: np.ndarray, gt: np.ndarray, spacing: Spacing
     """
     p, g = as_mask_pair(pred, gt)
     if p.ndim not in (2, 3):
-        raise ValueError(f"surface metrics need 2D or 3D masks, got pred and gt of shape {p.shape}")
+        raise InputError(f"surface metrics need 2D or 3D masks, got pred and gt of shape {p.shape}")
     sampling = spacing_tuple(spacing, p.ndim)
     empty = np.zeros(0)
     box = _bounding_box(p | g)

@@ -10,6 +10,7 @@ from ..core.case import KINDS, Case, CaseKind, Spacing
 from ..core.errors import DataError
 from .formats import strip_suffix
 from .validation import check_finite_image
+from ..core.errors import InputError
 
 #: spacing of the time axis of every video case: one frame (see :mod:`.video`)
 FRAME_SPACING = 1.0
@@ -19,7 +20,7 @@ FRAME_SPACING = 1.0
 def check_kind(kind: str | None, allowed: Sequence[str], path: str | Path, what: str) -> None:
     """Raise when a requested ``kind`` cannot apply to this data."""
     if kind is not None and kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS} or None, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS} or None, got {kind!r}")
     if kind is not None and kind not in allowed:
         raise DataError(f"{what} cannot be read as kind={kind!r} (possible: {', '.join(allowed)})", path)
 

@@ -38,7 +38,8 @@ def dicom_series_files(folder: str | Path, series_id: str | None = None) -> tupl
             listing = "; ".join(
                 f"{uid} ({len(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), uid))} slices)" for uid in ids
             )
-            raise DataError(f"folder holds {len(ids)} DICOM series, choose one with series_id: {listing}", folder)
+            raise DataError(f"folder holds {len(ids)} DICOM series: choose one (--series-id UID on the command line, "
+                            f"series_id= from Python): {listing}", folder)
         series_id = ids[0]
     elif series_id not in ids:
         raise DataError(f"DICOM series {series_id!r} not in folder; found: {', '.join(ids)}", folder)

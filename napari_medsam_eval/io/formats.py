@@ -31,6 +31,20 @@ KNOWN_SUFFIXES = _ALL_SUFFIXES
 _DICOM_MARKER_OFFSET = 128
 
 
+def check_name_encoding(path: str | Path) -> Path:
+    """``path`` when every part of it is valid UTF-8; else a DataError naming it (its bad bytes shown as ``\\xff``)
+    and what to do. SimpleITK aborts the whole process (C++ ``std::logic_error``) on such a name, and a results
+    table cannot hold it: refused before any file is opened."""
+    path = Path(path)
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        raise DataError(f"{shown}: the file name is not valid UTF-8; rename it (SimpleITK and the results tables "
+                        "take UTF-8 names only)") from None
+    return path
+
+
 def format_suffix(path: str | Path) -> str:
     """Lower-case suffix, treating ``.nii.gz`` as one suffix (``''`` when none)."""
     name = Path(path).name.lower()
@@ -187,7 +201,7 @@ def image_files_in(folder: Path) -> list[Path]:
 
 def detect_format(path: str | Path) -> Format:
     """Which reader handles ``path``; raises DataError / UnknownFormatError otherwise."""
-    path = Path(path)
+    path = check_name_encoding(path)
     if not path.exists():
         raise DataError(missing_message(path), path)
     if path.is_dir():

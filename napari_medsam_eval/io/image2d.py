@@ -49,6 +49,7 @@ from .colour_masks import colour_mask
 from .pixel_size import image_spacing
 from .formats import JPEG_SUFFIXES, format_suffix, require_file, strip_suffix
 from .validation import check_same_shape, label_dtype_for, to_label_array
+from ..core.errors import InputError
 
 JPEG_THRESHOLD = 127
 FOREGROUND = "foreground"
@@ -223,7 +224,7 @@ def read_image_with_masks(image_path: str | Path, mask_paths: Sequence[str | Pat
         raise DataError("no mask files given for this image", image_path)
     names = list(names) if names is not None else object_names(mask_paths, image_path)
     if len(names) != len(mask_paths):
-        raise ValueError(f"{len(names)} names for {len(mask_paths)} masks")
+        raise InputError(f"{len(names)} names for {len(mask_paths)} masks")
     pixels, notes = read_image_array(image_path)
     shape = pixels.shape[:2]
     label = np.zeros(shape, dtype=label_dtype_for(len(mask_paths)))

@@ -25,7 +25,6 @@ import contextlib
 import errno
 import os
 import shutil
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Iterator
@@ -38,9 +37,10 @@ from ..core.array_blocks import blocks
 from ..core.case import Case
 from ..core.errors import DataError, UnknownFormatError, os_problem
 from ..core.ownership import check_not_inputs
-from .formats import format_suffix
+from .formats import check_name_encoding, format_suffix
 from .sitk_io import image_from_array
 from .validation import check_same_shape, to_label_array
+from ..core.temp_files import MAX_NAME_BYTES, name_fits, temporary_beside
 
 SITK_MASK_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha")
 MASK_SUFFIXES = SITK_MASK_SUFFIXES + (".npz", ".png")
@@ -53,7 +53,10 @@ def check_output_path(path: str | Path, kind: str | None = None) -> Path:
     for 2D images, when ``kind`` is given), the path is not a folder, the
     nearest existing parent is a folder (not a file) and writable.
     """
-    path = Path(path)
+    path = check_name_encoding(path)
+    if not name_fits(path):
+        raise DataError(f"the file name is {len(os.fsencode(path.name))} bytes, more than a file name may have "
+                        f"({MAX_NAME_BYTES}); give a shorter one", path.parent)
     if path.is_dir():
         raise DataError("the output is a folder; give a file name", path)
     suffix = format_suffix(path)
@@ -92,7 +95,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=format_suffix(path))
+        handle, temp_name = temporary_beside(path, suffix=format_suffix(path))
     except OSError as error:
         raise DataError(f"cannot write mask: {os_problem(error)}", path) from None
     os.close(handle)

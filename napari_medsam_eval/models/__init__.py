@@ -11,6 +11,7 @@ from typing import Any
 from ..core.options import check_call_options
 from ._native_libs import load_triton_isolated
 from .base import SliceProgress, SegmentationBackend, SegmentResult
+from ..core.errors import InputError
 
 #: name -> "module:builder"; the module is imported only when that backend is built
 BACKENDS: dict[str, str] = {
@@ -36,7 +37,7 @@ def build_backend(name: str = DEFAULT_BACKEND, **options: Any) -> SegmentationBa
     try:
         target = BACKENDS[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; choose one of {', '.join(available_backends())}") from None
+        raise InputError(f"unknown model {name!r}; choose one of {', '.join(available_backends())}") from None
     module_name, func_name = target.split(":")
     load_triton_isolated()  # before torch's compiler stack loads next to a napari viewer
     builder = getattr(import_module(module_name), func_name)

@@ -17,6 +17,7 @@ import numpy as np
 from ..core.checksum import sha256_file  # noqa: F401 - re-exported: checkpoints are verified with it
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt
+from ..core.errors import InputError
 
 
 @dataclass
@@ -110,10 +111,10 @@ class SegmentationBackend(ABC):
         used = {k for k, present in (("box", prompt.boxes), ("points", prompt.points), ("mask", prompt.mask is not None)) if present}
         unsupported = used - set(self.accepts)
         if unsupported:
-            raise ValueError(f"{self.name} does not accept {' or '.join(sorted(unsupported))} prompts "
+            raise InputError(f"{self.name} does not accept {' or '.join(sorted(unsupported))} prompts "
                              f"(accepts {', '.join(sorted(self.accepts))})")
         if not used:
-            raise ValueError(f"{self.name}: the prompt for label {prompt.target_label} is empty")
+            raise InputError(f"{self.name}: the prompt for label {prompt.target_label} is empty")
 
 
 def made_by(backend: object) -> str:

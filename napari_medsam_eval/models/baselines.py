@@ -23,13 +23,14 @@ import numpy as np
 from ..core.prompt import Prompt
 from .base import SegmentationBackend, SegmentResult
 from .checkpoint_files import ModelOptionError, shape_text, warn_unused_model_options
+from ..core.errors import InputError
 
 
 def _slice_shape(image: np.ndarray) -> tuple[int, int]:
     image = np.asarray(image)
     if image.ndim == 2 or (image.ndim == 3 and image.shape[-1] in (1, 3, 4)):
         return int(image.shape[0]), int(image.shape[1])
-    raise ValueError(f"expected one 2D slice, H x W or H x W x 3, got shape {shape_text(image.shape)}")
+    raise InputError(f"expected one 2D slice, H x W or H x W x 3, got shape {shape_text(image.shape)}")
 
 
 def box_mask(box: tuple[float, float, float, float], shape: tuple[int, int]) -> np.ndarray:
@@ -87,27 +88,27 @@ class OracleBackend(SegmentationBackend):
             return
         label_map = np.asarray(label_map)
         if label_map.ndim not in (2, 3):
-            raise ValueError(f"ground truth must be H x W or N x H x W, got shape {shape_text(label_map.shape)}")
+            raise InputError(f"ground truth must be H x W or N x H x W, got shape {shape_text(label_map.shape)}")
         self._gt = label_map
         self._masks = {k: np.asarray(v, dtype=bool) for k, v in (masks or {}).items()}
 
     def segment(self, image: np.ndarray, prompt: Prompt, *, cache_key: Hashable | None = None) -> SegmentResult:
         self.check_prompt(prompt)
         if self._gt is None:
-            raise ValueError("oracle backend has no ground truth: call set_ground_truth(label_map) first")
+            raise InputError("oracle backend has no ground truth: call set_ground_truth(label_map) first")
         shape = _slice_shape(image)
         key = (int(prompt.target_label), prompt.info.get("lesion"))
         key = key if key in self._masks else key[0]
         gt = self._masks.get(key, self._gt)
         if gt.ndim == 3:
             if prompt.slice_index is None:
-                raise ValueError("oracle backend: the prompt needs a slice_index for a 3D ground truth")
+                raise InputError("oracle backend: the prompt needs a slice_index for a 3D ground truth")
             z = int(prompt.slice_index)
             if not 0 <= z < gt.shape[0]:
-                raise ValueError(f"oracle backend: slice_index {z} outside the ground truth (0 to {gt.shape[0] - 1})")
+                raise InputError(f"oracle backend: slice_index {z} outside the ground truth (0 to {gt.shape[0] - 1})")
             gt = gt[z]
         if gt.shape != shape:
-            raise ValueError(f"oracle backend: ground truth slice {shape_text(gt.shape)} does not match "
+            raise InputError(f"oracle backend: ground truth slice {shape_text(gt.shape)} does not match "
                              f"the image {shape_text(shape)}")
         mask = gt.copy() if key in self._masks else gt == key
         return SegmentResult(mask=mask, timings={"encoder": 0.0, "decoder": 0.0})

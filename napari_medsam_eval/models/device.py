@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 
 from ..core.errors import MedsamEvalError
+from ..core.errors import InputError
 
 #: the values the ``--device`` option / ``device=`` builder argument accepts
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
@@ -113,7 +114,7 @@ def configure_cpu_threads(num_threads: int | None = None) -> int:
     """
     if num_threads is not None:
         if int(num_threads) < 1:
-            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+            raise InputError(f"num_threads must be >= 1, got {num_threads}")
         torch.set_num_threads(int(num_threads))
     else:
         limit = available_cpus()

@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from .checkpoint_files import shape_text
+from ..core.errors import InputError
 
 #: side of the square model input and of the low-resolution logits
 IMAGE_SIZE = 256
@@ -87,7 +88,7 @@ def to_three_channels(image: np.ndarray) -> np.ndarray:
         return image[..., :3]
     if image.ndim == 3 and image.shape[-1] == 1:
         return np.repeat(image, 3, axis=-1)
-    raise ValueError(f"expected one 2D slice (H x W) or an RGB image (H x W x 3), got shape {shape_text(image.shape)}")
+    raise InputError(f"expected one 2D slice (H x W) or an RGB image (H x W x 3), got shape {shape_text(image.shape)}")
 
 
 def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tuple[int, int]]:
@@ -102,10 +103,10 @@ def preprocess_slice(image: np.ndarray) -> tuple[np.ndarray, tuple[int, int], tu
     image = np.asarray(image)
     if image.dtype != np.uint8:
         if not (np.issubdtype(image.dtype, np.number) or image.dtype == bool):
-            raise ValueError(f"image must be numeric, got dtype {image.dtype}")
+            raise InputError(f"image must be numeric, got dtype {image.dtype}")
         image = image.astype(np.float32)
         if not np.isfinite(image).all():
-            raise ValueError("image contains NaN or infinite values")
+            raise InputError("image contains NaN or infinite values")
     img_3c = to_three_channels(image)
     H, W = img_3c.shape[:2]
     img_256 = resize_longest_side(img_3c, IMAGE_SIZE)

@@ -99,6 +99,7 @@ from .sam2_frames import (  # noqa: F401 - re-exported
     prepare_frames,
     init_state_from_frames,
 )
+from ..core.errors import InputError
 
 # --------------------------------------------------------------------------- backend
 
@@ -180,9 +181,9 @@ class SAM2Backend(SegmentationBackend):
     def _check_sam2_prompt(self, prompt: Prompt) -> None:
         self.check_prompt(prompt)
         if prompt.mask is not None and (prompt.boxes or prompt.points):
-            raise ValueError(f"{self.name}: a mask prompt cannot be combined with boxes or points")
+            raise InputError(f"{self.name}: a mask prompt cannot be combined with boxes or points")
         if len(prompt.boxes) > 1 and prompt.points:
-            raise ValueError(f"{self.name}: points can be combined with one box only, got {len(prompt.boxes)} boxes")
+            raise InputError(f"{self.name}: points can be combined with one box only, got {len(prompt.boxes)} boxes")
 
     def _add_prompt(self, state: dict[str, Any], frame_idx: int, prompt: Prompt) -> "torch.Tensor":
         """Prompt ``frame_idx``: one object per box (several boxes are merged by union
@@ -191,7 +192,7 @@ class SAM2Backend(SegmentationBackend):
         if prompt.mask is not None:
             mask = np.asarray(prompt.mask)
             if mask.ndim != 2:
-                raise ValueError(f"{self.name}: a mask prompt must be 2D, got shape {shape_text(mask.shape)}")
+                raise InputError(f"{self.name}: a mask prompt must be 2D, got shape {shape_text(mask.shape)}")
             _, _, logits = self.model.add_new_mask(state, frame_idx, 1, mask.astype(bool))
             return logits
         points = prompt.points_array().astype(np.float32) if prompt.points else None
@@ -210,7 +211,7 @@ class SAM2Backend(SegmentationBackend):
         self._check_sam2_prompt(prompt)
         array = np.asarray(image)
         if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] in (1, 3))):
-            raise ValueError(f"{self.name}: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
+            raise InputError(f"{self.name}: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
         timings: dict[str, float] = {}
         plain = self.postprocessing == "off"  # one image: MedSAM2's scripts have no 2D case, "auto" keeps it
         with self._inference(), (postprocessing_off(self.model) if plain else contextlib.nullcontext()):
@@ -278,22 +279,22 @@ class SAM2Backend(SegmentationBackend):
         """
         self._check_sam2_prompt(prompt)
         if seed not in SEEDS:
-            raise ValueError(f"{self.name}: seed must be one of {SEEDS}, got {seed!r}")
+            raise InputError(f"{self.name}: seed must be one of {SEEDS}, got {seed!r}")
         array = _check_frames(frames)
         count, height, width = array.shape[:3]
         key = prompt.slice_index
         if key is None:
             if count != 1:
-                raise ValueError(f"{self.name}: the prompt has no slice_index for {count} frames")
+                raise InputError(f"{self.name}: the prompt has no slice_index for {count} frames")
             key = 0
         if not 0 <= int(key) < count:
-            raise ValueError(f"{self.name}: slice_index {key} is outside the {count} frames")
+            raise InputError(f"{self.name}: slice_index {key} is outside the {count} frames")
         key = int(key)
         anchors = list(anchors)
         for anchor in anchors:
             self._check_sam2_prompt(anchor)
             if anchor.slice_index is None or not 0 <= int(anchor.slice_index) < count:
-                raise ValueError(f"{self.name}: an anchor's slice_index {anchor.slice_index} is outside the {count} frames")
+                raise InputError(f"{self.name}: an anchor's slice_index {anchor.slice_index} is outside the {count} frames")
         indices = [key] + [int(a.slice_index) for a in anchors]
         first, last = min(indices), max(indices)  # the forward pass starts at the first prompt, the reverse at the last
         passes = [False] + ([True] if reverse and last > 0 else [])
@@ -457,7 +458,7 @@ def _check_checkpoint_choice(checkpoint: Any, random_init: bool, model: str, sou
             f"checkpoint=PATH when building the backend. {source}."
         )
     if checkpoint is not None and random_init:
-        raise ValueError("give either a checkpoint or random_init=True, not both")
+        raise InputError("give either a checkpoint or random_init=True, not both")
 
 
 #: the builders' own parameters: every other keyword is one of :func:`_build`'s options

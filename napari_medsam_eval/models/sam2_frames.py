@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from .checkpoint_files import shape_text
 from .sam2_build import IMAGENET_MEAN, IMAGENET_STD
+from ..core.errors import InputError
 
 
 # --------------------------------------------------------------------------- frames
@@ -29,7 +30,7 @@ def to_uint8(frames: np.ndarray) -> np.ndarray:
         return array
     values = array.astype(np.float64)
     if not np.all(np.isfinite(values)):
-        raise ValueError("frames contain NaN or infinite values")
+        raise InputError("frames contain NaN or infinite values")
     low, high = float(values.min()), float(values.max())
     if high <= low:
         return np.zeros(array.shape, dtype=np.uint8)
@@ -41,9 +42,9 @@ def _check_frames(frames: np.ndarray) -> np.ndarray:
     if array.ndim == 4 and array.shape[-1] == 1:
         array = array[..., 0]
     if not (array.ndim == 3 or (array.ndim == 4 and array.shape[-1] == 3)):
-        raise ValueError(f"frames must be T x H x W or T x H x W x 3, got shape {shape_text(array.shape)}")
+        raise InputError(f"frames must be T x H x W or T x H x W x 3, got shape {shape_text(array.shape)}")
     if array.shape[0] == 0 or array.shape[1] == 0 or array.shape[2] == 0:
-        raise ValueError(f"frames are empty: shape {shape_text(array.shape)}")
+        raise InputError(f"frames are empty: shape {shape_text(array.shape)}")
     return array
 
 
@@ -107,7 +108,7 @@ def init_state_from_frames(
     compute_device = predictor.device
     if images.ndim != 4 or images.shape[1] != 3 or images.shape[-1] != predictor.image_size:
         size = predictor.image_size
-        raise ValueError(f"images must be T x 3 x {size} x {size}, got {shape_text(images.shape)}")
+        raise InputError(f"images must be T x 3 x {size} x {size}, got {shape_text(images.shape)}")
     if not offload_video_to_cpu:
         images = images.to(compute_device)
     inference_state: dict[str, Any] = {}

@@ -38,6 +38,7 @@ from .sam2_build import (
 )
 from .checkpoint_files import ModelOptionError, names_text, shape_text, tensor_state_dict
 from .sam2_frames import to_uint8
+from ..core.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -105,9 +106,9 @@ def to_rgb_uint8(image: np.ndarray) -> np.ndarray:
     if array.ndim == 3 and array.shape[-1] == 1:
         array = array[..., 0]
     if not (array.ndim == 2 or (array.ndim == 3 and array.shape[-1] == 3)):
-        raise ValueError(f"sam: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
+        raise InputError(f"sam: image must be H x W or H x W x 3, got shape {shape_text(array.shape)}")
     if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(f"sam: image is empty: shape {shape_text(array.shape)}")
+        raise InputError(f"sam: image is empty: shape {shape_text(array.shape)}")
     array = to_uint8(array)
     if array.ndim == 2:
         array = np.repeat(array[..., None], 3, axis=-1)
@@ -217,7 +218,7 @@ class SAMBackend(SegmentationBackend):
 
         self.check_prompt(prompt)
         if len(prompt.boxes) > 1 and prompt.points:
-            raise ValueError(f"sam: points can be combined with one box only, got {len(prompt.boxes)} boxes")
+            raise InputError(f"sam: points can be combined with one box only, got {len(prompt.boxes)} boxes")
         rgb = to_rgb_uint8(image)
         timings: dict[str, float] = {}
         start = time.perf_counter()

@@ -47,6 +47,7 @@ from ..core.anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  #
 from ..core.prompt import Prompt
 from .segment import PropagationResult, segment_by_kind
 from .slice_by_slice import PropagationRecord
+from ..core.errors import InputError
 
 
 def merge_prompt(old: Prompt | None, new: Prompt) -> Prompt:
@@ -84,7 +85,7 @@ class AnchoredSegmentation:
 
     def __post_init__(self) -> None:
         if self.kind not in ("volume", "video"):
-            raise ValueError(f"anchors are slices of a volume or frames of a video, not of a {self.kind!r}")
+            raise InputError(f"anchors are slices of a volume or frames of a video, not of a {self.kind!r}")
         self.image = np.asarray(self.image)
 
     @property
@@ -103,7 +104,7 @@ class AnchoredSegmentation:
     def restore(self, snapshot: "AnchorSnapshot") -> None:
         """Put back the anchors and mask of ``snapshot`` (an undo goes back one correction)."""
         if snapshot.owner is not self:
-            raise ValueError("a snapshot restores the segmentation it was taken of")
+            raise InputError("a snapshot restores the segmentation it was taken of")
         self.anchors = dict(snapshot.anchors)
         if snapshot.mask is None:
             self.mask = None
@@ -116,7 +117,7 @@ class AnchoredSegmentation:
         """Start over: ``prompt`` becomes the only anchor and is propagated through the stack."""
         k = self._slice_of(prompt)
         if is_absent(prompt):
-            raise ValueError("the first prompt of a segmentation cannot say the target is absent")
+            raise InputError("the first prompt of a segmentation cannot say the target is absent")
         result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(prompt),
                                  progress=progress, case_id=self.case_id, rules=self.rules)
         if not result.cancelled:  # a cancelled start keeps what was there
@@ -164,10 +165,10 @@ class AnchoredSegmentation:
     # ------------------------------------------------------------------ helpers
     def _slice_of(self, prompt: Prompt) -> int:
         if prompt.slice_index is None:
-            raise ValueError("an anchor needs the slice (or frame) it was given on: slice_index is None")
+            raise InputError("an anchor needs the slice (or frame) it was given on: slice_index is None")
         k = int(prompt.slice_index)
         if not 0 <= k < self.n_slices:
-            raise ValueError(f"slice {k} is outside the stack of {self.n_slices} slices (0..{self.n_slices - 1})")
+            raise InputError(f"slice {k} is outside the stack of {self.n_slices} slices (0..{self.n_slices - 1})")
         return k
 
     def _free_range(self, k: int) -> tuple[int, int]:
@@ -198,7 +199,7 @@ class AnchoredSegmentation:
         anchors = [_native_prompt(p, self.image.shape[1:3]) for p in self.anchor_list()]
         present = [p for p in anchors if not is_absent(p)]
         if not present:
-            raise ValueError("every anchor says the target is absent: nothing to propagate")
+            raise InputError("every anchor says the target is absent: nothing to propagate")
         first, others = present[0], [p for p in anchors if p is not present[0]]
         try:
             frames = self.backend.propagate(self.image, first, reverse=self.kind == "volume", progress=progress,

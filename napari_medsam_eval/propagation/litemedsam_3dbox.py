@@ -9,6 +9,7 @@ from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from .slice_by_slice import _check_stack, _Progress
+from ..core.errors import InputError, InputTypeError
 
 Box3D = Sequence[float]  # (x_min, y_min, z_min, x_max, y_max, z_max), inclusive
 
@@ -44,11 +45,11 @@ def propagate_official_litemedsam(
     from ..models.litemedsam_preprocess import get_bbox256, pad_image, resize_box_to_256, resize_longest_side
 
     if not isinstance(backend, LiteMedSAMBackend):
-        raise TypeError(f"the official LiteMedSAM protocol needs the litemedsam backend, got {backend.name!r}")
+        raise InputTypeError(f"the official LiteMedSAM protocol needs the litemedsam backend, got {backend.name!r}")
     volume = _check_stack(volume, "volume")
     boxes = np.asarray(boxes_3d)
     if boxes.size == 0:
-        raise ValueError("no 3D boxes given")
+        raise InputError("no 3D boxes given")
     boxes = boxes.reshape(-1, 6)
     n = volume.shape[0]
     plans = []
@@ -57,7 +58,7 @@ def propagate_official_litemedsam(
         x_min, y_min, z_min, x_max, y_max, z_max = box3d
         z_min, z_max = int(z_min), int(z_max)
         if not z_min < z_max:
-            raise ValueError(
+            raise InputError(
                 f"3D box {i}: z_min must be smaller than z_max (the official script asserts it), got {box3d}"
             )
         z_middle = int((z_max - z_min) / 2 + z_min)

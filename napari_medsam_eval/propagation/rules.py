@@ -48,6 +48,7 @@ import numpy as np
 from ..core.errors import OptionError
 from ..core.options import check_dataclass_options
 from ..protocols.geometry import tight_box
+from ..core.errors import InputError
 
 #: why a direction ended: a stop rule, the model's own absence (native), the
 #: official script's z-range, or the end of the stack / the limits
@@ -77,7 +78,7 @@ class PropagationRules:
 
     def __post_init__(self) -> None:
         if self.locate not in LOCATE_MODES:
-            raise ValueError(f"propagation option locate must be one of {LOCATE_MODES}, got {self.locate!r}")
+            raise InputError(f"propagation option locate must be one of {LOCATE_MODES}, got {self.locate!r}")
         _check_range("margin", self.margin, 0.0, None)
         _check_range("margin_fraction", self.margin_fraction, 0.0, None)
         _check_range("intensity_k", self.intensity_k, 0.0, None)
@@ -86,7 +87,7 @@ class PropagationRules:
             _check_range(name, getattr(self, name), 0.0, 1.0 if name != "score_ratio" else None)
         _check_range("max_area_growth", self.max_area_growth, 1.0, None)
         if self.hold is not None and (int(self.hold) != self.hold or self.hold < 0):
-            raise ValueError(f"hold must be a whole number >= 0 or None, got {self.hold!r}")
+            raise InputError(f"hold must be a whole number >= 0 or None, got {self.hold!r}")
 
     def replace(self, **changes: Any) -> "PropagationRules":
         """A copy with ``changes`` (unknown names, values of the wrong type or out of range are refused
@@ -106,7 +107,7 @@ def _check_range(name: str, value: float | None, low: float, high: float | None)
         return
     if not np.isfinite(value) or value < low or (high is not None and value > high):
         bound = f"between {low:g} and {high:g}" if high is not None else f">= {low:g}"
-        raise ValueError(f"propagation option {name} must be {bound} (or None), got {value!r}")
+        raise InputError(f"propagation option {name} must be {bound} (or None), got {value!r}")
 
 
 #: chosen by measurement (docs/propagation.md): the same for every volume dataset. Box: the last

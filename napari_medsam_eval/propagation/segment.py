@@ -36,6 +36,7 @@ from .litemedsam_3dbox import propagate_official_litemedsam
 from ..core.anchor_prompts import painted_answer
 from ..core.postprocess import largest_component, wants_largest_component
 from .slice_by_slice import DirectionStop, PropagationRecord, propagate_video, propagate_volume
+from ..core.errors import InputError
 
 #: ways to segment a volume or video: propagate from the prompt, the prompted slice alone,
 #: or the official LiteMedSAM 3D-box loop
@@ -90,9 +91,9 @@ def segment_by_kind(
     the result then holds the partial mask and ``cancelled=True``.
     """
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
     if how not in HOW:
-        raise ValueError(f"how must be one of {HOW}, got {how!r}")
+        raise InputError(f"how must be one of {HOW}, got {how!r}")
     state = {"done": 0, "total": 0}
 
     def report(done: int, total: int) -> bool | None:
@@ -125,7 +126,7 @@ def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt
         return _segment_one_slice(backend, image, prompt, progress, case_id)
     if how == "official":
         if kind != "volume" or "box_3d" not in prompt.info:
-            raise ValueError("the official LiteMedSAM loop needs a volume and a prompt with info['box_3d']")
+            raise InputError("the official LiteMedSAM loop needs a volume and a prompt with info['box_3d']")
         (mask,) = segment_official(backend, image, [prompt], case_id=case_id, progress=progress)
         record_official(options["record"], prompt)
         return mask
@@ -197,10 +198,10 @@ def _one_slice_box(prompt: Prompt) -> bool:
 def _segment_one_slice(backend: SegmentationBackend, image: np.ndarray, prompt: Prompt, progress: SliceProgress,
                        case_id: Hashable) -> np.ndarray:
     if prompt.slice_index is None:
-        raise ValueError("the prompt needs a slice_index to segment one slice of a stack")
+        raise InputError("the prompt needs a slice_index to segment one slice of a stack")
     z = int(prompt.slice_index)
     if not 0 <= z < image.shape[0]:
-        raise ValueError(f"prompt slice_index {z} is outside the stack (0..{image.shape[0] - 1})")
+        raise InputError(f"prompt slice_index {z} is outside the stack (0..{image.shape[0] - 1})")
     mask = np.zeros(image.shape[:3], dtype=bool)
     painted = painted_answer(prompt, image.shape[1:3])  # a painted slice is its own answer
     mask[z] = painted if painted is not None else np.asarray(

@@ -44,6 +44,7 @@ from .similarity import SimilarityLocator
 from ..core.postprocess import seed_of
 from .rules import PropagationRules, Reference, next_box, reference_from, resolve_rules, stop_finding, widen_box
 from .stop_words import stop_text
+from ..core.errors import InputError
 
 #: pixels a propagated box is widened by at least (the volume default's ``margin``)
 DEFAULT_MARGIN = PropagationRules().margin
@@ -130,9 +131,9 @@ class _Progress:
 def _check_stack(stack: np.ndarray, what: str) -> np.ndarray:
     stack = np.asarray(stack)
     if stack.ndim not in (3, 4) or (stack.ndim == 4 and stack.shape[-1] not in (3, 4)):
-        raise ValueError(f"{what} must be (N, H, W) or (N, H, W, 3), got shape {stack.shape}")
+        raise InputError(f"{what} must be (N, H, W) or (N, H, W, 3), got shape {stack.shape}")
     if stack.shape[0] == 0:
-        raise ValueError(f"{what} has no slices")
+        raise InputError(f"{what} has no slices")
     return stack
 
 
@@ -141,16 +142,16 @@ def _resolve_limits(z_limits: tuple[int, int] | None, n: int) -> tuple[int, int]
         return 0, n - 1
     lo, hi = int(z_limits[0]), int(z_limits[1])
     if lo > hi:
-        raise ValueError(f"z_limits must be (low, high) with low <= high, got {z_limits}")
+        raise InputError(f"z_limits must be (low, high) with low <= high, got {z_limits}")
     return max(0, lo), min(n - 1, hi)
 
 
 def _start_index(prompt: Prompt, n: int, what: str) -> int:
     if prompt.slice_index is None:
-        raise ValueError(f"the prompt needs a slice_index to propagate through a {what}")
+        raise InputError(f"the prompt needs a slice_index to propagate through a {what}")
     z = int(prompt.slice_index)
     if not 0 <= z < n:
-        raise ValueError(f"prompt slice_index {z} is outside the {what} (0..{n - 1})")
+        raise InputError(f"prompt slice_index {z} is outside the {what} (0..{n - 1})")
     return z
 
 
@@ -234,7 +235,7 @@ def _native(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rev
     result = np.zeros(stack.shape[:3], dtype=bool)
     seed = seed_of(prompt.info)
     if seed != "box" and "mask" not in backend.accepts:
-        raise ValueError(f"a propagation seeded with the key slice's mask needs a model that takes mask prompts; "
+        raise InputError(f"a propagation seeded with the key slice's mask needs a model that takes mask prompts; "
                          f"{getattr(backend, 'name', backend)!s} takes {', '.join(sorted(backend.accepts))}")
     options = {} if seed == "box" else {"seed": seed}  # a backend's own default is the prompt itself
     native = np.asarray(backend.propagate(stack, prompt, reverse=reverse, progress=progress, **options), dtype=bool)
@@ -296,7 +297,7 @@ def propagate_volume(
     z0 = _start_index(prompt, n, "volume")
     lo, hi = _resolve_limits(z_limits, n)
     if not lo <= z0 <= hi:
-        raise ValueError(f"prompt slice_index {z0} is outside z_limits ({lo}, {hi})")
+        raise InputError(f"prompt slice_index {z0} is outside z_limits ({lo}, {hi})")
     ways = (("up", range(z0 + 1, hi + 1)), ("down", range(z0 - 1, lo - 1, -1)))
     return _run(backend, volume, prompt, rules, (lo, hi), ways, progress=progress, case_id=case_id,
                 use_native=use_native, record=record)
@@ -309,7 +310,7 @@ def _run(backend: SegmentationBackend, stack: np.ndarray, prompt: Prompt, rules:
     record = PropagationRecord() if record is None else record
     record.rules = rules.to_dict()
     if rules.mask_prompt and "mask" not in getattr(backend, "accepts", ()):
-        raise ValueError(f"propagation option mask_prompt needs a model that takes mask prompts; "
+        raise InputError(f"propagation option mask_prompt needs a model that takes mask prompts; "
                          f"{getattr(backend, 'name', backend)!s} takes {', '.join(sorted(backend.accepts))}")
     lo, hi = limits
     if use_native and backend.propagates_natively:
@@ -381,6 +382,6 @@ def propagate_video(
     t0 = _start_index(prompt, n, "video")
     t_end = n - 1 if end_frame is None else min(n - 1, int(end_frame))
     if t_end < t0:
-        raise ValueError(f"end_frame {end_frame} is before the prompted frame {t0}")
+        raise InputError(f"end_frame {end_frame} is before the prompted frame {t0}")
     return _run(backend, frames, prompt, rules, (t0, t_end), (("forward", range(t0 + 1, t_end + 1)),),
                 progress=progress, case_id=case_id, use_native=use_native, record=record)

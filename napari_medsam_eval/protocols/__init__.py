@@ -60,6 +60,7 @@ from .mazurowski import (
 from .medsam2 import MedSAM2Protocol, MedSAM2RecistProtocol, key_frame_index, key_slice_index
 from .corrections import CorrectionsProtocol
 from .replay import ReplayProtocol
+from ..core.errors import InputError
 
 #: every protocol class by its registry name
 PROTOCOLS: dict[str, type[PromptProtocol]] = {
@@ -103,7 +104,7 @@ def _lookup(name: str) -> type[PromptProtocol]:
     try:
         return PROTOCOLS[name]
     except KeyError:
-        raise ValueError(f"unknown prompt protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+        raise InputError(f"unknown prompt protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
 
 
 __all__ = [

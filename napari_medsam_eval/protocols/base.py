@@ -31,12 +31,13 @@ from ..core.case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..core.prompt import Prompt
 from ..core.targets import Target, with_keys
 from ..evaluation.lesions import components
+from ..core.errors import InputError, InputTypeError
 
 
 def check_runs(runs: int) -> int:
     """``runs`` as an int >= 2 (one run has no spread), else a ValueError saying so (the ``sensitivity`` option)."""
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 2:
-        raise ValueError(f"sensitivity: the number of perturbed runs must be an integer >= 2, got {runs!r}")
+        raise InputError(f"sensitivity: the number of perturbed runs must be an integer >= 2, got {runs!r}")
     return int(runs)
 
 
@@ -76,30 +77,30 @@ def resolve_source(
     case_id = ""
     if isinstance(source, Case):
         if source.label is None:
-            raise ValueError(f"case {source.case_id}: prompts are made from ground truth, but it has no label")
+            raise InputError(f"case {source.case_id}: prompts are made from ground truth, but it has no label")
         if kind is not None and kind != source.kind:
-            raise ValueError(f"case {source.case_id} is a {source.kind}, but kind={kind!r} was given")
+            raise InputError(f"case {source.case_id} is a {source.kind}, but kind={kind!r} was given")
         label_map, kind, case_id = np.asarray(source.label), source.kind, source.case_id
     else:
         label_map = np.asarray(source)
         if kind is None:
             if label_map.ndim != 2:
-                raise ValueError(
+                raise InputError(
                     f"a {label_map.ndim}D label map needs kind='volume' or kind='video' (its first axis is z or t)"
                 )
             kind = "image"
     if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+        raise InputError(f"kind must be one of {KINDS}, got {kind!r}")
     expected_ndim = 2 if kind == "image" else 3
     if label_map.ndim != expected_ndim:
-        raise ValueError(f"a {kind} label map must be {expected_ndim}D ({SPATIAL_AXES[kind].upper()}), got shape {label_map.shape}")
+        raise InputError(f"a {kind} label map must be {expected_ndim}D ({SPATIAL_AXES[kind].upper()}), got shape {label_map.shape}")
     if label_map.dtype != bool and not np.issubdtype(label_map.dtype, np.integer):
-        raise TypeError(f"label map must be integer or bool, got {label_map.dtype}")
+        raise InputTypeError(f"label map must be integer or bool, got {label_map.dtype}")
     if label_map.dtype == bool:
         label_map = label_map.astype(np.uint8)
     if targets is not None:
         if target_labels is not None:
-            raise ValueError("give targets or target_labels, not both")
+            raise InputError("give targets or target_labels, not both")
         targets = with_keys(targets) if any(not t.key for t in targets) else list(targets)
         return PromptSource(label_map=label_map, kind=kind, labels=[t.key for t in targets], case_id=case_id,
                             masks={t.key: t.mask(label_map) for t in targets if t.value != t.key})
@@ -108,7 +109,7 @@ def resolve_source(
     else:
         labels = [int(v) for v in target_labels]
         if any(v == 0 for v in labels):
-            raise ValueError("target label 0 is the background")
+            raise InputError("target label 0 is the background")
     return PromptSource(label_map=label_map, kind=kind, labels=labels, case_id=case_id)
 
 
@@ -157,7 +158,7 @@ class PromptProtocol:
 
     def __post_init__(self) -> None:
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or self.seed < 0:
-            raise ValueError(f"{self.name}: seed must be a non-negative integer, got {self.seed!r}")
+            raise InputError(f"{self.name}: seed must be a non-negative integer, got {self.seed!r}")
         self.seed = int(self.seed)
         if self.sensitivity not in (0, None):
             self.sensitivity = check_runs(self.sensitivity)
@@ -196,7 +197,7 @@ class PromptProtocol:
         a target of its own under the target's key, ``info["lesion"]`` its number (1, 2, ...)."""
         target = resolve_source(source, kind, target_labels, targets)
         if target.kind not in self.kinds:
-            raise ValueError(f"protocol {self.name!r} is defined for {self.kinds}, not for a {target.kind}")
+            raise InputError(f"protocol {self.name!r} is defined for {self.kinds}, not for a {target.kind}")
         by_lesion = {t.key: t for t in (targets or []) if t.lesions}
         if not by_lesion:
             return self._prompts(target)
@@ -218,4 +219,4 @@ class PromptProtocol:
 
 def check_choice(protocol: str, option: str, value: Any, choices: Sequence[Any]) -> None:
     if value not in choices:
-        raise ValueError(f"{protocol}: {option} must be one of {list(choices)}, got {value!r}")
+        raise InputError(f"{protocol}: {option} must be one of {list(choices)}, got {value!r}")

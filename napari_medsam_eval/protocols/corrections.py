@@ -50,6 +50,7 @@ from ..core.anchor_prompts import absent_prompt, painted_prompt
 from ..core.prompt import Prompt
 from .geometry import DT_BACKENDS, interior_point, tight_box
 from .medsam2 import MedSAM2Protocol
+from ..core.errors import InputError
 
 #: the simulated user's tools: by the model (box-trained: box, else point), or one chosen
 CORRECTION_TYPES = ("auto", "box", "point", "paint", "paint-region")
@@ -85,12 +86,12 @@ class CorrectionsProtocol(MedSAM2Protocol):
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.interactions, bool) or int(self.interactions) != self.interactions or self.interactions < 0:
-            raise ValueError(f"{self.name}: interactions must be a whole number >= 0, got {self.interactions!r}")
+            raise InputError(f"{self.name}: interactions must be a whole number >= 0, got {self.interactions!r}")
         self.interactions = int(self.interactions)
         if self.correction not in CORRECTION_TYPES:
-            raise ValueError(f"{self.name}: correction must be one of {CORRECTION_TYPES}, got {self.correction!r}")
+            raise InputError(f"{self.name}: correction must be one of {CORRECTION_TYPES}, got {self.correction!r}")
         if self.dt_backend not in DT_BACKENDS:
-            raise ValueError(f"{self.name}: dt_backend must be one of {DT_BACKENDS}, got {self.dt_backend!r}")
+            raise InputError(f"{self.name}: dt_backend must be one of {DT_BACKENDS}, got {self.dt_backend!r}")
 
 
 def worst_slice(prediction: np.ndarray, truth: np.ndarray, start: int = 0, skip: Iterable[int] = ()) -> int | None:
@@ -114,15 +115,15 @@ def correction_type(wanted: str, backend: SegmentationBackend) -> str:
     """The tool the simulated user corrects ``backend`` with: ``wanted``, or for ``auto`` box
     (:func:`corrects_with_boxes`) or point; a ValueError when the model cannot take it."""
     if wanted not in CORRECTION_TYPES:
-        raise ValueError(f"correction must be one of {CORRECTION_TYPES}, got {wanted!r}")
+        raise InputError(f"correction must be one of {CORRECTION_TYPES}, got {wanted!r}")
     if wanted == "auto":
         return "box" if corrects_with_boxes(backend) else "point"
     name = getattr(backend, "name", backend)
     needs = {"box": "box", "point": "points"}.get(wanted)
     if needs is not None and needs not in backend.accepts:
-        raise ValueError(f"corrections with {wanted}: {name} takes {', '.join(sorted(backend.accepts))}")
+        raise InputError(f"corrections with {wanted}: {name} takes {', '.join(sorted(backend.accepts))}")
     if wanted in PAINT_TYPES and getattr(backend, "propagates_natively", False) and "mask" not in backend.accepts:
-        raise ValueError(f"corrections with {wanted}: {name} propagates with its memory but takes no mask prompt")
+        raise InputError(f"corrections with {wanted}: {name} propagates with its memory but takes no mask prompt")
     return wanted
 
 

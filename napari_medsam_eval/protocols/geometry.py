@@ -21,6 +21,7 @@ from typing import Iterator, Literal
 import cv2
 import numpy as np
 from skimage.measure import label as _sk_label
+from ..core.errors import InputError
 
 BoxInt = tuple[int, int, int, int]
 DtBackend = Literal["opencv-c", "opencv-ipp"]
@@ -30,7 +31,7 @@ DT_BACKENDS: tuple[str, ...] = ("opencv-c", "opencv-ipp")
 def _as_binary_2d(mask: np.ndarray, what: str = "mask") -> np.ndarray:
     mask = np.asarray(mask)
     if mask.ndim != 2:
-        raise ValueError(f"{what} must be 2D (rows, cols), got shape {mask.shape}")
+        raise InputError(f"{what} must be 2D (rows, cols), got shape {mask.shape}")
     return mask != 0 if mask.dtype != bool else mask
 
 
@@ -96,7 +97,7 @@ def tight_box_3d(mask: np.ndarray) -> tuple[int, int, int, int, int, int] | None
     """
     mask = np.asarray(mask)
     if mask.ndim != 3:
-        raise ValueError(f"mask must be 3D (Z, Y, X), got shape {mask.shape}")
+        raise InputError(f"mask must be 3D (Z, Y, X), got shape {mask.shape}")
     mask = mask != 0 if mask.dtype != bool else mask
     zs = np.flatnonzero(mask.any(axis=(1, 2)))
     if zs.size == 0:
@@ -162,7 +163,7 @@ def distance_transform(mask: np.ndarray, backend: DtBackend = "opencv-c", crop: 
     if crop is None:
         crop = backend == "opencv-c"
     if backend not in DT_BACKENDS:
-        raise ValueError(f"dt backend must be one of {DT_BACKENDS}, got {backend!r}")
+        raise InputError(f"dt backend must be one of {DT_BACKENDS}, got {backend!r}")
     mask = _as_binary_2d(mask)
     out = np.zeros(mask.shape, dtype=np.float32)
     box = tight_box(mask)
@@ -204,7 +205,7 @@ def pick_index(n: int, rng: np.random.RandomState | np.random.Generator | None) 
     the first candidate (deterministic, row-major first).
     """
     if n < 1:
-        raise ValueError("no candidates to pick from")
+        raise InputError("no candidates to pick from")
     if n == 1 or rng is None:
         return 0
     if isinstance(rng, np.random.Generator):

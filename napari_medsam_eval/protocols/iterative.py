@@ -32,6 +32,7 @@ from ..core.prompt import Prompt
 from .base import PromptProtocol, PromptSource, check_choice, empty_prompt
 from .geometry import DT_BACKENDS, interior_point
 from .mazurowski import SLICE_RULES, slice_plan
+from ..core.errors import InputError
 
 #: backend_fn(points (N, 2) float (x, y), labels (N,) int) -> binary prediction (H, W)
 BackendFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -62,7 +63,7 @@ def next_point(
     gt = np.asarray(gt) != 0
     prediction = np.asarray(prediction) != 0
     if gt.shape != prediction.shape or gt.ndim != 2:
-        raise ValueError(f"gt {gt.shape} and prediction {prediction.shape} must be 2D arrays of one shape")
+        raise InputError(f"gt {gt.shape} and prediction {prediction.shape} must be 2D arrays of one shape")
     found = interior_point(gt ^ prediction, rng, dt_backend)
     if found is None:
         return None
@@ -127,10 +128,10 @@ def iterate(
     the run early (``stopped="empty error region"``).
     """
     if n_steps < 1:
-        raise ValueError(f"n_steps must be >= 1, got {n_steps}")
+        raise InputError(f"n_steps must be >= 1, got {n_steps}")
     gt = np.asarray(gt) != 0
     if gt.ndim != 2:
-        raise ValueError(f"gt must be 2D, got shape {gt.shape}")
+        raise InputError(f"gt must be 2D, got shape {gt.shape}")
     if rng is None:
         rng = np.random.RandomState(seed)
     run = IterativeRun()
@@ -152,7 +153,7 @@ def iterate(
         )
         prediction = np.asarray(backend_fn(prompt.points_array(), prompt.labels_array()))
         if prediction.shape != gt.shape:
-            raise ValueError(f"backend_fn returned shape {prediction.shape}, expected {gt.shape}")
+            raise InputError(f"backend_fn returned shape {prediction.shape}, expected {gt.shape}")
         run.steps.append(IterationStep(prompt, prediction != 0))
         if len(points) >= n_steps:
             return run
@@ -203,7 +204,7 @@ class IterativePointsProtocol(PromptProtocol):
         check_choice(self.name, "dt_backend", self.dt_backend, DT_BACKENDS)
         check_choice(self.name, "slices", self.slices, SLICE_RULES)
         if int(self.n_points) != self.n_points or self.n_points < 1:
-            raise ValueError(f"{self.name}: n_points must be a positive integer, got {self.n_points!r}")
+            raise InputError(f"{self.name}: n_points must be a positive integer, got {self.n_points!r}")
         self.n_points = int(self.n_points)
 
     def first_prompt(self, gt: np.ndarray, target_label: int = 1, slice_index: int | None = None) -> Prompt:

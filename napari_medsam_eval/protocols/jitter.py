@@ -29,6 +29,7 @@ from ..core.prompt import Prompt
 from .base import PromptProtocol, PromptSource, check_choice, stable_key
 from .geometry import BoxInt, clip_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, MedSAM2Protocol
+from ..core.errors import InputError
 
 DISTRIBUTIONS: tuple[str, ...] = ("uniform", "fixed")
 
@@ -99,9 +100,9 @@ class BoxJitterProtocol(PromptProtocol):
         self.shift_frac = float(self.shift_frac)
         self.scale_frac = float(self.scale_frac)
         if not (np.isfinite(self.shift_frac) and self.shift_frac >= 0):
-            raise ValueError(f"{self.name}: shift_frac must be >= 0, got {self.shift_frac!r}")
+            raise InputError(f"{self.name}: shift_frac must be >= 0, got {self.shift_frac!r}")
         if not (0 <= self.scale_frac < 1):
-            raise ValueError(f"{self.name}: scale_frac must be in [0, 1), got {self.scale_frac!r}")
+            raise InputError(f"{self.name}: scale_frac must be in [0, 1), got {self.scale_frac!r}")
         self._base = MedSAM2Protocol(key_slice=self.key_slice, video_frame=self.video_frame, margin=self.margin)
 
     def rng_for(self, case_id: str, target_label: int) -> np.random.Generator:

@@ -17,6 +17,7 @@ import numpy as np
 from ..core.prompt import Prompt
 from .base import PromptProtocol, PromptSource, empty_prompt
 from .geometry import expand_box, tight_box, tight_box_3d
+from ..core.errors import InputError
 
 
 @dataclass
@@ -51,7 +52,7 @@ class LiteMedSAM3DBoxProtocol(PromptProtocol):
     def __post_init__(self) -> None:
         super().__post_init__()
         if int(self.margin) != self.margin or self.margin < 0:
-            raise ValueError(f"{self.name}: margin must be a non-negative integer, got {self.margin!r}")
+            raise InputError(f"{self.name}: margin must be a non-negative integer, got {self.margin!r}")
         self.margin = int(self.margin)
 
     def prompt_for_mask(self, mask: np.ndarray, target_label: int) -> Prompt:

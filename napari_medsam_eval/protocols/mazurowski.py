@@ -44,6 +44,7 @@ from ..core.prompt import Prompt
 from .base import PromptProtocol, PromptSource, check_choice, empty_prompt, present_slices
 from .geometry import DT_BACKENDS, connected_parts, interior_point, tight_box
 from .medsam2 import KEY_SLICE_RULES, VIDEO_FRAME_RULES, key_frame_index, key_slice_index
+from ..core.errors import InputError
 
 MODES: tuple[int, ...] = (1, 2, 3, 4, 5)
 SEEDINGS: tuple[str, ...] = ("per-mask", "shared")
@@ -127,7 +128,7 @@ def mazurowski_prompt_set(
     """
     mask = np.asarray(mask)
     if mask.ndim != 2:
-        raise ValueError(f"mask must be 2D, got shape {mask.shape}")
+        raise InputError(f"mask must be 2D, got shape {mask.shape}")
     mask = mask != 0
     if not mask.any():
         return MazurowskiPromptSet(empty=True)
@@ -206,13 +207,13 @@ class MazurowskiProtocol(PromptProtocol):
         super().__post_init__()
         self.modes = tuple(int(m) for m in self.modes)
         if not self.modes or any(m not in MODES for m in self.modes) or len(set(self.modes)) != len(self.modes):
-            raise ValueError(f"{self.name}: modes must be distinct values from {list(MODES)}, got {self.modes!r}")
+            raise InputError(f"{self.name}: modes must be distinct values from {list(MODES)}, got {self.modes!r}")
         check_choice(self.name, "seeding", self.seeding, SEEDINGS)
         check_choice(self.name, "dt_backend", self.dt_backend, DT_BACKENDS)
         check_choice(self.name, "slices", self.slices, SLICE_RULES)
         check_choice(self.name, "connectivity", self.connectivity, (1, 2))
         if int(self.max_parts) != self.max_parts or self.max_parts < 1:
-            raise ValueError(f"{self.name}: max_parts must be a positive integer, got {self.max_parts!r}")
+            raise InputError(f"{self.name}: max_parts must be a positive integer, got {self.max_parts!r}")
         self.reset()
 
     def reset(self) -> None:

@@ -29,6 +29,7 @@ from ..core.prompt import Prompt
 from ..core.postprocess import LARGEST_COMPONENT, SEED, SEEDS
 from .base import PromptProtocol, PromptSource, check_choice, empty_prompt, present_slices
 from .geometry import expand_box, tight_box
+from ..core.errors import InputError
 
 KEY_SLICE_RULES = ("middle", "largest")
 VIDEO_FRAME_RULES = ("first-present", "first")
@@ -133,9 +134,9 @@ class MedSAM2Protocol(PromptProtocol):
         check_choice(self.name, "native_seed", self.native_seed, SEEDS)
         check_choice(self.name, "video_prompt", self.video_prompt, VIDEO_PROMPTS)
         if not isinstance(self.largest_component, bool):
-            raise ValueError(f"{self.name}: largest_component must be true or false, got {self.largest_component!r}")
+            raise InputError(f"{self.name}: largest_component must be true or false, got {self.largest_component!r}")
         if int(self.margin) != self.margin or self.margin < 0:
-            raise ValueError(f"{self.name}: margin must be a non-negative integer, got {self.margin!r}")
+            raise InputError(f"{self.name}: margin must be a non-negative integer, got {self.margin!r}")
         self.margin = int(self.margin)
 
     def key_index(self, mask: np.ndarray, kind: str) -> tuple[int | None, dict]:

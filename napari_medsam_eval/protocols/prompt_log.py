@@ -63,6 +63,7 @@ import numpy as np
 from ..core.errors import DataError
 from ..evaluation.metrics import compute_dice
 from ..core.prompt import Prompt, PromptError, check_box
+from ..core.errors import InputError
 
 try:  # POSIX: a lock around the append; elsewhere O_APPEND alone
     import fcntl
@@ -173,7 +174,7 @@ def make_row(*, case_id: str, image_path: str = "", kind: str, drawn: Prompt, op
              options: dict[str, Any] | None = None, time: str | None = None) -> dict[str, Any]:
     """One log row (every column of :data:`COLUMNS`)."""
     if operation not in OPERATIONS:
-        raise ValueError(f"operation must be one of {OPERATIONS}, got {operation!r}")
+        raise InputError(f"operation must be one of {OPERATIONS}, got {operation!r}")
     their_box = protocol_prompt.boxes[0] if protocol_prompt is not None and protocol_prompt.boxes else None
     pixels, mm = (math.nan, math.nan) if protocol_prompt is None else centre_offset(drawn, protocol_prompt, spacing_yx)
     return {
@@ -232,12 +233,12 @@ def append_row(path: str | Path, row: dict[str, Any]) -> Path:
     ``path`` as one line, atomically (module doc); the first writer writes the header. Returns the path."""
     unknown = sorted(set(row) - set(COLUMNS))
     if unknown:
-        raise ValueError(f"unknown prompt log column(s) {unknown}; the columns are {list(COLUMNS)}")
+        raise InputError(f"unknown prompt log column(s) {unknown}; the columns are {list(COLUMNS)}")
     path = Path(path).expanduser()
     path.parent.mkdir(parents=True, exist_ok=True)
     line = _line(row.get(name, "") for name in COLUMNS)
     with _THREAD_LOCK:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)  # (less the umask)
         try:
             if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX)
@@ -335,28 +336,28 @@ def read_log(path: str | Path) -> list[LoggedPrompt]:
 def _parse(values: dict[str, str], line: int, source: str) -> LoggedPrompt:
     case_id = values["case_id"].strip()
     if not case_id:
-        raise ValueError("case_id is empty")
+        raise InputError("case_id is empty")
     target = int(values["target_label"])
     if target <= 0:
-        raise ValueError(f"target_label must be > 0, got {target}")
+        raise InputError(f"target_label must be > 0, got {target}")
     index = values["slice_index"].strip()
     operation = values["operation"].strip()
     if operation not in OPERATIONS:
-        raise ValueError(f"operation must be one of {list(OPERATIONS)}, got {operation!r}")
+        raise InputError(f"operation must be one of {list(OPERATIONS)}, got {operation!r}")
     boxes = _json_list(values, "drawn_boxes")
     for box in boxes:
         if not isinstance(box, list):
-            raise ValueError(f"drawn_boxes holds {box!r}, not [x0, y0, x1, y1]")
+            raise InputError(f"drawn_boxes holds {box!r}, not [x0, y0, x1, y1]")
         check_box(box)
     points = _json_list(values, "drawn_points")
     if any(not isinstance(p, list) or len(p) != 2 or not all(isinstance(v, (int, float)) for v in p)
            for p in points):
-        raise ValueError(f"drawn_points must be [[x, y], ...], got {values['drawn_points']!r}")
+        raise InputError(f"drawn_points must be [[x, y], ...], got {values['drawn_points']!r}")
     labels = _json_list(values, "drawn_point_labels")
     if len(labels) != len(points) or any(v not in (0, 1) for v in labels):
-        raise ValueError(f"drawn_point_labels must be one 0/1 per point, got {values['drawn_point_labels']!r}")
+        raise InputError(f"drawn_point_labels must be one 0/1 per point, got {values['drawn_point_labels']!r}")
     if not boxes and not points:
-        raise ValueError("the drawn prompt has neither a box nor a point")
+        raise InputError("the drawn prompt has neither a box nor a point")
     return LoggedPrompt(line, case_id, values.get("image_path", ""), target, int(index) if index else None,
                         operation, tuple(tuple(float(v) for v in b) for b in boxes),
                         tuple((float(p[0]), float(p[1])) for p in points), tuple(int(v) for v in labels), values)
@@ -367,9 +368,9 @@ def _json_list(values: dict[str, str], column: str) -> list:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{column} is not JSON ({error.msg}): {text!r}") from None
+        raise InputError(f"{column} is not JSON ({error.msg}): {text!r}") from None
     if not isinstance(value, list):
-        raise ValueError(f"{column} must be a JSON list, got {text!r}")
+        raise InputError(f"{column} must be a JSON list, got {text!r}")
     return value
 
 

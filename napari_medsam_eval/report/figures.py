@@ -8,7 +8,6 @@ between calls. Every PNG is written to a temporary file and renamed.
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +21,7 @@ from ..core.palette import (ERROR_PART_COLORS, WHITE, REPORT_CATEGORIES, REPORT_
                             REPORT_SERIES, REPORT_STOP)
 from ..evaluation.interaction_effort import curve_summary
 from .stats import METRIC_LABELS, natural_key, ok_rows, row_stops, slice_dice_summary
+from ..core.temp_files import temporary_beside
 
 DPI = 120
 BOX_COLOR = REPORT_SERIES
@@ -38,7 +38,7 @@ def save_figure(figure: Figure, path: str | Path) -> Path:
     """Write ``figure`` as PNG to ``path`` atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    handle, temp = temporary_beside(path.with_name(path.stem), suffix=".png")
     os.close(handle)
     try:
         figure.savefig(temp, format="png")

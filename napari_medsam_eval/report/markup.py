@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -17,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.palette import REPORT_SERIES
+from ..core.temp_files import temporary_beside
 
 #: the page's style: neutral greys for text and table lines, the report's series colour for the title rule
 CSS = """
@@ -134,7 +134,7 @@ def write_text(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    handle, temp = temporary_beside(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             stream.write(text)

@@ -32,6 +32,7 @@ from scipy import stats as sps
 
 from .results import RunResults, load_run
 from .stats import natural_key
+from ..core.errors import InputError
 
 PAIR_KEYS = ("case_id", "task", "target_label")
 MIN_WILCOXON = 6
@@ -143,7 +144,7 @@ def compare_runs(run_a, run_b, metric: str = "dice", on: Sequence[str] = PAIR_KE
     come from :func:`paired_scores`.
     """
     if metric not in ("dice", "nsd", "iou", "hd95"):
-        raise ValueError(f"metric must be dice, nsd, iou or hd95, not {metric!r}")
+        raise InputError(f"metric must be dice, nsd, iou or hd95, not {metric!r}")
     pairs, notes = paired_scores(run_a, run_b, metric=metric, on=on)
     groups = sorted(pairs.groupby("task", sort=False), key=lambda item: natural_key(item[0]))
     rows = [_compare_group(task, part, n_boot, confidence, seed) for task, part in groups]

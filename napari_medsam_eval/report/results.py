@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..benchmark.manifest import read_manifest
+from ..benchmark.run_lock import lock_held
 from ..benchmark.schema import is_missing
 from ..benchmark.store import read_checked, results_file, table_of_rows
 from ..benchmark.table_checks import skipped_summary
@@ -84,8 +85,28 @@ def load_run(run: str | Path | RunResults | pd.DataFrame, lenient: bool = False)
         raise DataError("the results table has no rows" + (" left" if checked.skipped else ""), source)
     notes, warnings = copy_notes(run_dir, source, table) if not Path(run).is_file() else ([], [])
     skipped = skipped_summary(checked.skipped, source.name, checked.rows)
-    return RunResults(path=run_dir, table=table, manifest=_manifest(run_dir), source=source, notes=notes,
-                      warnings=[skipped, *warnings] if skipped else warnings)
+    manifest = _manifest(run_dir)
+    unfinished = run_state_warning(run_dir, manifest, table) if not Path(run).is_file() else None
+    return RunResults(path=run_dir, table=table, manifest=manifest, source=source, notes=notes,
+                      warnings=[w for w in (unfinished, skipped) if w] + warnings)
+
+
+def run_state_warning(run_dir: Path, manifest: dict, table: pd.DataFrame) -> str | None:
+    """What a reader must know of a run that has not completed: still going (a live process holds its lock),
+    killed (``running`` with no one holding it), or ended cancelled, interrupted or failed; None when it
+    completed (or the folder holds no manifest)."""
+    status = manifest.get("status")
+    if not manifest or status in (None, "completed"):
+        return None
+    cases = int(table["case_id"].nunique())
+    so_far = f"the results are the {cases} case{'s' if cases != 1 else ''} done so far"
+    if status == "running" and lock_held(run_dir):
+        return f"the run is still going (another process is writing into {run_dir.name}): {so_far}"
+    if status == "running":
+        return (f"the run stopped without ending (killed, or its machine went down): {so_far}; "
+                "`medsam-eval run ... --resume` finishes it")
+    reason = f" ({manifest['error']})" if manifest.get("error") else ""
+    return f"the run ended {status}{reason}: {so_far}; `--resume` finishes it"
 
 
 def parse_json_cell(value: Any, default: Any = None) -> Any:

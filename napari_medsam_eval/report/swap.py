@@ -38,9 +38,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
+from ..core.temp_files import folder_beside
 
 #: the prefix of everything a report writes aside: its stage folders, and its figure copies in ``figures/``
 TMP_PREFIX = ".medsam-eval-report-tmp-"
@@ -116,7 +116,7 @@ class Stage:
     def __init__(self, out: Path) -> None:
         self.out = Path(out)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=self.out))
+        self.path = folder_beside(self.out, TMP_PREFIX)
         self._fd = _lock(self.path)
         self._linked = False  # the documents in place link into the stage
 

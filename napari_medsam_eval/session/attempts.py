@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from ..core.errors import InputError
 
 #: how many attempts a history keeps (the oldest are dropped first)
 MAX_ATTEMPTS = 100
@@ -119,7 +120,7 @@ def mask_changes(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     """``ADDED`` where ``after`` has a pixel ``before`` had not, ``REMOVED`` for the reverse, else 0."""
     before, after = np.asarray(before, dtype=bool), np.asarray(after, dtype=bool)
     if before.shape != after.shape:
-        raise ValueError(f"masks of different shapes: {before.shape} vs {after.shape}")
+        raise InputError(f"masks of different shapes: {before.shape} vs {after.shape}")
     changes = np.zeros(after.shape, dtype=np.uint8)
     changes[after & ~before] = ADDED
     changes[before & ~after] = REMOVED

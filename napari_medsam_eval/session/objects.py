@@ -23,6 +23,7 @@ from ..core.prompt import Prompt
 from ..core.targets import Target
 from ..propagation.anchors import AnchorSnapshot
 from .target_anchors import TargetAnchors
+from ..core.errors import InputError
 
 
 def object_target(value: int, labels: Sequence[int] | None = None, name: str | None = None) -> Target:
@@ -64,7 +65,7 @@ class SessionObjects:
             kind = self.kind
             spatial = self.volume.shape[:2] if kind == "image" else self.volume.shape[:3]
             if label_map.shape != tuple(spatial):
-                raise ValueError(f"ground truth shape {label_map.shape} does not match the image's {tuple(spatial)}")
+                raise InputError(f"ground truth shape {label_map.shape} does not match the image's {tuple(spatial)}")
         elif kind is None:
             kind = infer_kind(label_map.shape)
         if protocol in ("mazurowski", "iterative-points") and kind != "image" and slice_index is None:
@@ -74,7 +75,7 @@ class SessionObjects:
         if slice_index is not None and kind != "image":
             index = int(slice_index)
             if not 0 <= index < label_map.shape[0]:
-                raise ValueError(f"slice index {index} is outside the ground truth (0..{label_map.shape[0] - 1})")
+                raise InputError(f"slice index {index} is outside the ground truth (0..{label_map.shape[0] - 1})")
             prompts = proto.prompts(label_map[index], kind="image", targets=[target])
             return [dataclasses.replace(p, slice_index=index) for p in prompts]
         return proto.prompts(label_map, kind=kind, targets=[target])
@@ -99,7 +100,7 @@ class SessionObjects:
         target = object_target(target_label, labels)
         what = (f"label {target_label} is" if target.labels == (int(target_label),)
                 else f"labels {target.labels_text().replace(',', ', ')} of object {target_label} are")
-        raise ValueError(f"{what} absent from the ground truth{where} (labels present: {present}): "
+        raise InputError(f"{what} absent from the ground truth{where} (labels present: {present}): "
                          "nothing to prompt")
 
     def resolve_prompt(self, prompt: Prompt) -> Prompt:

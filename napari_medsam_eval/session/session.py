@@ -81,6 +81,7 @@ from .first_look import FirstLook
 from .kept_images import KeptImage, KeptImages
 from .objects import SessionObjects, same_geometry
 from .target_anchors import TargetAnchors
+from ..core.errors import InputError
 
 
 class NoModelError(RuntimeError):
@@ -155,7 +156,7 @@ class Session(SessionObjects):
 
         if precision not in (None, "fp32"):
             if name != "litemedsam":
-                raise ValueError(f"precision {precision} applies to litemedsam only, not {name}")
+                raise InputError(f"precision {precision} applies to litemedsam only, not {name}")
             options["precision"] = precision
         if checkpoint:
             options["checkpoint"] = str(checkpoint)
@@ -266,10 +267,10 @@ class Session(SessionObjects):
         if self.kind == "image":
             return self.volume
         if index is None:
-            raise ValueError(f"a {self.kind} needs a slice index")
+            raise InputError(f"a {self.kind} needs a slice index")
         index = int(index)
         if not 0 <= index < self.volume.shape[0]:
-            raise ValueError(f"slice index {index} is outside the {self.kind} (0..{self.volume.shape[0] - 1})")
+            raise InputError(f"slice index {index} is outside the {self.kind} (0..{self.volume.shape[0] - 1})")
         return self.volume[index]
 
     def cache_key(self, index: int | None) -> Hashable:

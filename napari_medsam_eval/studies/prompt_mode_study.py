@@ -48,6 +48,7 @@ from ..core.prompt import Prompt
 from ..protocols import MazurowskiProtocol, iterate
 from ..protocols.mazurowski import MODES
 from .prompt_mode_table import study_table
+from ..core.errors import InputError
 
 #: which candidate is the non-oracle prediction
 SELECT_RULES = ("first", "score", "mask")
@@ -189,11 +190,11 @@ def run_prompt_mode_study(
     ``sample_options`` go to the 2D reader (``class_names``, ``binary``, ``instances``).
     """
     if select not in SELECT_RULES:
-        raise ValueError(f"select must be one of {SELECT_RULES}, got {select!r}")
+        raise InputError(f"select must be one of {SELECT_RULES}, got {select!r}")
     if int(iterative_points) != iterative_points or iterative_points < 0:
-        raise ValueError(f"iterative_points must be an integer >= 0, got {iterative_points!r}")
+        raise InputError(f"iterative_points must be an integer >= 0, got {iterative_points!r}")
     if limit is not None and limit < 1:
-        raise ValueError(f"limit must be >= 1, got {limit!r}")
+        raise InputError(f"limit must be >= 1, got {limit!r}")
     if isinstance(backend, str):
         from ..models import build_backend
 

@@ -40,6 +40,7 @@ from ..core.prompt import Prompt
 from ..propagation import PropagationResult, segment_by_kind
 from ..protocols.base import stable_key
 from ..protocols.jitter import jitter_box
+from ..core.errors import InputError
 
 #: perturbed runs when nobody says how many
 DEFAULT_RUNS = 10
@@ -58,11 +59,11 @@ class Perturbation:
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.shift_frac) and self.shift_frac >= 0):
-            raise ValueError(f"sensitivity: shift_frac must be >= 0, got {self.shift_frac!r}")
+            raise InputError(f"sensitivity: shift_frac must be >= 0, got {self.shift_frac!r}")
         if not (0 <= self.scale_frac < 1):
-            raise ValueError(f"sensitivity: scale_frac must be in [0, 1), got {self.scale_frac!r}")
+            raise InputError(f"sensitivity: scale_frac must be in [0, 1), got {self.scale_frac!r}")
         if not (np.isfinite(self.point_shift_px) and self.point_shift_px >= 0):
-            raise ValueError(f"sensitivity: point_shift_px must be >= 0, got {self.point_shift_px!r}")
+            raise InputError(f"sensitivity: point_shift_px must be >= 0, got {self.point_shift_px!r}")
 
 
 def perturb_prompt(prompt: Prompt, shape_hw: tuple[int, int], rng: np.random.Generator,
@@ -84,7 +85,7 @@ def perturbed_prompts(prompt: Prompt, shape_hw: tuple[int, int], runs: int = DEF
     """``runs`` perturbed copies of ``prompt``, seeded by ``perturbation.seed``, ``key`` (a case id) and the target."""
     runs = check_runs(runs)
     if prompt.is_empty:
-        raise ValueError("sensitivity: the prompt is empty (no box, no point): nothing to perturb")
+        raise InputError("sensitivity: the prompt is empty (no box, no point): nothing to perturb")
     rng = np.random.default_rng([perturbation.seed, stable_key(key), int(prompt.target_label)])
     return [perturb_prompt(prompt, shape_hw, rng, perturbation) for _ in range(runs)]
 

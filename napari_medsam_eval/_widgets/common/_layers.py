@@ -23,6 +23,7 @@ import numpy as np
 from napari.layers import Image, Labels, Layer
 
 from napari_medsam_eval.core.case import infer_kind
+from napari_medsam_eval.core.errors import InputError
 
 
 def spatial_shape(layer: Layer) -> tuple[int, ...]:
@@ -194,9 +195,9 @@ def _weak(callback: Callable) -> Callable[[], Callable | None]:
 def checked_image(image: Image | None) -> Image:
     """``image``; ValueError when there is none or it is multiscale."""
     if image is None:
-        raise ValueError("choose an image layer first")
+        raise InputError("choose an image layer first")
     if getattr(image, "multiscale", False):
-        raise ValueError(f"{image.name}: multiscale images are not supported")
+        raise InputError(f"{image.name}: multiscale images are not supported")
     return image
 
 
@@ -210,10 +211,10 @@ def image_args(image: Image) -> tuple[Any, dict[str, Any]]:
 def label_map_for(image: Image, labels: Labels | None) -> np.ndarray:
     """The ground-truth array of ``labels`` for ``image``; ValueError when there is none or its shape differs."""
     if labels is None:
-        raise ValueError("choose a ground-truth Labels layer first")
+        raise InputError("choose a ground-truth Labels layer first")
     shape = spatial_shape(image)
     if tuple(labels.data.shape) != shape:
-        raise ValueError(f"ground truth {labels.name} has shape {tuple(labels.data.shape)}, image {image.name} {shape}")
+        raise InputError(f"ground truth {labels.name} has shape {tuple(labels.data.shape)}, image {image.name} {shape}")
     return np.asarray(labels.data)
 
 

@@ -27,6 +27,7 @@ from napari_medsam_eval._widgets.common._layers import current_index, from_image
 from napari_medsam_eval._widgets.common._prompt_points import (NEXT_LABEL_KEY, POINT_BORDER_COLORS, POINT_COLORS, TOGGLE_KEY, adopt_point_layer,
                              keep_point_polarity, next_point_label, point_labels, set_next_point_label,
                              toggle_point_label)
+from napari_medsam_eval.core.errors import InputError
 
 BOX_COLOR = BOX_PROMPT
 
@@ -165,7 +166,7 @@ def drawn_prompt(viewer: Any, image: Image, target_label: int, boxes: Shapes | N
     """The prompt drawn on slice ``index`` (default: the one on screen, else the only prompted one);
     ValueError when there are no prompt layers, nothing is drawn there or all of it lies outside the image."""
     if boxes is None and points is None:
-        raise ValueError("no prompt layers: draw a box or points (New prompt layers) or prompt from ground truth")
+        raise InputError("no prompt layers: draw a box or points (New prompt layers) or prompt from ground truth")
     if index is None and layer_kind(image) != "image":
         index = current_index(viewer, image)
         slices = prompt_slices(image, boxes, points)
@@ -178,9 +179,9 @@ def drawn_prompt(viewer: Any, image: Image, target_label: int, boxes: Shapes | N
         if outside:
             height, width = spatial_shape(image)[-2:]
             what = "the box or point" if outside == 1 else f"all {outside} boxes and points"
-            raise ValueError(f"{what} drawn{where} lie{'s' if outside == 1 else ''} wholly outside the image "
+            raise InputError(f"{what} drawn{where} lie{'s' if outside == 1 else ''} wholly outside the image "
                              f"({width} x {height} pixels): draw over the image")
-        raise ValueError(f"no box or point{where}: draw one or prompt from ground truth")
+        raise InputError(f"no box or point{where}: draw one or prompt from ground truth")
     return prompt
 
 

@@ -12,6 +12,7 @@ from typing import Any
 from napari.layers import Labels
 
 from napari_medsam_eval.core.case import present_label_values
+from napari_medsam_eval.core.errors import InputError
 
 _PRESENT: "weakref.WeakKeyDictionary[Labels, tuple[Any, list[int]]]" = weakref.WeakKeyDictionary()
 
@@ -48,7 +49,7 @@ def parse_region(text: str) -> tuple[int, ...] | None:
     if not parts:
         return None
     if not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"region {text!r}: write the ground-truth label values it unites, e.g. 1,3 "
+        raise InputError(f"region {text!r}: write the ground-truth label values it unites, e.g. 1,3 "
                          "(whole numbers above 0), or leave it empty for the object's own label")
     return tuple(sorted({int(p) for p in parts}))
 

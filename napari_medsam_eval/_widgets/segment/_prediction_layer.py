@@ -21,6 +21,7 @@ from napari.layers import Image, Labels
 from napari_medsam_eval._layer_style import style_prediction
 from napari_medsam_eval._widgets.common._layers import find_layer, spatial_shape, transform_kwargs
 from napari_medsam_eval._widgets.common._object_masks import MASKS_KEY, drawing_order, masks_of, object_mask
+from napari_medsam_eval.core.errors import InputError
 
 
 def prediction_layer_name(image_name: str) -> str:
@@ -58,7 +59,7 @@ def write_object(viewer: Any, image: Image, target_label: int, mask: np.ndarray,
     own = np.zeros(shape, dtype=bool) if before is None else before.copy()
     region = own if index is None else own[index]
     if mask.shape != region.shape:
-        raise ValueError(f"prediction shape {mask.shape} does not match the image's {region.shape}")
+        raise InputError(f"prediction shape {mask.shape} does not match the image's {region.shape}")
     changed = region.copy()  # where the object was (that slice), and where it is now: drawn again
     region[...] = mask
     changed |= region

@@ -14,6 +14,7 @@ from magicgui.widgets import ComboBox, Container, SpinBox
 
 from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.common._words import TIPS
+from napari_medsam_eval.core.errors import InputError
 
 DIRECTIONS = ("both", "forward", "backward")
 #: stop rule choice -> the rule changes it makes on the kind's default (None: the default)
@@ -56,7 +57,7 @@ def propagation_options(controls: Container, kind: str, n_slices: int, prompt_sl
     elif controls.direction.value == "backward":
         high = min(high, prompt_slice)
     if not low <= prompt_slice <= high:
-        raise ValueError(f"the prompt is on slice {prompt_slice}, outside the chosen range {low}..{high}")
+        raise InputError(f"the prompt is on slice {prompt_slice}, outside the chosen range {low}..{high}")
     if (low, high) != (0, n_slices - 1):
         options["z_limits"] = (low, high)
     return options
