@@ -50,6 +50,9 @@ CACHE_VARIABLES = {
 #: Ray (2.60 and later) turns token authentication on for a local cluster and, with no token at hand,
 #: writes one to ``~/.ray/auth_token``: the run's local Rays read a token kept in the run's folder instead
 RAY_TOKEN_VARIABLES = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+#: tools that keep their installation under the home folder and find it through it: with ``HOME`` the run's, they
+#: are pointed at the user's (rustup's proxy for ``rustc``, which pip asks for its version, would make a new one)
+TOOL_HOMES = {"RUSTUP_HOME": ".rustup", "CARGO_HOME": ".cargo"}
 #: set to keep the user's own cache variables (a run that should use warm caches): the end check still runs
 KEEP_CACHES = "MEDSAM_EVAL_TESTS_KEEP_CACHES"
 
@@ -103,6 +106,11 @@ def pytest_configure(config: pytest.Config) -> None:
     home.mkdir()
     config._suite_isolation = {"folder": run_folder, "start_ns": time.time_ns() - 1_000_000_000,
                                "checkout": checkout_state(), "home": home, "saved": {"HOME": os.environ.get("HOME")}}
+    real_home = Path.home()
+    for variable, sub in TOOL_HOMES.items():
+        if not os.environ.get(variable) and (real_home / sub).is_dir():
+            config._suite_isolation["saved"][variable] = None
+            os.environ[variable] = str(real_home / sub)
     os.environ["HOME"] = str(home)
     if not os.environ.get(KEEP_CACHES):
         for variable, sub in CACHE_VARIABLES.items():

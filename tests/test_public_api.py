@@ -132,6 +132,9 @@ def test_the_python_page_examples_run(tmp_path):
     namespace = doc_examples.run_markdown_examples(page, "docs/python.md", workdir=tmp_path)
     assert 0 <= namespace["scores"]["dice"] <= 1 and len(namespace["table"]) >= 1
     assert (tmp_path / "runs" / "phantom_2d").is_dir()
+    # regions and lesions: the lesion kept whole inside the liver, judged lesion by lesion
+    lesion, liver = namespace["lesion"], namespace["whole_liver"]
+    assert lesion.any() and (lesion & liver).any() and namespace["found"].found + namespace["found"].missed == 1
 
 
 def test_a_broken_example_fails_the_site_build(tmp_path, monkeypatch):
