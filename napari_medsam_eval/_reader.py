@@ -14,22 +14,13 @@ named ``.nii.gz``): the returned reader then raises our
 gzip-compressed NIfTI file"), which napari shows, where returning None would only
 give napari's "... refused the file" with no reason.
 
-Choosing this reader without a question: napari asks which reader to use
-whenever several match a path (its builtin reader claims ``*.nii.gz``, ``*.npz``
-... and every folder too) unless ``settings.plugins.extension2reader`` names
-one (npe2 has no reader priority, and the order of patterns or of napari.yaml
-plays no part). The first time this reader runs in a viewer,
-:func:`claim_reader_preferences` names it for the medical formats (NIfTI, NRRD,
-MetaImage, DICOM, MedSAM npz: the builtins fail on them or lose spacing and
-ground truth) and for folders, wherever the user has not chosen a reader, and
-says so in a notification. A preference the user set is never
-changed; PNG/JPEG/TIFF/BMP and videos, which the builtins read too, are left to
-napari's question.
+Which reader opens a file is the user's choice: napari's builtin reader claims ``*.nii.gz``, ``*.npz`` ...
+and every folder too, so napari asks which reader to use (its dialog has a "remember" box, which writes
+the choice into ``plugins.extension2reader`` for that kind of file only). The plugin never writes napari's
+settings itself: it names no pattern, and never every folder (``*/``).
 """
 from __future__ import annotations
 
-import os
-from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Callable
 
@@ -48,12 +39,6 @@ PLUGIN_NAME = "napari-medsam-eval"
 GEOMETRY_KEYS = ("spacing_xyz", "origin", "direction")
 #: every file suffix the reader accepts (listed as patterns in napari.yaml)
 READER_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
-#: napari matches a folder as its real path with a trailing separator
-FOLDER_PATTERN = "*" + os.sep
-#: patterns this reader claims in napari's preferences (see the module doc)
-CLAIMED_PATTERNS = tuple(f"*{suffix}" for suffix in SITK_SUFFIXES + NPZ_SUFFIXES) + (FOLDER_PATTERN,)
-
-_claimed_in_this_session = False
 
 
 def case_to_layer_data(case: Case) -> list[LayerData]:
@@ -108,7 +93,6 @@ def napari_get_reader(path: str | list[str]) -> Callable[[str], list[LayerData]]
         return None
     if not (path.is_dir() or format_suffix(path) in READER_SUFFIXES or is_dicom_file_marked(path)):
         return None
-    _claim_once()
     return read_layers
 
 
@@ -122,47 +106,3 @@ def read_layers(path: str | list[str]) -> list[LayerData]:
     if problem is not None:
         raise DataError(problem, path)
     return opened_to_layer_data(open_path(path))
-
-
-def claim_reader_preferences(settings: Any = None) -> list[str]:
-    """Name this reader in napari's ``plugins.extension2reader`` for :data:`CLAIMED_PATTERNS`.
-
-    A pattern is left alone when any existing preference already matches the
-    files (or folders) it stands for, whichever reader it names: the user's
-    choice wins. ``settings`` defaults to napari's. Returns the patterns added.
-    """
-    if settings is None:
-        from napari.settings import get_settings
-
-        settings = get_settings()
-    current = dict(settings.plugins.extension2reader)
-    added = [pattern for pattern in CLAIMED_PATTERNS
-             if not any(fnmatch(_example_path(pattern), key) for key in current)]
-    if added:
-        settings.plugins.extension2reader = {**current, **{pattern: PLUGIN_NAME for pattern in added}}
-    return added
-
-
-def _example_path(pattern: str) -> str:
-    """A path napari would match against ``pattern``: ``*.nii.gz`` -> ``/example/case.nii.gz``."""
-    root = f"{os.sep}example{os.sep}"
-    return root if pattern == FOLDER_PATTERN else root + "case" + pattern.lstrip("*")
-
-
-def _claim_once() -> None:
-    """:func:`claim_reader_preferences` once per session, only inside a napari viewer, announced."""
-    global _claimed_in_this_session
-    if _claimed_in_this_session:
-        return
-    from napari import current_viewer
-
-    if current_viewer() is None:  # a script or test calling the reader directly: napari's settings stay as they are
-        return
-    _claimed_in_this_session = True
-    added = claim_reader_preferences()
-    if added:
-        from napari.utils.notifications import show_info
-
-        shown = ", ".join("folders" if p == FOLDER_PATTERN else p.lstrip("*") for p in added)
-        show_info(f"MedSAM Eval now opens {shown} without asking which reader to use "
-                  "(change this in Preferences > Plugins).")

@@ -1,8 +1,8 @@
 """Opening data in a real napari viewer without naming the plugin (drag-and-drop, File > Open).
 
 napari's builtin reader matches ``*.nii.gz``, ``*.npz`` ... and every folder too,
-so napari asks which reader to use until ``plugins.extension2reader`` names one;
-the reader names itself there the first time it runs (see ``_reader``'s doc).
+so napari asks which reader to use until ``plugins.extension2reader`` names one, which only the user
+does (napari's dialog, "remember"): the plugin never writes napari's settings (issue 58).
 napari's settings are kept in memory here: the user's settings file is never touched.
 """
 from __future__ import annotations
@@ -23,12 +23,11 @@ HIPPO = "hippocampus_001"
 
 @pytest.fixture
 def settings(monkeypatch):
-    """napari's settings, fresh and in memory, and a reader that has not claimed its formats yet."""
+    """napari's settings, fresh and in memory."""
     from napari import settings as napari_settings
 
     fresh = napari_settings.NapariSettings(config_path=None)
     monkeypatch.setattr(napari_settings, "_SETTINGS", fresh)
-    monkeypatch.setattr(_reader, "_claimed_in_this_session", False)
     return fresh
 
 
@@ -37,14 +36,20 @@ def dialogs(monkeypatch):
     """napari's "Choose reader" dialog, answered "MedSAM Eval"; records what each one showed."""
     from napari._qt.dialogs import qt_reader_dialog
 
-    shown: list[dict] = []
+    shown = Answers()
 
     def answer(dialog):
         shown.append({"file": dialog._current_file, "text": dialog.findChild(qt_reader_dialog.QLabel).text()})
-        return ("MedSAM Eval", False) if "MedSAM Eval" in _choices(dialog) else ("", False)
+        return ("MedSAM Eval", shown.remember) if "MedSAM Eval" in _choices(dialog) else ("", False)
 
     monkeypatch.setattr(qt_reader_dialog.QtReaderDialog, "get_user_choices", answer)
     return shown
+
+
+class Answers(list):
+    """What each dialog showed; ``remember``: whether the next answers tick the dialog's "remember" box."""
+
+    remember = False
 
 
 def _choices(dialog) -> list[str]:
@@ -52,37 +57,37 @@ def _choices(dialog) -> list[str]:
 
 
 @pytest.fixture
-def viewer(settings, make_napari_viewer, shared_data):
-    """A viewer where the reader has run once (as after the user's first choice): its formats are claimed."""
-    viewer = make_napari_viewer()
-    viewer.open(str(shared_data / "hippocampus_mri" / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
-    viewer.layers.clear()
-    return viewer
+def viewer(settings, make_napari_viewer):
+    """A viewer where the user chose this reader for the medical formats and folders (napari's Preferences)."""
+    settings.plugins.extension2reader = {pattern: "napari-medsam-eval" for pattern in (
+        "*.nii.gz", "*.nii", "*.nrrd", "*.mha", "*.mhd", "*.npz", "*.dcm", "*/")}
+    return make_napari_viewer()
 
 
 def _kinds(layers) -> list[str]:
     return [type(layer).__name__ for layer in layers]
 
 
-def test_first_medical_file_asks_once_then_every_format_opens_without_a_question(
-        settings, dialogs, make_napari_viewer, shared_data, tmp_path):
+def test_napari_asks_and_only_the_users_remembered_choice_is_kept(settings, dialogs, make_napari_viewer,
+                                                                   shared_data):
     from napari.errors import MultipleReaderError
 
     viewer = make_napari_viewer()
     image = shared_data / "hippocampus_mri" / "imagesTr" / f"{HIPPO}.nii.gz"
     with pytest.raises(MultipleReaderError):  # napari's builtins claim *.nii.gz too: napari must ask
         viewer.open(str(image), plugin=None)
-    viewer.window._qt_viewer._qt_open([str(image)], stack=False)  # drag-and-drop / File > Open
+    viewer.window._qt_viewer._qt_open([str(image)], stack=False)  # drag-and-drop / File > Open, not remembered
     assert len(dialogs) == 1 and _kinds(viewer.layers) == ["Image", "Labels"]
-    claimed = settings.plugins.extension2reader
-    assert {p: claimed.get(p) for p in ("*.nii.gz", "*.nrrd", "*.mha", "*.npz", "*.dcm", "*/")} == dict.fromkeys(
-        ("*.nii.gz", "*.nrrd", "*.mha", "*.npz", "*.dcm", "*/"), "napari-medsam-eval")
-    assert "*.png" not in claimed and "*.tif" not in claimed  # the builtins read these: napari keeps asking
+    assert settings.plugins.extension2reader == {}  # the plugin wrote nothing: no format, no folder pattern
+    dialogs.remember = True  # the user ticks "remember" for the npz
     npz = shared_data / "deeplesion_ct_npz" / "CT_Lesion_000001_02_01_008-023.npz"
     viewer.window._qt_viewer._qt_open([str(npz)], stack=False)
-    viewer.window._qt_viewer._qt_open([str(shared_data / "cvc_clinicdb_video")], stack=False)
-    assert len(dialogs) == 1  # no further question
-    assert _kinds(viewer.layers) == ["Image", "Labels"] * 3
+    assert settings.plugins.extension2reader == {"*.npz": "napari-medsam-eval"}  # theirs, that kind only
+    dialogs.remember = False
+    viewer.window._qt_viewer._qt_open([str(npz)], stack=False)  # remembered: no question
+    viewer.window._qt_viewer._qt_open([str(shared_data / "cvc_clinicdb_video")], stack=False)  # asked again
+    assert len(dialogs) == 3 and not any(key.endswith(("/", "\\")) for key in settings.plugins.extension2reader)
+    assert _kinds(viewer.layers) == ["Image", "Labels"] * 4
     assert viewer.layers[-2].name == "seq01" and viewer.layers[-2].rgb
 
 
@@ -92,9 +97,7 @@ def test_a_reader_preference_the_user_set_is_kept(settings, make_napari_viewer, 
     settings.plugins.extension2reader = {"*.npz": "napari", "*.gz": "napari"}
     viewer = make_napari_viewer()
     viewer.open(str(shared_data / "hippocampus_mri" / "imagesTr" / f"{HIPPO}.nii.gz"), plugin="napari-medsam-eval")
-    prefs = settings.plugins.extension2reader
-    assert prefs["*.npz"] == "napari" and prefs["*.gz"] == "napari" and "*.nii.gz" not in prefs
-    assert prefs["*.nrrd"] == "napari-medsam-eval"
+    assert settings.plugins.extension2reader == {"*.npz": "napari", "*.gz": "napari"}
     assert get_preferred_reader(str(shared_data / "deeplesion_ct_npz" / "x.npz")) == "napari"
     assert get_preferred_reader(str(shared_data / "hippocampus_mri" / "imagesTr" / "x.nii.gz")) == "napari"
 
