@@ -83,3 +83,38 @@ def test_the_column_is_shared_by_the_heights_the_docks_state():
     assert column_heights([443, 265], [None, 360], [294, 265]) == [348, 360]
     assert column_heights([600, 200, 150], [None, 360, 400], [294, 265, 300]) == [295, 310, 345]
     assert column_heights([500, 200], [None, None], [100, 100]) == [500, 200]
+
+
+def test_three_docks_at_1366_by_768_keep_the_window_on_the_screen(make_napari_viewer, qtbot):
+    """Issue 58: Segment, Compare and Benchmark docked in a 1366 x 768 window share its height (it grew to 921)."""
+    viewer = make_napari_viewer(show=True)
+    window = viewer.window._qt_window
+    window.resize(1366, 768)
+    segment = dock(viewer, "segment")
+    compare = dock(viewer, "compare")
+    benchmark = dock(viewer, "benchmark")
+    qtbot.wait(800)
+    assert window.width() <= 1366 and window.height() <= 768, window.size()
+    for widget, name in ((segment.propagate_button, "Propagate"), (compare.compare_button, "Compare"),
+                         (benchmark.run_button, "Run")):
+        assert _whole(widget.native), f"{name} is not wholly in view"
+
+
+def test_a_window_made_smaller_keeps_the_compare_plot_in_view(make_napari_viewer, qtbot):
+    """Issue 58: docked at 1600 x 1000, then the window made 1366 x 768: the column is shared again, and
+    Compare's plot stays in view (it was scrolled out: Qt took the height from the lower dock)."""
+    viewer = make_napari_viewer(show=True)
+    window = viewer.window._qt_window
+    window.resize(1600, 1000)
+    prediction, truth = _sample_pair(viewer)
+    dock(viewer, "segment")
+    compare = dock(viewer, "compare")
+    compare.pred_layer.value, compare.gt_layer.value = prediction, truth
+    assert compare.update_comparison() is not None
+    qtbot.wait(600)
+    window.resize(1366, 768)
+    qtbot.wait(800)
+    assert window.height() <= 768
+    visible = compare.canvas.visibleRegion().boundingRect()
+    assert compare.canvas.isVisible() and visible.height() >= 60, (visible, compare.canvas.height())
+    assert _whole(compare.volume_dice.native) and _whole(compare.compare_button.native)

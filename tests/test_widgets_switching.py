@@ -206,3 +206,39 @@ def test_a_refresh_of_the_choices_keeps_the_view(make_napari_viewer, shared_data
     assert current_index(viewer, mr) != 3 or in_view(viewer, mr)
     widget.image_layer.value = image  # and back: into view again
     assert in_view(viewer, image) and image.visible and not mr.visible
+
+
+def test_compare_shows_nothing_stale_after_a_switch_of_image(make_napari_viewer, shared_data, box_backend, qtbot,
+                                                             errors):
+    """Issue 58: Compare follows the image Segment is on. A case compared, then another image chosen that has
+    no prediction yet: no number, overlay or plot of the first is left; once it is segmented its own pair is
+    compared; back on the first, the first's."""
+    viewer = make_napari_viewer()
+    first, first_truth = _open(viewer, shared_data, CASES[0])
+    second, second_truth = _open(viewer, shared_data, CASES[1])
+    widget = dock(viewer, "segment", box_backend)
+    compare = dock(viewer, "compare")
+    widget.image_layer.value = first
+    widget.target_label.value = 1
+    widget.prompt_from_ground_truth()
+    _wait(qtbot, widget.propagate())
+    qtbot.waitUntil(lambda: compare.comparison is not None and not compare.metrics.pending, timeout=30_000)
+    first_dice = compare.comparison.dice
+    assert compare.pred_layer.value.metadata["image"] == first.name and compare.overlay_layer is not None
+    widget.image_layer.value = second  # no prediction of it yet
+    qtbot.waitUntil(lambda: compare.comparison is None and not compare.metrics.pending, timeout=30_000)
+    assert compare.pred_layer.value is None and compare.volume_dice.value == "-" and compare.why.value == "-"
+    assert not any(layer.metadata.get("role") == "overlay" for layer in viewer.layers)
+    assert compare.plot.line is None and "nothing compared" in compare.status.value
+    widget.target_label.value = 1
+    widget.prompt_from_ground_truth()
+    _wait(qtbot, widget.propagate())
+    qtbot.waitUntil(lambda: compare.comparison is not None and not compare.metrics.pending, timeout=30_000)
+    assert compare.pred_layer.value.metadata["image"] == second.name and compare.gt_layer.value is second_truth
+    widget.image_layer.value = first
+    qtbot.waitUntil(lambda: compare.pred_layer.value is not None
+                    and compare.pred_layer.value.metadata["image"] == first.name, timeout=30_000)
+    qtbot.waitUntil(lambda: compare.comparison is not None and abs(compare.comparison.dice - first_dice) < 1e-9
+                    and not compare.metrics.pending, timeout=30_000)
+    assert compare.gt_layer.value is first_truth
+    assert not errors, errors

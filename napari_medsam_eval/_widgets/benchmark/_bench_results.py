@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from psygnal import Signal
 from magicgui.widgets import Container
 from napari.utils.notifications import show_warning
 from qtpy.QtCore import Qt
@@ -39,6 +40,9 @@ class ResultsBrowser(Container):
     ``opener`` runs the reading of a row (its status line is the widget's); ``colors`` are the
     viewer theme's (background, text).
     """
+
+    #: a run folder's rows were put in the table (how many): the dock shows them
+    folder_shown = Signal(int)
 
     def __init__(self, viewer: Any, opener: WorkerRunner, colors: tuple[str, str]) -> None:
         super().__init__(labels=False)
@@ -131,6 +135,7 @@ class ResultsBrowser(Container):
         self.effort.show_effort(*effort)
         self.rows_dir = out_dir
         self.opener.status.value = f"{len(rows)} rows in {out_dir.name}"
+        self.folder_shown.emit(len(rows))
         return len(rows)
 
     # -- a row opened ---------------------------------------------------------------

@@ -33,7 +33,8 @@ from napari_medsam_eval.report import summarize_tasks
 from napari_medsam_eval._widgets.benchmark._bench_boxes import Boxes, box_data, draw_boxes
 from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, text_item as _text_item
 from napari_medsam_eval._widgets.benchmark._row_cells import RowCells, row_cells
-from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE, RowsTable
+from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE
+from napari_medsam_eval._widgets.benchmark._rows_table import RowsTable
 from napari_medsam_eval._widgets.benchmark._why_filter import WhyFilter
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas

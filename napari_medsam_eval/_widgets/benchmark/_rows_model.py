@@ -10,19 +10,16 @@ the score as a float with NaN as infinity: after every number, as :class:`._benc
 sorts), keeping the selection; a ``QSortFilterProxyModel`` would instead ask the model for each
 key through a Python call per comparison (a 2,000-row folder: some 40,000 calls).
 
-:class:`RowsTable` is the view; it keeps the few ``QTableWidget`` calls the widget,
-its scripts and tests use (``rowCount``, ``item(line, column)`` with ``text`` /
-``data(Qt.UserRole)`` / ``toolTip``, ``sortItems``, ``scrollToItem``, ``visualItemRect``,
-``setCurrentCell``, ``cellDoubleClicked``, ``itemSelectionChanged``).
+:class:`~._rows_table.RowsTable` is the view (its own module); :class:`Cell` one of its cells, as a
+``QTableWidgetItem`` answers.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from qtpy.QtCore import QAbstractTableModel, QModelIndex, Qt
 from qtpy.QtGui import QColor
-from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableView
 
 from napari_medsam_eval.core.palette import ERROR_PART_COLORS
 
@@ -139,7 +136,7 @@ class RowsModel(QAbstractTableModel):
 class Cell:
     """One cell of a :class:`RowsTable` line, as a ``QTableWidgetItem`` answers (text, tooltip, data)."""
 
-    table: "RowsTable"
+    table: Any  # the RowsTable (the view's module imports this one)
     line: int
     column: int
 
@@ -160,66 +157,4 @@ class Cell:
         return self.line
 
 
-class RowsTable(QTableView):
-    """A sortable read-only table over a :class:`RowsModel` (which sorts itself); the case column takes the
-    width the others leave and elides its text (the whole text in the tooltip)."""
-
-    #: a line was double-clicked: (line, column), as ``QTableWidget.cellDoubleClicked``
-    cellDoubleClicked = Signal(int, int)  # noqa: N815 - Qt's name
-    #: the selection changed, as ``QTableWidget.itemSelectionChanged``
-    itemSelectionChanged = Signal()  # noqa: N815
-
-    def __init__(self, headers: tuple[str, ...], stretch: int = 0) -> None:
-        super().__init__()
-        self.rows_model = RowsModel(headers)
-        self.setModel(self.rows_model)
-        self.setEditTriggers(QAbstractItemView.NoEditTriggers)
-        self.setSelectionBehavior(QAbstractItemView.SelectRows)
-        self.verticalHeader().setVisible(False)
-        header = self.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeToContents)
-        header.setSectionResizeMode(stretch, QHeaderView.Stretch)
-        header.setMinimumSectionSize(24)
-        # columns sized to the lines in view, not to every row (Qt's default reads 1,000 rows per column at each
-        # change: a Python call per cell and role)
-        header.setResizeContentsPrecision(0)
-        self.setTextElideMode(Qt.ElideMiddle)
-        self.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-        self.doubleClicked.connect(lambda index: self.cellDoubleClicked.emit(index.row(), index.column()))
-        self.selectionModel().selectionChanged.connect(lambda *_: self.itemSelectionChanged.emit())
-
-    # -- as QTableWidget answers --------------------------------------------------------
-
-    def rowCount(self) -> int:  # noqa: N802 - Qt's name
-        return self.rows_model.rowCount()
-
-    def columnCount(self) -> int:  # noqa: N802
-        return self.rows_model.columnCount()
-
-    def item(self, line: int, column: int) -> Cell | None:
-        if not (0 <= line < self.rowCount() and 0 <= column < self.columnCount()):
-            return None
-        return Cell(self, line, column)
-
-    def row_index(self, line: int) -> int:
-        """The index in the model's rows of table line ``line`` (whatever the sort order)."""
-        return self.rows_model.order[line]
-
-    def sortItems(self, column: int, order: Qt.SortOrder = Qt.AscendingOrder) -> None:  # noqa: N802
-        self.sortByColumn(column, order)
-
-    def scrollToItem(self, cell: Cell) -> None:  # noqa: N802
-        self.scrollTo(cell.index)
-
-    def visualItemRect(self, cell: Cell) -> Any:  # noqa: N802
-        return self.visualRect(cell.index)
-
-    def setCurrentCell(self, line: int, column: int, flags: Any = None) -> None:  # noqa: N802
-        index = self.rows_model.index(line, column)
-        if flags is None:
-            self.setCurrentIndex(index)
-        else:
-            self.selectionModel().setCurrentIndex(index, flags)
-
-
-__all__ = ["Cell", "ROW_INDEX_ROLE", "RowCells", "RowsModel", "RowsTable", "SORT_ROLE", "row_cells"]
+__all__ = ["Cell", "ROW_INDEX_ROLE", "RowCells", "RowsModel", "SORT_ROLE", "row_cells"]

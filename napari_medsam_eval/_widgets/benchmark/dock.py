@@ -97,7 +97,7 @@ class BenchmarkWidget(Container):
         self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer, height=HEIGHT)
         self.browser.next_row_shortcut.setParent(self.native)  # the key works whichever tab is shown
         self.rows_added.connect(lambda _count: self.show_tab("rows"))
-        self.settings.out_dir.changed.connect(lambda *_: self.show_tab("rows") if self.results.rows else None)
+        self.browser.folder_shown.connect(lambda _count: self.show_tab("rows"))  # a run folder chosen: its rows
 
     def show_tab(self, name: str) -> None:
         """Bring tab ``name`` (one of :data:`TABS`) to the front."""

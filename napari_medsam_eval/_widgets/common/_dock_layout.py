@@ -26,7 +26,7 @@ from qtpy.QtCore import QEvent, QObject, Qt
 from qtpy.QtWidgets import QFrame, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 #: the least height of a docked widget's scroll area, in pixels (its footer comes on top)
-MIN_DOCK_HEIGHT = 90
+MIN_DOCK_HEIGHT = 30
 #: lines of a status message shown in a footer before it scrolls
 STATUS_LINES = 4
 

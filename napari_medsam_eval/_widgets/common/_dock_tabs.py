@@ -12,6 +12,9 @@ its own), and when it is first shown the docks of its column share the column's
 height (:func:`share_column`): each tabbed dock gets what it states (all of them
 scaled down together when the column is too short, the others kept at their least
 heights), the other docks share the rest as they had it. Two docks share a 1366 x 768 window this way, three a 1600 x 1000 one.
+The column is shared again whenever the main window changes height (:class:`_ShareOnResize`): a window
+made smaller (1600 x 1000 to 1366 x 768) took the height from the lower dock and left the Compare plot
+scrolled out of view.
 """
 from __future__ import annotations
 
@@ -139,6 +142,42 @@ class _ShareOnShow(QObject):
         dock = _dock_of(self.widget)
         if dock is not None:
             share_column(dock)
+            window = dock.parentWidget()
+            if isinstance(window, QMainWindow) and not window.property(_RESIZE_FILTER):
+                window.setProperty(_RESIZE_FILTER, True)
+                window.installEventFilter(_ShareOnResize(window))
+
+
+#: the main window's property saying it has a :class:`_ShareOnResize` filter
+_RESIZE_FILTER = "medsamEvalShareOnResize"
+#: quiet milliseconds after the window's last resize before the columns are shared again
+_RESIZE_SETTLE_MS = 120
+
+
+class _ShareOnResize(QObject):
+    """Event filter on the main window: once it stopped changing height, every column holding a tabbed dock
+    is shared again (:func:`share_column`), as when the dock was first shown."""
+
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__(window)
+        self.window, self.height = window, window.height()
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(_RESIZE_SETTLE_MS)
+        self.timer.timeout.connect(self.share)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Resize and watched is self.window and self.window.height() != self.height:
+            self.height = self.window.height()
+            self.timer.start()
+        return False
+
+    def share(self) -> None:
+        done: set[int] = set()
+        for dock in self.window.findChildren(QDockWidget):
+            if stated_height(dock) and dock.isVisible() and not dock.isFloating() and id(dock) not in done:
+                done.add(id(dock))
+                share_column(dock)
 
 
 __all__ = ["DOCK_HEIGHT", "STATED_HEIGHT", "column_heights", "share_column", "stated_height", "tabbed_dock"]

@@ -68,10 +68,27 @@ class LayerChoice(Container):
         self._watch([])
 
     def follow_object(self, image: str, label: int) -> bool:
-        """The Segment widget went to object ``label`` of ``image``: compare that object when the prediction
-        compared is ``image``'s and the ground truth fits it; whether the target label followed."""
+        """The Segment widget went to object ``label`` of ``image``: compare that object, in ``image``'s own
+        prediction (and a ground truth that fits it) when there is one; when the prediction compared is
+        another image's and ``image`` has none yet, compare nothing (never the other image's pair as if it were
+        this one's). Whether the target label followed."""
         pred, gt = self.pair
-        if pred is None or gt is None or pred.metadata.get("image") != image or gt.data.shape != pred.data.shape:
+        if pred is None or pred.metadata.get("image") != image:
+            own = next((layer for layer in reversed(self.viewer.layers) if isinstance(layer, Labels)
+                        and layer.metadata.get("role") == "prediction" and layer.metadata.get("image") == image), None)
+            if own is not None:
+                self._use(own)
+                named = [layer for layer in self.viewer.layers if isinstance(layer, Labels)
+                         and layer.metadata.get("role") == "ground_truth" and layer.name.startswith(image)
+                         and layer.data.shape == own.data.shape]
+                if named and self.gt_layer.value is not named[-1]:
+                    self.gt_layer.value = named[-1]  # that image's own ground truth, not one of its shape
+            elif pred is not None and pred.metadata.get("image") not in (None, image):
+                self.pred_layer.value = None  # the other image's: stale here
+                self.schedule()
+                return False
+            pred, gt = self.pair
+        if pred is None or gt is None or gt.data.shape != pred.data.shape:
             return False
         self.target_label.value = int(label)
         return True
@@ -94,12 +111,23 @@ class LayerChoice(Container):
         """New choices; an empty prediction or ground truth takes a layer with that role."""
         self.reset_choices()
         layers = self.viewer.layers
-        if self.pred_layer.value is None and (pred := with_role(layers, "prediction", Labels)) is not None:
+        if self.pred_layer.value is None and (pred := self._prediction_to_pick()) is not None:
             self._use(pred)
         if self.gt_layer.value is None:
             truths = [layer for layer in layers if isinstance(layer, Labels)
                       and layer.metadata.get("role") == "ground_truth" and layer is not self.pred_layer.value]
             self.gt_layer.value = truths[0] if truths else None
+
+    def _prediction_to_pick(self) -> Labels | None:
+        """A prediction layer to compare when none is chosen: one of the image the Segment widget is on (or one
+        made for no image in particular); never another image's (a stale pair)."""
+        image = self._chosen.image
+        for layer in reversed(self.viewer.layers):
+            if isinstance(layer, Labels) and layer.metadata.get("role") == "prediction":
+                owner = layer.metadata.get("image")
+                if image is None or owner in (None, image):
+                    return layer
+        return None
 
     def _on_inserted(self, event: Any) -> None:
         """Choose a recognised layer as soon as it is added: a prediction (with its target), or a ground

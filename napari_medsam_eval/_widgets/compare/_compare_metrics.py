@@ -89,9 +89,17 @@ class ComparisonSection(Container):
         return self.runner.running > 0 or self._shown != self._asked
 
     def _missing(self, pred: Labels | None, gt: Labels | None) -> None:
+        """Nothing to compare: say what is missing, and show nothing of an earlier pair (no stale numbers)."""
         missing = " and ".join(name for name, layer in (("a prediction", pred), ("a ground truth", gt))
                                if layer is None)
         self.status.value = f"nothing compared: choose {missing} (Labels layers of one shape)"
+        self.comparison, self._worst, self._worst_pos = None, np.array([], dtype=int), -1
+        for label in (self.volume_dice, self.slice_dice, self.worst_info, self.why):
+            label.value = "-"
+        if self.overlay_layer is not None and self.overlay_layer in self.viewer.layers:
+            self.viewer.layers.remove(self.overlay_layer)
+        self.overlay_layer = None
+        self.plot.clear()
 
     def compare_soon(self) -> Any:
         """Compare the chosen layers in a worker (:func:`compute_comparison`); the result is shown on the GUI

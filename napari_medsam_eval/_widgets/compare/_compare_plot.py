@@ -86,6 +86,16 @@ class SliceDicePlot:
         self._background = None
         self.canvas.draw_idle()
 
+    def clear(self) -> None:
+        """No plot (nothing compared): an empty frame, no cursor."""
+        self.axes.clear()
+        style_axes(self.axes, self.axes.get_facecolor(), self._text_color)
+        self.line = self.cursor = None
+        self.per_slice = np.zeros(0)
+        self.stops = []
+        self._background = None
+        self.canvas.draw_idle()
+
     def move_cursor(self, index: int) -> None:
         """The cursor to slice ``index``: blitted over the last full drawing (a full drawing when none is kept)."""
         if self.cursor is None:

@@ -38,10 +38,16 @@ def overlay_colormap() -> DirectLabelColormap:
     return DirectLabelColormap(color_dict=colors)
 
 
+#: how far below its lower edge a bin starts: an agreement exactly on an edge (4 of 10 runs: 0.4) is drawn in
+#: the bin above it, as the legend says, where the GPU's lookup of a value equal to the edge went either way
+#: (0.2 and 0.4 were drawn in the bin below, 0.6 and 0.8 in the one above); agreements are k / N of a few runs
+EDGE_BELOW = 0.005
+
+
 def agreement_colormap() -> Colormap:
     """The agreement map's colours: 0 transparent, then one opaque colour per bin (no blending
     between bins, so every pixel has one of the legend's colours)."""
-    controls = [0.0, NO_RUN, *(low for low, _color in AGREEMENT_BINS[1:]), 1.0]
+    controls = [0.0, NO_RUN, *(low - EDGE_BELOW for low, _color in AGREEMENT_BINS[1:]), 1.0]
     colors = [(0.0, 0.0, 0.0, 0.0), *((*hex_to_rgb(color), 1.0) for _low, color in AGREEMENT_BINS)]
     return Colormap(colors=colors, controls=controls, interpolation="zero", name="medsam-eval agreement")
 

@@ -1,0 +1,84 @@
+"""Issue 58, a screen that stays readable (real napari viewers under Xvfb, widgets docked from the Plugins menu).
+
+What is drawn is what the legend says: the agreement map's bins hold their lower edge on screen (the GPU's
+lookup put 20 % and 40 % in the bin below); a run folder chosen shows its rows.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from plugin_dock import dock
+from napari_medsam_eval.core.palette import AGREEMENT_BINS, hex_to_rgb
+
+pytestmark = pytest.mark.gui
+
+
+def _bands(shot: np.ndarray) -> list[tuple[tuple[int, ...], int]]:
+    """The colours down the middle column of a screenshot, each with how many pixels it runs."""
+    runs: list[list] = []
+    for pixel in shot[:, shot.shape[1] // 2, :3]:
+        colour = tuple(int(v) for v in pixel)
+        if runs and runs[-1][0] == colour:
+            runs[-1][1] += 1
+        else:
+            runs.append([colour, 1])
+    return [(colour, count) for colour, count in runs]
+
+
+def test_each_agreement_is_drawn_in_the_colour_its_legend_says(make_napari_viewer):
+    from napari_medsam_eval._widgets.compare._result_layers import agreement_colormap, agreement_legend
+
+    viewer = make_napari_viewer(show=True)
+    values = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]
+    data = np.repeat(np.array(values, np.float32), 10)[:, None].repeat(100, axis=1)
+    viewer.add_image(data, colormap=agreement_colormap(), contrast_limits=(0, 1), interpolation2d="nearest")
+    viewer.reset_view()
+    bands = [band for band in _bands(viewer.screenshot(canvas_only=True, flash=False)) if band[0] != (0, 0, 0)]
+    legend = [(text, tuple(int(round(255 * c)) for c in hex_to_rgb(colour))) for text, colour in agreement_legend()]
+    assert [colour for colour, _n in bands] == [colour for _text, colour in legend]
+    per_value = bands[0][1]  # one value's height: < 20 % holds 0.1 alone
+    assert [round(n / per_value) for _colour, n in bands] == [1, 2, 2, 2, 3]  # 0.2 and 0.4 drawn with the bin above
+    assert [text for text, _c in legend] == ["<20%", "20%-40%", "40%-60%", "60%-80%", "80%-100%"]
+    assert [low for low, _c in AGREEMENT_BINS] == [0.0, 0.2, 0.4, 0.6, 0.8]
+
+
+def test_choosing_a_run_folder_shows_its_rows(make_napari_viewer, shared_data, tmp_path, qtbot):
+    from napari_medsam_eval.benchmark import run_benchmark
+
+    run_benchmark(shared_data / "hippocampus_mri", tmp_path / "run", "box", limit=2)
+    viewer = make_napari_viewer()
+    widget = dock(viewer, "benchmark")
+    assert widget.tabs.currentIndex() == 0  # the run tab
+    widget.out_dir.value = tmp_path / "run"
+    qtbot.waitUntil(lambda: widget.results.table.rowCount() == 4, timeout=30_000)
+    qtbot.waitUntil(lambda: widget.tabs.tabText(widget.tabs.currentIndex()) == "rows", timeout=5_000)
+
+
+def test_case_names_of_a_two_task_run_can_be_told_apart_with_three_docks_at_1366_by_768(
+        make_napari_viewer, shared_data, tmp_path, qtbot):
+    from qtpy.QtCore import Qt
+
+    from napari_medsam_eval.benchmark import run_benchmark
+    from napari_medsam_eval._widgets.benchmark._rows_table import CASE_CHARACTERS
+
+    run_benchmark(shared_data / "hippocampus_mri", tmp_path / "run", "box", limit=4)  # two tasks, 8 rows
+    viewer = make_napari_viewer(show=True)
+    viewer.window._qt_window.resize(1366, 768)
+    dock(viewer, "segment")
+    dock(viewer, "compare")
+    widget = dock(viewer, "benchmark")
+    widget.out_dir.value = tmp_path / "run"
+    qtbot.waitUntil(lambda: widget.results.table.rowCount() == 8, timeout=30_000)
+    qtbot.wait(300)
+    table = widget.results.table
+    column = table.columnWidth(0)
+    metrics = table.fontMetrics()
+    assert column >= metrics.horizontalAdvance("M" * CASE_CHARACTERS) - 1, column
+    shown = []
+    for line in range(table.rowCount()):
+        name = table.item(line, 0).text()
+        shown.append(metrics.elidedText(name, Qt.ElideMiddle, column - 8))  # what the cell draws
+        assert table.item(line, 0).toolTip() == name  # the whole name on hover
+    cases = [table.item(line, 0).text() for line in range(table.rowCount())]
+    assert len(set(shown)) == len(set(cases)) == 4, shown  # each case its own text, the middle elided at most
