@@ -392,3 +392,19 @@ def test_segment_by_kind_dispatches_every_kind_and_reports_what_happened():
     assert flat.mask.shape == (20, 20) and dice(flat.mask, gt[4]) == 1.0
     with pytest.raises(ValueError, match="kind must be one of"):
         segment_by_kind(oracle, image, "stack", prompt)
+
+
+def test_a_direction_ended_by_its_range_says_so_not_the_end_of_the_volume():
+    """Issue 58: a correction propagates up to the next anchor (``z_limits``): its stop is ``limit``, said as the
+    end of the slices it was to fill; only the stack's own ends are "the end of the volume"."""
+    gt = blob_volume()
+    record = PropagationRecord()
+    propagate_volume(RecordingOracle(gt), np.zeros_like(gt), Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]),
+                     rules="legacy", z_limits=(4, 7), record=record)
+    assert {(s.direction, s.last, s.reason) for s in record.stops} == {("up", 7, "limit"), ("down", 4, "limit")}
+    text = record.summary()
+    assert "the end of the slices it was to fill" in text and "the end of the volume" not in text
+    record = PropagationRecord()
+    propagate_volume(RecordingOracle(gt), np.zeros_like(gt), Prompt(1, slice_index=5, boxes=[(0, 0, 5, 5)]),
+                     rules={"stop_when_empty": False, "intensity_k": None, "min_iou": None}, record=record)
+    assert {s.reason for s in record.stops} == {"end"} and "the end of the volume" in record.summary()

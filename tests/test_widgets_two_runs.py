@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import numpy as np
+from napari.layers import Labels
 import pytest
 from qtpy.QtCore import Qt
 
@@ -26,6 +27,7 @@ from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
+from napari_medsam_eval._layer_style import AB_COLORS
 from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
 from margin_runs import make_run, margin_runs
 from test_widgets_switching import LESION, in_view
@@ -181,6 +183,16 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     order = list(viewer.layers)  # both predictions' contours are drawn over the overlay, the overlay over the truth
     assert order.index(layers["ground_truth"]) < order.index(layers["ab_overlay"]) < min(
         order.index(layers["prediction"]), order.index(layers["prediction_b"]))
+    # issue 58: nothing filled over the A/B layer (a row's "why" layer washed it purple), its legend in the dock
+    assert "error_parts" not in layers and not any(layer.metadata.get("role") == "error_parts"
+                                                   for layer in viewer.layers)
+    filled_above = [layer.name for layer in order[order.index(layers["ab_overlay"]) + 1:]
+                    if isinstance(layer, Labels) and not layer.contour]
+    assert filled_above == [], filled_above
+    legend = widget.legend.value
+    assert not widget.legend.native.isHidden() and all(name in legend for name in ("A only", "B only", "both"))
+    colours = [AB_COLORS[value] for value in (AB_A_ONLY, AB_B_ONLY, AB_BOTH)]
+    assert len(set(colours)) == 3 and all(colour in legend for colour in colours)
 
     # a prediction file that is gone: said clearly, the case opens without the overlay
     other = next(view.key_at(view.table, r) for r in range(view.table.rowCount())

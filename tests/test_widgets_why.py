@@ -79,5 +79,6 @@ def test_compare_says_why_the_result_on_display_missed(make_napari_viewer, box_r
     parts = comparison.parts
     assert parts is not None and parts.dominant == row["dominant_error"] == "leak"
     assert parts.shares == pytest.approx({p: row[f"error_{p}"] for p in PARTS}, abs=1e-12)
-    assert compare.metrics.why.value.startswith("leak: leak ")
+    why = compare.metrics.why.value  # issue 58: the part named once, the largest first and called the main one
+    assert why.startswith("leak ") and "(main)" in why.split(",")[0] and why.count("leak") == 1
     assert "dominant: leak" in compare.metrics.why.tooltip and "(slices " in compare.metrics.why.tooltip

@@ -131,11 +131,14 @@ def parts_text(row: dict, unit: str = "slices") -> str:
 
 
 def short_parts_text(parts: ErrorParts, most: int = 3) -> str:
-    """A line that fits a narrow dock: the dominant part, then the ``most`` largest parts' shares
-    (``under: under 0.120, over 0.031``; ``ok: over 0.031`` at or above :data:`OK_DICE`)."""
+    """A line that fits a narrow dock: the ``most`` largest parts' shares, the first (the dominant) marked as
+    the main one (``under 0.120 (main), over 0.031``; at or above :data:`OK_DICE`, ``ok; over 0.031``), each
+    part named once."""
     largest = sorted((p for p in PARTS if parts.shares[p] > 0), key=lambda p: -parts.shares[p])[:most]
-    shares = ", ".join(f"{part_name(p)} {parts.shares[p]:.3f}" for p in largest)
-    return f"{part_name(parts.dominant)}: {shares or 'no error'}"
+    said = [f"{part_name(p)} {parts.shares[p]:.3f}" + (" (main)" if p == parts.dominant else "") for p in largest]
+    if parts.dominant not in largest:  # ok (DSC >= 0.9), or no error at all
+        said.insert(0, part_name(parts.dominant) + (";" if said else ""))
+    return ", ".join(said).replace(";,", ";") or "no error"
 
 
 def _as_slices(mask: np.ndarray) -> np.ndarray:

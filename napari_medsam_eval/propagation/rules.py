@@ -54,7 +54,7 @@ from ..core.errors import InputError
 #: official script's z-range, or the end of the stack / the limits
 #: how the next slice's box is found: None = the last good mask's box; "similarity" = image features (.locate)
 LOCATE_MODES = (None, "similarity")
-STOP_REASONS = ("empty", "intensity", "score", "iou", "area", "box_fill", "lost", "model", "box_3d", "end")
+STOP_REASONS = ("empty", "intensity", "score", "iou", "area", "box_fill", "lost", "model", "box_3d", "end", "limit")
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,15 @@ def _walk(
         progress.step()  # after the slice is written: a cancel here keeps it in the partial result
         if stop:
             return
-    record.stops.append(DirectionStop(direction, last_kept, None, "end"))
+    record.stops.append(DirectionStop(direction, last_kept, None, _ended(indices, stack.shape[0])))
+
+
+def _ended(indices: range, n: int) -> str:
+    """Why a direction that ran out of slices ended: ``end`` at the stack's end (or with none to walk at its
+    edge), ``limit`` where the range asked stopped short of it (the next anchor of a correction, ``z_limits``)."""
+    if not len(indices):
+        return "end" if indices.start in (-1, n) else "limit"
+    return "end" if indices[-1] in (0, n - 1) else "limit"
 
 
 def _next_prompt(prompt: Prompt, z: int, box: tuple[float, ...], good: np.ndarray,

@@ -19,6 +19,7 @@ STOP_LABELS: dict[str, str] = {
     "model": "model lost it",
     "box_3d": "3D box ended",
     "end": "end reached",
+    "limit": "range ended",
 }
 
 
@@ -61,7 +62,9 @@ def stop_text(direction: str, last: int, at: int | None, reason: str, measured: 
     """One direction's stop for a status line: ``up: kept to slice 8, stopped at slice 9: <why>``."""
     if at is None:
         whole = "video" if unit == "frame" else "volume"
-        ended = f"the end of the {whole}" if reason == "end" else stop_sentence(reason, measured, limit, unit)
+        ended = (f"the end of the {whole}" if reason == "end" else
+                 f"the end of the {unit}s it was to fill: the next corrected {unit}, or the range set"
+                 if reason == "limit" else stop_sentence(reason, measured, limit, unit))
         return f"{direction}: kept to {unit} {last} ({ended})"
     return f"{direction}: kept to {unit} {last}, stopped at {unit} {at}: {stop_sentence(reason, measured, limit, unit)}"
 

@@ -34,6 +34,7 @@ from napari_medsam_eval._widgets.common._layers import transform_kwargs
 from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs_view import TwoRunsView
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
+from napari_medsam_eval._widgets.compare._result_layers import swatch
 from napari_medsam_eval._widgets.common._viewer import real_viewer
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
     """The layers of a case pair, off the GUI thread: the case as run A's row opens (image, ground
     truth, prediction A, A's prompt), prediction B and the A/B overlay; the overlay is added right after
     the ground truth, so both predictions' contours are drawn over it."""
-    steps = _open_row.open_steps(pair.run_case())
+    # no "why" layer: its fills lay over the A/B overlay and washed the slice where A and B differ most
+    steps = [step for step in _open_row.open_steps(pair.run_case()) if step.role != "error_parts"]
     image = steps[0].layer
     case_id = pair.case.case_id
     for step in steps:
@@ -75,6 +77,11 @@ def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
 def ab_legend() -> str:
     """The A/B overlay's colours in words ("A only vermillion, B only bluish green, both sky blue")."""
     return ", ".join(f"{name} {color_name(AB_COLORS[value])}" for value, name in AB_NAMES.items())
+
+
+def ab_swatches() -> str:
+    """The A/B overlay's legend as the dock shows it: each name on a chip of its colour (rich text)."""
+    return "&nbsp;".join(swatch(name, AB_COLORS[value]) for value, name in AB_NAMES.items())
 
 
 def open_pair_job(run_a: Path, run_b: Path, row_a: dict | None, row_b: dict | None, ack: threading.Event,
@@ -110,7 +117,10 @@ class TwoRunsWidget(Container):
                                                                       "'medsam-eval compare A B' does")
         self.status = Label(label="A vs B", value="choose run A and run B (two runs over one dataset)")
         wrap_status(self.status)
-        self.extend([self.run_a, self.run_b, self.compare_button, self.status])
+        #: the A/B overlay's colours, shown once a case is opened (its layer's name is cut short in the list)
+        self.legend = Label(label="overlay", value=ab_swatches(), visible=False,
+                            tooltip="the opened case's A/B layer: " + ab_legend())
+        self.extend([self.run_a, self.run_b, self.compare_button, self.status, self.legend])
         self.view = TwoRunsView(on_open=self.open_case, colors=theme_colors(napari_viewer))
         self.native.layout().addWidget(self.view)
         self.loader = WorkerRunner(self.status, [self.run_a, self.run_b, self.compare_button])
@@ -162,8 +172,9 @@ class TwoRunsWidget(Container):
         self.opened = _open_row.finish_open(self.viewer, pair.run_case(), shown, pair.slice_index)
         where = "" if pair.slice_index is None else f", slice {pair.slice_index} (where A and B differ most)"
         self.status.value = f"opened {pair.case.case_id}{where}" + "".join(f"; {n}" for n in pair.notes)
+        self.legend.visible = "ab_overlay" in self.opened
         if pair.notes:
             show_warning(f"{pair.case.case_id}: " + "; ".join(pair.notes))
 
 
-__all__ = ["TwoRunsWidget", "ab_legend", "open_pair_job", "pair_steps"]
+__all__ = ["TwoRunsWidget", "ab_legend", "ab_swatches", "open_pair_job", "pair_steps"]
