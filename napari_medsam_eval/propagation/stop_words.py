@@ -34,6 +34,7 @@ _WHY: dict[str, str] = {
     "box_fill": "the mask filled its box, as a leak into the surroundings does",
     "model": "the model reported the object gone on this {unit}",
     "box_3d": "the official script's 3D box ends at this {unit}",
+    "limit": "the end of the {unit}s it was to fill: the next corrected {unit}, or the range set",
 }
 #: the measured value against its limit, for the rules that measure one
 _NUMBERS: dict[str, str] = {
@@ -62,9 +63,7 @@ def stop_text(direction: str, last: int, at: int | None, reason: str, measured: 
     """One direction's stop for a status line: ``up: kept to slice 8, stopped at slice 9: <why>``."""
     if at is None:
         whole = "video" if unit == "frame" else "volume"
-        ended = (f"the end of the {whole}" if reason == "end" else
-                 f"the end of the {unit}s it was to fill: the next corrected {unit}, or the range set"
-                 if reason == "limit" else stop_sentence(reason, measured, limit, unit))
+        ended = f"the end of the {whole}" if reason == "end" else stop_sentence(reason, measured, limit, unit)
         return f"{direction}: kept to {unit} {last} ({ended})"
     return f"{direction}: kept to {unit} {last}, stopped at {unit} {at}: {stop_sentence(reason, measured, limit, unit)}"
 

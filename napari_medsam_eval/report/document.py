@@ -44,9 +44,7 @@ MAX_FACTS, MAX_FAILED, MAX_VALUE = 60, 200, 160
 
 def _stop_legend(reason: str) -> str:
     """``shape changed: the mask changed too much from the slice before`` (a column of the stops table)."""
-    why = ("the end of the volume or video" if reason == "end" else
-           "the end of the slices it was to fill (the next corrected slice, or the range set)" if reason == "limit"
-           else stop_sentence(reason))
+    why = "the end of the volume or video" if reason == "end" else stop_sentence(reason)
     return f"{STOP_LABELS.get(reason, reason)}: {why}"
 
 
