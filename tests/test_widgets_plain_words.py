@@ -176,7 +176,8 @@ def test_compare_target_follows_the_segment_object(make_napari_viewer, shared_da
     assert int(compare.target_label.value) == 1
     # another image's object is not this prediction's: the target stays
     ct, _ct_truth = viewer.open(str(shared_data / "deeplesion_ct_npz" / LESION), plugin="napari-medsam-eval")
-    compare.pred_layer.value, compare.gt_layer.value = prediction, mr_truth
     segment.image_layer.value = ct
+    assert compare.pred_layer.value is None  # the CT has no prediction yet: nothing of the MR's stays
+    compare.pred_layer.value, compare.gt_layer.value = prediction, mr_truth  # the user compares the MR's
     segment.target_label.value = 3
     assert compare.pred_layer.value is prediction and int(compare.target_label.value) == 1

@@ -82,3 +82,79 @@ def test_case_names_of_a_two_task_run_can_be_told_apart_with_three_docks_at_1366
         assert table.item(line, 0).toolTip() == name  # the whole name on hover
     cases = [table.item(line, 0).text() for line in range(table.rowCount())]
     assert len(set(shown)) == len(set(cases)) == 4, shown  # each case its own text, the middle elided at most
+
+
+def _visible_texts(root) -> list[str]:
+    """Every text a user reads in ``root``: labels, buttons, choices, tab names."""
+    from qtpy.QtWidgets import QAbstractButton, QComboBox, QLabel, QListWidget, QTabBar, QWidget
+
+    texts = []
+    for child in root.findChildren(QWidget):
+        if not child.isVisibleTo(root):
+            continue
+        if isinstance(child, (QLabel, QAbstractButton)):
+            texts.append(child.text())
+        elif isinstance(child, QComboBox):
+            texts += [child.itemText(i) for i in range(child.count())]
+        elif isinstance(child, QTabBar):
+            texts += [child.tabText(i) for i in range(child.count())]
+        elif isinstance(child, QListWidget):
+            texts += [child.item(i).text() for i in range(child.count())]
+    return texts
+
+
+def test_a_video_is_told_in_frames_and_a_volume_in_slices(make_napari_viewer, qtbot):
+    from napari_medsam_eval.models.baselines import BoxBackend
+
+    viewer = make_napari_viewer(show=True)
+    volume = viewer.open_sample("napari-medsam-eval", "phantom_ct")[0]
+    video = viewer.open_sample("napari-medsam-eval", "phantom_video")[0]
+    segment, compare = dock(viewer, "segment", None), dock(viewer, "compare")
+    segment.set_backend(BoxBackend())
+    assert segment.image_layer.value is volume and "Segment slice" in _visible_texts(segment.native)
+    segment.image_layer.value = video
+    segment.prompt_from_ground_truth()
+    segment.correct_slice()  # an anchor, then propagated from it
+    qtbot.waitUntil(lambda: not segment.busy and bool(segment.anchor_list.lines), timeout=60_000)
+    qtbot.waitUntil(lambda: compare.comparison is not None and not compare.metrics.pending, timeout=30_000)
+    compare.next_worst()
+    texts = _visible_texts(segment.native) + _visible_texts(compare.native)
+    assert [text for text in texts if "slice" in text.lower()] == []
+    assert {"Segment frame", "Correct frame", "key frame", "Next worst frame"} <= set(texts)
+    assert compare.metrics.worst_info.value.startswith("#1/") and "frame" in compare.metrics.worst_info.value
+    assert segment.anchor_list.lines[0].startswith("frame ")
+    assert segment.prompt_slice.value == "key slice"  # the names change, the choice stays
+
+    segment.image_layer.value = volume  # back to slices, the choice kept
+    texts = _visible_texts(segment.native)
+    assert {"Segment slice", "Correct slice", "key slice", "current slice"} <= set(texts)
+    assert [text for text in texts if "frame" in text.lower()] == [segment.status.value]  # what it did on the video
+    segment.prompt_slice.value = "current slice"
+    segment.reset_choices()
+    assert segment.prompt_slice.value == "current slice" and segment.prompt_slice.current_choice == "current slice"
+
+
+@pytest.mark.parametrize("curve", ["high", "low", "falling"])
+def test_stop_labels_are_whole_and_clear_of_the_dsc_curve(qtbot, curve):
+    from napari_medsam_eval._widgets.compare._compare_plot import MIN_HEIGHT, SliceDicePlot
+
+    values = {"high": np.full(40, 0.95), "low": np.full(40, 0.1), "falling": np.linspace(1.0, 0.0, 40)}[curve]
+    values[:3] = np.nan  # no foreground beyond the stops
+    values[-3:] = np.nan
+    plot = SliceDicePlot(("#262930", "#f0f1f2"), lambda _index: None)
+    qtbot.addWidget(plot.canvas)
+    plot.canvas.resize(340, MIN_HEIGHT)  # the least the dock gives it
+    plot.canvas.show()
+    plot.show(values, [(3, "intensity"), (36, "end")], "slice")
+    plot.canvas.draw()
+    renderer = plot.canvas.get_renderer()
+    figure_box = plot.figure.bbox
+    points = plot.axes.transData.transform(np.column_stack([np.arange(40), values])[~np.isnan(values)])
+    labels = [text for text in plot.axes.texts]
+    assert [text.get_text() for text in labels] == ["brightness changed", "end reached"]
+    for text in labels:
+        box = text.get_window_extent(renderer)
+        assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, (text.get_text(), box)  # not cut
+        assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, (text.get_text(), box)
+        inside = [(x, y) for x, y in points if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1]
+        assert inside == [], (text.get_text(), inside)  # no point of the curve under the words

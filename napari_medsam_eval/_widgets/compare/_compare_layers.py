@@ -58,6 +58,8 @@ class LayerChoice(Container):
         self.target_label.changed.connect(self.schedule)
         events = viewer.layers.events
         self._chosen = chosen_object(viewer)
+        #: the image of the Segment object followed last (a new one: the other image's pair is stale)
+        self._followed: str | None = None
         follow_viewer(self, [(events.inserted, self._on_inserted), (events.removed, self.refresh),
                              (events.reordered, self.refresh), (self._chosen.changed, self.follow_object)],
                       on_close=self._on_close)
@@ -71,7 +73,9 @@ class LayerChoice(Container):
         """The Segment widget went to object ``label`` of ``image``: compare that object, in ``image``'s own
         prediction (and a ground truth that fits it) when there is one; when the prediction compared is
         another image's and ``image`` has none yet, compare nothing (never the other image's pair as if it were
-        this one's). Whether the target label followed."""
+        this one's; another object of the same image leaves a pair the user chose alone). Whether the target
+        label followed."""
+        switched, self._followed = image != self._followed, image
         pred, gt = self.pair
         if pred is None or pred.metadata.get("image") != image:
             own = next((layer for layer in reversed(self.viewer.layers) if isinstance(layer, Labels)
@@ -84,6 +88,8 @@ class LayerChoice(Container):
                 if named and self.gt_layer.value is not named[-1]:
                     self.gt_layer.value = named[-1]  # that image's own ground truth, not one of its shape
             elif pred is not None and pred.metadata.get("image") not in (None, image):
+                if not switched:  # another object of the image: the pair the user chose stays
+                    return False
                 self.pred_layer.value = None  # the other image's: stale here
                 self.schedule()
                 return False

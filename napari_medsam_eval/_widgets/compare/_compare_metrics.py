@@ -38,6 +38,7 @@ from napari_medsam_eval._widgets.common._layers import follow_viewer, transform_
 from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
 from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._widgets.common._unit_words import UnitWords, unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -70,6 +71,8 @@ class ComparisonSection(Container):
         self.slice_dice = Label(label="DSC (slice)", value="-", tooltip=TIPS["DSC (slice)"])
         self.worst_info = Label(label="worst", value="-", tooltip=TIPS["worst"])
         self.why = Label(label="why", value="-", tooltip=TIPS["why"])  # the error parts of the whole mask
+        #: the texts that say "slice" for a volume, "frame" for a video (the dock adds its button)
+        self.unit_words = UnitWords(labels=[self.slice_dice])
         self.extend([self.volume_dice, self.why, self.slice_dice, self.worst_info])
         choice.pair_changed.connect(self._on_pair_changed)
         follow_viewer(self, [(viewer.dims.events.current_step, self.on_dims)], on_close=self._on_close)
@@ -200,15 +203,15 @@ class ComparisonSection(Container):
         self._worst = worst
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
-        unit = "frames" if gt.metadata.get("kind") == "video" else "slices"
+        unit = unit_of(gt.metadata.get("kind"))
+        self.unit_words.show(unit)
         parts = comparison.parts
         self.why.value = "-" if parts is None else short_parts_text(parts)
-        self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{parts_text(parts.columns(), unit)}")
-        self.worst_info.value = f"{len(self._worst)} slices with foreground"
+        self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{parts_text(parts.columns(), unit + 's')}")
+        self.worst_info.value = f"{len(self._worst)} {unit}s with foreground"
         self.status.value = f"{labels_words(target, truth_labels(pred, target))}: {pred.name} vs {gt.name}"
         self.stop_markers = stop_markers(pred.metadata.get("stops"))
-        kind = gt.metadata.get("kind")
-        self.plot.show(comparison.per_slice, self.stop_markers, "frame" if kind == "video" else "slice")
+        self.plot.show(comparison.per_slice, self.stop_markers, unit)
         self.on_dims()
 
     def on_dims(self, _event: Any = None) -> None:
@@ -220,7 +223,7 @@ class ComparisonSection(Container):
             # (outside: the comparison shown is of a pair whose new one is still computing, e.g. a row opening)
             self.slice_dice.value = _fmt(self.comparison.dice)
             return
-        self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} (slice {index})"
+        self.slice_dice.value = f"{_fmt(self.comparison.slice_dice(index))} ({self.unit_words.unit} {index})"
         self.plot.move_cursor(index)
 
     def next_worst(self) -> int | None:
@@ -228,12 +231,12 @@ class ComparisonSection(Container):
         if self.comparison is None and self.update_comparison() is None:
             return None
         if len(self._worst) == 0:
-            self.worst_info.value = "no slice has foreground"
+            self.worst_info.value = f"no {self.unit_words.unit} has foreground"
             return None
         self._worst_pos = (self._worst_pos + 1) % len(self._worst)
         index = int(self._worst[self._worst_pos])
         self.choice.go_to(index)
-        self.worst_info.value = (f"#{self._worst_pos + 1}/{len(self._worst)}: slice {index}, "
+        self.worst_info.value = (f"#{self._worst_pos + 1}/{len(self._worst)}: {self.unit_words.unit} {index}, "
                                  f"DSC {_fmt(self.comparison.slice_dice(index))}")
         return index
 

@@ -36,6 +36,19 @@ def stop_markers(stops: Any) -> list[tuple[int, str]]:
     return [(int(s["at"]), str(s.get("reason"))) for s in stops if isinstance(s, dict) and s.get("at") is not None]
 
 
+def stop_label_place(per_slice: np.ndarray, at: int, reach: int = 6) -> tuple[float, str, str]:
+    """Where a stop's label goes, written across (never up the line, where a short plot cuts it): on the
+    side of the line towards the middle of the plot (it stays inside), at the top or the bottom of the axes,
+    whichever the curve leaves free over the ``reach`` slices the text spans; ``(y in axes fraction, va, ha)``."""
+    per_slice = np.asarray(per_slice, dtype=float)
+    ha = "left" if at < len(per_slice) / 2 else "right"
+    span = per_slice[at: at + reach + 1] if ha == "left" else per_slice[max(at - reach, 0): at + 1]
+    span = span[~np.isnan(span)]
+    top_taken = int(np.count_nonzero(span > 0.7))  # DSC 0.7-1.05: the top fifth of the axes' -0.05-1.05
+    bottom_taken = int(np.count_nonzero(span < 0.3))
+    return (0.97, "top", ha) if top_taken <= bottom_taken else (0.03, "bottom", ha)
+
+
 def nearest_slice(per_slice: np.ndarray, x: float) -> int:
     """The slice nearest to ``x`` (slices with a DSC first, else any)."""
     candidates = np.flatnonzero(~np.isnan(per_slice))
@@ -78,7 +91,11 @@ class SliceDicePlot:
         self.stops = stops
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
-            ax.annotate(STOP_LABELS.get(reason, reason), (at, 0.0), fontsize=STOP_FONT_PT, color=STOP_COLOR, rotation=90, va="bottom", ha="right")
+            y, va, ha = stop_label_place(per_slice, at)
+            ax.annotate(STOP_LABELS.get(reason, reason), (at, y), xycoords=("data", "axes fraction"),
+                        xytext=(3 if ha == "left" else -3, 0), textcoords="offset points", fontsize=STOP_FONT_PT,
+                        color=STOP_COLOR, va=va, ha=ha, annotation_clip=False,
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": ax.get_facecolor(), "edgecolor": "none"})
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         ax.set_xlabel(xlabel, fontsize=8)
@@ -123,4 +140,4 @@ class SliceDicePlot:
             self._on_click(nearest_slice(self.per_slice, float(event.xdata)))
 
 
-__all__ = ["SliceDicePlot", "nearest_slice", "stop_markers"]
+__all__ = ["SliceDicePlot", "nearest_slice", "stop_label_place", "stop_markers"]

@@ -71,6 +71,7 @@ class CompareWidget(Container):
         self.figure, self.axes, self.canvas = self.plot.figure, self.plot.axes, self.plot.canvas
         footer.compare_button.changed.connect(lambda: self.compare())
         footer.worst_button.changed.connect(lambda: self.next_worst())
+        self.metrics.unit_words.add(buttons=[footer.worst_button])
         one_label_column(choice, self.metrics, footer)  # one column of labels, as in one container
         follow_viewer(self, [], on_close=self.sensitivity.runner.close)  # a closed widget ends its job
         choice.refresh()

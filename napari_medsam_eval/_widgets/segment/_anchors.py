@@ -23,6 +23,7 @@ from magicgui.widgets import ComboBox, Select, SpinBox
 
 from napari_medsam_eval.core.prompt import Prompt, plain_number
 from napari_medsam_eval.core.anchor_prompts import is_absent, is_painted
+from napari_medsam_eval._widgets.common._unit_words import in_units
 from napari_medsam_eval._widgets.common._words import TIPS
 
 if TYPE_CHECKING:
@@ -57,8 +58,9 @@ class AnchorList(Select):
     """
 
     def __init__(self, session: "Session", target: Callable[[], int | None] = lambda: None,
-                 image: Callable[[], str | None] = lambda: None) -> None:
-        super().__init__(label="anchors", choices=lambda _widget: [describe_anchor(p) for p in
+                 image: Callable[[], str | None] = lambda: None, unit: Callable[[], str] = lambda: "slice"
+                 ) -> None:
+        super().__init__(label="anchors", choices=lambda _widget: [in_units(describe_anchor(p), unit()) for p in
                                                                    session.anchors(target(), image())],
                          tooltip=TIPS["anchors"])
         try:

@@ -28,6 +28,7 @@ from napari_medsam_eval._widgets.common import _prompt_layers
 from napari_medsam_eval._widgets.segment._drawing import follow_drawing, polarity_control
 from napari_medsam_eval._widgets.segment._encode_ahead import EncodeAhead, encode_ahead_controls
 from napari_medsam_eval._widgets.common._section import Section
+from napari_medsam_eval._widgets.common._unit_words import unit_of
 from napari_medsam_eval._widgets.common._view import bring_into_view
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -93,7 +94,7 @@ class ImageSection(Section):
         if prompt.slice_index is not None:
             _layers.go_to_index(self.viewer, image, prompt.slice_index)
         self.runner.status.value = (f"{prompt.protocol} prompt for label {prompt.target_label} "
-                                    f"on slice {prompt.slice_index}")
+                                    f"on {unit_of(_layers.layer_kind(image))} {prompt.slice_index}")
 
     def show_chosen(self, truth: Labels | None, target_label: int) -> int | None:
         """Bring the chosen image into view (its prompt and ground-truth layers with it) on the slice of

@@ -31,6 +31,7 @@ from napari_medsam_eval._widgets.segment._paint import painted_anchor
 from napari_medsam_eval._widgets.segment._propagation_options import PropagationSection
 from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.common._shortcuts import with_shortcut
+from napari_medsam_eval._widgets.common._unit_words import unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -119,7 +120,8 @@ class SegmentActions:
             warn_points(self.session, prompt)
             if propagate:
                 return self._propagate(prompt, correct)
-            return self.runner.start(self.session.segment_slice, prompt, text=f"segmenting slice {prompt.slice_index}",
+            unit = unit_of(_layers.layer_kind(image))
+            return self.runner.start(self.session.segment_slice, prompt, text=f"segmenting {unit} {prompt.slice_index}",
                                      returned=lambda result: self.session.publish_slice(prompt, result.mask,
                                                                                          result.made_by))
         return self.model.with_model(start)
@@ -134,7 +136,7 @@ class SegmentActions:
         except ValueError as exc:
             return self.runner.error(str(exc))
         job, verb = (session.iter_correct, "correcting") if correct else (session.iter_propagate, "propagating")
-        where = f" from slice {prompt.slice_index}" if correct else ""
+        where = f" from {unit_of(session.kind)} {prompt.slice_index}" if correct else ""
         return self.runner.start(
             job, prompt, **options, cancellable=True, text=f"{verb}{where} ...",
             progress=f"{verb} label {prompt.target_label}", returned=session.publish,
@@ -143,13 +145,15 @@ class SegmentActions:
     def _show_slice(self, prompt: Prompt, mask: np.ndarray, words: str = "") -> None:
         layer = self.objects.commit(prompt, mask, prompt.slice_index)
         if layer is not None:
-            self.runner.status.value = (f"slice {prompt.slice_index}: {int(mask.sum())} pixels -> {layer.name} "
+            self.runner.status.value = (f"{unit_of(self.session.kind)} {prompt.slice_index}: {int(mask.sum())} "
+                                        f"pixels -> {layer.name} "
                                         f"({self._mark(layer, words)})")
 
     def _show_result(self, result: PropagationResult) -> None:
         status = self.runner.status
         if result.cancelled:
-            status.value = f"cancelled after {result.done} of {result.total} slices; layers unchanged"
+            status.value = (f"cancelled after {result.done} of {result.total} {unit_of(self.session.kind)}s; "
+                            "layers unchanged")
             show_info(status.value)
             return
         layer = self.objects.commit(result.prompt, result.mask,

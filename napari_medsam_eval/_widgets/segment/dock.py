@@ -40,6 +40,7 @@ from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.segment._segment_actions import ActionsFooter, SegmentActions
 from napari_medsam_eval._widgets.common._sessions import register_session
 from napari_medsam_eval._widgets.common._shortcuts import SEGMENT_SHORTCUTS, bind_shortcuts
+from napari_medsam_eval._widgets.common._unit_words import UnitWords, unit_of
 from napari_medsam_eval._widgets.common._viewer import real_viewer
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -77,7 +78,8 @@ class SegmentWidget(Container):
         truth.gt_layer.changed.connect(objects.objects.show_title)  # the object's name in the truth chosen
         self.propagation_section = propagation = PropagationSection(session.margin)
         self.anchor_list = follow_anchors(AnchorList(session, lambda: int(objects.target_label.value),
-                                                     lambda: getattr(image.image_layer.value, "name", None)),
+                                                     lambda: getattr(image.image_layer.value, "name", None),
+                                                     lambda: self.unit_words.unit),
                                           session, image.image_layer, objects.target_label)
         objects.objects.undone.connect(lambda _attempt: self.anchor_list.reset_choices())
         self.actions = SegmentActions(viewer, session, runner, model, image, objects.objects, propagation,
@@ -85,6 +87,9 @@ class SegmentWidget(Container):
         self.prompt_log = PromptLogger(session, viewer, truth, propagation, lambda: objects.objects.action)
         self.corrections = Section([self.anchor_list, self.prompt_log], name="corrections_section")
         self._compose([model, image, objects, truth, propagation, self.corrections, footer])
+        #: the texts that say "slice" for a volume, "frame" for a video (:mod:`._unit_words`)
+        self.unit_words = UnitWords(labels=[propagation.box.first, propagation.box.last],
+                                    buttons=[footer.segment_button, footer.correct_button], combos=[truth.prompt_slice])
         self._follow(viewer)
         fit_in_dock(self, footer=[footer, footer.status])  # last: the sections scroll, the actions stay in view
 
@@ -104,6 +109,7 @@ class SegmentWidget(Container):
         for button, action in ((self.segment_button, self.segment_slice), (self.propagate_button, self.propagate),
                                (self.correct_button, self.correct_slice), (self.cancel_button, self.cancel)):
             button.changed.connect(lambda *_a, act=action: act())
+        self.image_layer.changed.connect(self._show_unit)  # first: the anchors listed next say it
         self.image_layer.changed.connect(self.truth_section.pick_layers)
         self.image_layer.changed.connect(self._show_chosen)  # after the image's layers and object are picked
         events = viewer.layers.events
@@ -111,6 +117,11 @@ class SegmentWidget(Container):
         _layers.follow_viewer(self, [(event, self._refresh_choices) for event in
                                      (events.inserted, events.removed, events.reordered)], on_close=self._close)
         self._refresh_choices()
+        self._show_unit(self.image_layer.value)
+
+    def _show_unit(self, image: Any = None) -> None:
+        """The dock's words in the chosen image's unit: frames for a video, slices otherwise."""
+        self.unit_words.show(unit_of(None if image is None else _layers.layer_kind(image)))
 
     def _show_chosen(self, _image: Any = None) -> None:
         """The chosen image in view, on its prompt's slice (:meth:`ImageSection.show_chosen`)."""
