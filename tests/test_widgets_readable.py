@@ -158,3 +158,22 @@ def test_stop_labels_are_whole_and_clear_of_the_dsc_curve(qtbot, curve):
         assert figure_box.y0 <= box.y0 and box.y1 <= figure_box.y1, (text.get_text(), box)
         inside = [(x, y) for x, y in points if box.x0 <= x <= box.x1 and box.y0 <= y <= box.y1]
         assert inside == [], (text.get_text(), inside)  # no point of the curve under the words
+
+
+def test_a_video_run_is_told_in_frames_in_the_benchmark_and_compare_docks(make_napari_viewer, shared_data,
+                                                                           tmp_path, qtbot):
+    from napari_medsam_eval.benchmark import run_benchmark
+
+    run_benchmark(shared_data / "cvc_clinicdb_video", tmp_path / "run", "box", limit=2)
+    viewer = make_napari_viewer(show=True)
+    compare, bench = dock(viewer, "compare"), dock(viewer, "benchmark")
+    bench.out_dir.value = tmp_path / "run"
+    qtbot.waitUntil(lambda: bench.results.table.rowCount() == 2, timeout=30_000)
+    bench.open_row(bench.results.rows[0])
+    qtbot.waitUntil(lambda: bench.opened is not None and not bench.browser.opener.busy, timeout=30_000)
+    qtbot.waitUntil(lambda: not compare.metrics.pending, timeout=30_000)
+    texts = _visible_texts(bench.native) + _visible_texts(compare.native)
+    filter_names = [bench.results.why_filter.itemText(i) for i in range(bench.results.why_filter.count())]
+    assert [text for text in texts + filter_names if "slice" in text.lower()] == []
+    assert "why: missed frames" in filter_names and "Next worst frame" in texts
+    assert "prompt on frame 0" in bench.browser.opener.status.value

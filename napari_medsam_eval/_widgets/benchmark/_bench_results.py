@@ -23,11 +23,13 @@ from qtpy.QtWidgets import QShortcut, QVBoxLayout, QWidget
 
 from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval.benchmark.open_row import missed_lesion
+from napari_medsam_eval.evaluation.error_parts import part_name
 from napari_medsam_eval._widgets.benchmark import _open_row
 from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot, effort_of
 from napari_medsam_eval._widgets.benchmark._results_table import ResultsView, table_cells
 from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
 from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 #: the key that opens the next line of the results table (anywhere in the viewer window)
@@ -161,17 +163,18 @@ class ResultsBrowser(Container):
 
     def _show_case(self, loaded: _open_row.RunCase, shown: dict[str, Any]) -> None:
         self.opened = _open_row.finish_open(self.viewer, loaded, shown)  # the Compare widget picks these up itself
-        where = "" if loaded.prompt is None else f", prompt on slice {loaded.prompt.slice_index}"
+        unit = unit_of(loaded.case.kind)
+        where = "" if loaded.prompt is None else f", prompt on {unit} {loaded.prompt.slice_index}"
         missed = missed_lesion(loaded.row)
         if missed is not None and loaded.view_slice == missed.get("largest_slice"):
             size = f"{missed['size']}, " if missed.get("size") else ""
             volume = f"{missed['volume_ml']:.2f} mL, " if missed.get("volume_ml") is not None else ""
-            where += (f"; on slice {loaded.view_slice}: lesion {missed['number']} ({size}{volume}"
+            where += (f"; on {unit} {loaded.view_slice}: lesion {missed['number']} ({size}{volume}"
                       f"{missed['voxels']} voxels) was missed")
         elif loaded.view_slice is not None and loaded.prediction is not None:
             why = str(loaded.row.get("dominant_error") or "")
-            said = f"its main error ({why.replace('_', ' ')}) is largest" if why and why != "ok" else "most errors"
-            where += f"; on slice {loaded.view_slice} {said}"
+            said = f"its main error ({in_units(part_name(why), unit)}) is largest" if why and why != "ok" else "most errors"
+            where += f"; on {unit} {loaded.view_slice} {said}"
         self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")

@@ -170,6 +170,7 @@ class ResultsView(QWidget):
             return
         added = [dict(row) for row in rows]
         self.rows.extend(added)
+        self.why_filter.show_unit("frame" if all(row.get("kind") == "video" for row in self.rows) else "slice")
         self.table.rows_model.append(table_cells(added) if cells is None else cells)
         if not later:
             self.refresh_soon()

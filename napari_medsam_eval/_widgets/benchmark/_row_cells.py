@@ -9,6 +9,7 @@ from typing import Any
 
 from napari_medsam_eval._widgets.benchmark._bench_items import fmt, target_text
 from napari_medsam_eval.evaluation.error_parts import part_name, parts_text
+from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 
 #: the why column of a row without error parts (failed, not scored, or from before them)
 WHY_NONE = "n/a"
@@ -41,8 +42,9 @@ def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
     """The cells of ``row`` for the columns ``headers`` (case, target, DSC, NSD, status); no Qt, any thread."""
     status = str(row.get("status", ""))
     why = str(row.get("dominant_error") or "") or WHY_NONE
+    unit = unit_of(row.get("kind"))  # a video's parts in frames
     values = {"case": str(row.get("case_id", "")), "target": target_text(row), "DSC": row.get("dice"),
-              "NSD": row.get("nsd"), "why": part_name(why), "status": status}
+              "NSD": row.get("nsd"), "why": in_units(part_name(why), unit), "status": status}
     texts, tips, numbers, keys = [], [], [], []
     for header in headers:
         value = values[header]
@@ -57,7 +59,7 @@ def row_cells(row: dict[str, Any], headers: tuple[str, ...]) -> RowCells:
             keys.append(text)
         texts.append(text)
         if header == "why":
-            tips.append(f"why it missed: {parts_text(row)}")
+            tips.append(f"why it missed: {in_units(parts_text(row, unit + 's'), unit)}")
         else:
             tips.append(f"{status}: {row.get('error', '')}" if header == "status" and status != "ok" else text)
     missed = _number(row.get("lesions_missed"))

@@ -12,6 +12,7 @@ from qtpy.QtWidgets import QComboBox
 from napari_medsam_eval.core.palette import ERROR_PART_COLORS
 from napari_medsam_eval.evaluation.error_parts import OK, OK_DICE, PART_MEANINGS, PARTS, part_name
 from napari_medsam_eval._widgets.benchmark._row_cells import WHY_NONE
+from napari_medsam_eval._widgets.common._unit_words import in_units
 from napari_medsam_eval._widgets.benchmark._rows_model import RowsModel
 
 #: the first choice: every row
@@ -42,6 +43,12 @@ class WhyFilter(QComboBox):
                         "column says it for each row (its tooltip gives every part), on the colour an opened "
                         "row's 'why' layer paints that part in")
         self.currentIndexChanged.connect(self._chosen)
+
+    def show_unit(self, unit: str) -> None:
+        """The parts' names in ``unit`` (``frame``: the rows are all of videos), their values kept."""
+        for index in range(self.count()):
+            if self.itemData(index) in PARTS:
+                self.setItemText(index, f"why: {in_units(part_name(self.itemData(index)), unit)}")
 
     def choose(self, part: str | None) -> None:
         """Show the rows dominated by ``part`` (None: all rows; :data:`MISSED_LESIONS`: those that missed one)."""

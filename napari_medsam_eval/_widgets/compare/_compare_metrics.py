@@ -34,11 +34,11 @@ from napari_medsam_eval._widgets.common._object_masks import labels_words, predi
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
 from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, CompareFooter
-from napari_medsam_eval._widgets.common._layers import follow_viewer, transform_kwargs
+from napari_medsam_eval._widgets.common._layers import follow_viewer, layer_kind, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
 from napari_medsam_eval._widgets.common._turns import soon
-from napari_medsam_eval._widgets.common._unit_words import UnitWords, unit_of
+from napari_medsam_eval._widgets.common._unit_words import UnitWords, in_units, unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -84,6 +84,9 @@ class ComparisonSection(Container):
         self.runner.close()
 
     def _on_pair_changed(self) -> None:
+        chosen = self.choice.gt_layer.value or self.choice.pred_layer.value
+        if chosen is not None:  # its words before its numbers: a video's in frames
+            self.unit_words.show(unit_of(layer_kind(chosen)))
         self.compare_soon()
 
     @property
@@ -203,11 +206,11 @@ class ComparisonSection(Container):
         self._worst = worst
         self._worst_pos = -1
         self.volume_dice.value = _fmt(comparison.dice)
-        unit = unit_of(gt.metadata.get("kind"))
+        unit = unit_of(layer_kind(gt))
         self.unit_words.show(unit)
         parts = comparison.parts
-        self.why.value = "-" if parts is None else short_parts_text(parts)
-        self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{parts_text(parts.columns(), unit + 's')}")
+        self.why.value = "-" if parts is None else in_units(short_parts_text(parts), unit)
+        self.why.tooltip = TIPS["why"] + ("" if parts is None else f"\n\n{in_units(parts_text(parts.columns(), unit + 's'), unit)}")
         self.worst_info.value = f"{len(self._worst)} {unit}s with foreground"
         self.status.value = f"{labels_words(target, truth_labels(pred, target))}: {pred.name} vs {gt.name}"
         self.stop_markers = stop_markers(pred.metadata.get("stops"))
