@@ -20,11 +20,14 @@ frozen. Measured, in a real viewer (Xvfb), widgets docked from the Plugins menu:
 * a LiteMedSAM benchmark run over 2 hippocampus cases (rows arriving, the bar moving
   per slice), and how long Cancel takes to end it.
 
+First, in a fresh Python process of its own (:mod:`_first_use`): the first Open Sample, the first dock, the
+first file read, the first benchmark row and the first pair of two runs, each a user's first.
+
 Prints the CPU, the load average, each largest gap and its ratio to the idle baseline's,
 and the same as a Markdown table. ``--profile`` adds, per case, the functions that took
 the most time on the GUI thread (cProfile, cumulative).
 
-    python benchmarks/responsiveness.py [--shared-data DIR] [--profile]
+    python benchmarks/responsiveness.py [--shared-data DIR] [--profile] [--first-use-only]
 
 About a minute on two cores. Starts its own Xvfb when there is no display.
 """
@@ -294,15 +297,31 @@ def measure(shared: Path, profile: bool) -> list[tuple[str, float, str, str]]:
     return results
 
 
+def first_use(shared: Path) -> list[tuple[str, float, str, str]]:
+    """The first uses (:mod:`_first_use`), each the largest gap of its own, in a fresh Python process (nothing
+    loaded beforehand, as when a user starts napari); its idle baseline is that process's idle viewer."""
+    import json
+    import subprocess
+
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "_first_use.py"), "--shared-data", str(shared)],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"the first-use measurement failed:\n{done.stderr[-3000:]}")
+    return [(f"first use: {what}", seconds, "", "") for what, seconds in json.loads(done.stdout.splitlines()[-1])]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
     parser.add_argument("--profile", action="store_true", help="print each case's GUI-thread profile")
+    parser.add_argument("--first-use-only", action="store_true", help="measure the first uses only (a minute)")
     args = parser.parse_args(argv)
     results: list[tuple[str, float, str, str]] = []
     load_before = os.getloadavg()
     started = time.perf_counter()
-    on_display(lambda: results.extend(measure(args.shared_data, args.profile)))
+    results.extend(first_use(args.shared_data))  # first: in a fresh process of its own
+    if not args.first_use_only:
+        on_display(lambda: results.extend(measure(args.shared_data, args.profile)))
     load_after = os.getloadavg()
     if args.profile:
         for what, _seconds, _note, stats in results:
@@ -311,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     print(cpu_line())
     print(f"load average (1, 5, 15 min) before {' '.join(f'{v:.2f}' for v in load_before)}, "
           f"after {' '.join(f'{v:.2f}' for v in load_after)}; {time.perf_counter() - started:.0f} s in all")
-    baseline = results[0][1]
+    baseline = results[0][1]  # the idle viewer of the first-use process
     print(f"{'what':62s} {'largest gap':>12s} {'x idle':>7s}")
     for what, seconds, note, _ in results:
         ratio = "" if note else f"{seconds / baseline:7.1f}"

@@ -20,7 +20,7 @@ from napari_medsam_eval.models.checkpoint_files import ModelOptionError as Optio
 from napari_medsam_eval.models import build_backend
 from napari_medsam_eval.models import litemedsam_engines as engines
 from napari_medsam_eval.models.litemedsam import preprocess_slice
-from napari_medsam_eval.models import litemedsam_precision
+from napari_medsam_eval.models import cpu_precisions, litemedsam_precision
 from napari_medsam_eval.models.litemedsam_precision import CalibrationOverlapError, calibration_set, int8_variant
 from napari_medsam_eval.core.prompt import Prompt
 
@@ -97,7 +97,7 @@ def test_the_precision_changes_the_embedding_store_key(fp32_backend, int8_backen
                                                        monkeypatch):
     padded = preprocess_slice(lesion_slice[0])[0]
     # a CPU without bf16 refuses bf16 (next test): the key is what is checked here, so such a CPU is told it has it
-    monkeypatch.setattr(litemedsam_precision, "cpu_has_bf16", lambda: True)
+    monkeypatch.setattr(cpu_precisions, "cpu_has_bf16", lambda: True)
     bf16 = build_backend("litemedsam", engine="openvino", precision="bf16")
     keys = [b.embedding_key(padded) for b in (fp32_backend, bf16, int8_backend)]
     assert len({k.digest() for k in keys}) == 3 and len({k.engine for k in keys}) == 3
@@ -108,7 +108,7 @@ def test_the_precision_changes_the_embedding_store_key(fp32_backend, int8_backen
 def test_bf16_is_refused_where_it_would_run_as_fp32(precision_cache, monkeypatch):
     """A CPU without bf16 arithmetic: OpenVINO would compute fp32 under a bf16 label; refused, saying why."""
     if litemedsam_precision.cpu_has_bf16():  # this CPU computes bf16: it is taken away
-        monkeypatch.setattr(litemedsam_precision, "openvino_cpu_capabilities", lambda: ["FP32", "INT8", "BIN"])
+        monkeypatch.setattr(cpu_precisions, "openvino_cpu_capabilities", lambda: ["FP32", "INT8", "BIN"])
     with pytest.raises(OptionError, match=r"no bf16 arithmetic \(OpenVINO's CPU plugin offers FP32, INT8.*under a bf16 label"):
         build_backend("litemedsam", engine="openvino", device="cpu", precision="bf16")
     for engine in ("onnxruntime", "torch"):  # neither computes bf16 on a CPU
@@ -134,10 +134,10 @@ def test_int8_without_dot_product_instructions_warns(int8_backend, calibration, 
     assert litemedsam_precision.int8_dot_product(flags.format(extra="")) is None
     assert litemedsam_precision.int8_dot_product(flags.format(extra="avx512f avx512_vnni")) == "AVX-512 VNNI"
     assert litemedsam_precision.int8_dot_product(flags.format(extra="avx_vnni amx_int8")) == "AMX-INT8, AVX-VNNI"
-    monkeypatch.setattr(litemedsam_precision, "int8_dot_product", lambda: None)
+    monkeypatch.setattr(cpu_precisions, "int8_dot_product", lambda: None)
     with pytest.warns(RuntimeWarning, match="no int8 dot-product instructions.*no faster than fp32"):
         build_backend("litemedsam", engine="openvino", precision="int8", calibration=calibration)
-    monkeypatch.setattr(litemedsam_precision, "int8_dot_product", lambda: "AVX-512 VNNI")
+    monkeypatch.setattr(cpu_precisions, "int8_dot_product", lambda: "AVX-512 VNNI")
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         build_backend("litemedsam", engine="openvino", precision="int8", calibration=calibration)
@@ -168,7 +168,7 @@ def test_int8_runs_what_stays_unquantized_in_bf16_where_the_cpu_has_it(int8_back
 def test_a_cpu_without_bf16_gets_fp32_for_the_rest_under_another_key(int8_backend, monkeypatch):
     variants = {}
     for has_bf16 in (True, False):
-        monkeypatch.setattr(litemedsam_precision, "cpu_has_bf16", lambda has_bf16=has_bf16: has_bf16)
+        monkeypatch.setattr(cpu_precisions, "cpu_has_bf16", lambda has_bf16=has_bf16: has_bf16)
         variants[has_bf16] = int8_variant(int8_backend.calibration)
     assert (variants[True].hint, variants[False].hint) == ("bf16", "f32")
     assert "this CPU lacks bf16" in variants[False].facts["quantization"]

@@ -17,8 +17,21 @@ and plots in :mod:`._theme`.
 """
 from __future__ import annotations
 
-from napari_medsam_eval._widgets.benchmark.dock import BenchmarkWidget
-from napari_medsam_eval._widgets.compare.dock import CompareWidget
-from napari_medsam_eval._widgets.segment.dock import SegmentWidget
+from importlib import import_module
+from typing import Any
+
+#: each widget's module, imported when napari (or a script) first asks for it: the first dock loads its own
+#: widget's code only, not the other two's (napari calls the factory on its GUI thread)
+WIDGET_MODULES = {"BenchmarkWidget": "benchmark.dock", "CompareWidget": "compare.dock", "SegmentWidget": "segment.dock"}
 
 __all__ = ["BenchmarkWidget", "CompareWidget", "SegmentWidget"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in WIDGET_MODULES:
+        return getattr(import_module(f"{__name__}.{WIDGET_MODULES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

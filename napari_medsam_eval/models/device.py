@@ -14,9 +14,8 @@ import torch
 
 from ..core.errors import MedsamEvalError
 from ..core.errors import InputError
+from ..core.options import DEVICE_CHOICES
 
-#: the values the ``--device`` option / ``device=`` builder argument accepts
-DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
 
 
 class DeviceUnavailableError(MedsamEvalError, ValueError):

@@ -44,9 +44,11 @@ from ..core.errors import MedsamEvalError, OptionError
 from .checkpoint_files import ModelOptionError
 from .litemedsam_engines import ExportVariant, OpenVINOEncoder, _export_openvino, _verified_entry, to_batch
 from .litemedsam_fingerprint import fingerprint_input, summarize
+from . import cpu_precisions
+from .cpu_precisions import (INT8_DOT_PRODUCT, PRECISIONS, cpu_has_bf16, int8_dot_product,  # noqa: F401 - re-exported
+                             openvino_cpu_capabilities, precisions_here)
 
 #: the ``precision`` option's values
-PRECISIONS = ("fp32", "bf16", "int8")
 #: the quantization recipe's version: part of the INT8 export's cache key
 QUANT_RECIPE = "nncf-ptq-transformer-mixed-keep-patch-neck-stage2fc2-v2"
 #: (folder under $MEDSAM_EVAL_SHARED_DATA, cases taken in layout order, slices per volume)
@@ -193,44 +195,6 @@ def calibration_set(calibration: str | Path | None = None) -> CalibrationSet:
     return CalibrationSet([(f.resolve(), c, s) for f, c, s in folders])
 
 
-def openvino_cpu_capabilities() -> list[str]:
-    """What OpenVINO's CPU plugin computes in here (``OPTIMIZATION_CAPABILITIES``: FP32, INT8, BF16, ...)."""
-    try:
-        from .openvino_quiet import import_openvino
-        ov = import_openvino()
-
-        return [str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
-    except Exception:  # pragma: no cover - no CPU plugin: the engine will fail to load and say so
-        return []
-
-
-def cpu_has_bf16() -> bool:
-    """True when OpenVINO's CPU plugin computes in bf16 here (AVX-512 BF16 or AMX)."""
-    return "BF16" in openvino_cpu_capabilities()
-
-
-def precisions_here() -> tuple[str, ...]:
-    """The precisions LiteMedSAM's OpenVINO encoder computes on this CPU: fp32 and int8, and bf16 where the
-    CPU has bf16 arithmetic (elsewhere :func:`check_precision_here` refuses it)."""
-    return tuple(p for p in PRECISIONS if p != "bf16" or cpu_has_bf16())
-
-
-#: the instructions that give int8 its speed on a CPU (``/proc/cpuinfo`` flag: name)
-INT8_DOT_PRODUCT = {"amx_int8": "AMX-INT8", "avx512_vnni": "AVX-512 VNNI", "avx_vnni": "AVX-VNNI"}
-
-
-def int8_dot_product(cpuinfo: str | None = None) -> str | None:
-    """The int8 dot-product instructions this CPU has (e.g. "AVX-512 VNNI"); None when it has none;
-    "unknown" where ``/proc/cpuinfo`` is not there to tell (not Linux). ``cpuinfo``: its text, else read."""
-    try:
-        text = Path("/proc/cpuinfo").read_text() if cpuinfo is None else cpuinfo
-    except OSError:
-        return "unknown"
-    flags = set(next((line.split(":", 1)[1].split() for line in text.splitlines() if line.startswith("flags")), []))
-    found = [name for flag, name in INT8_DOT_PRODUCT.items() if flag in flags]
-    return ", ".join(found) or None
-
-
 def check_precision_here(precision: str, engine: str, bf16_device: bool) -> None:
     """Refuse a precision this machine would not compute in, rather than run fp32 under its label; warn
     where int8 runs but buys nothing. ``engine``: the resolved encoder engine; ``bf16_device``: the torch
@@ -247,13 +211,13 @@ def check_precision_here(precision: str, engine: str, bf16_device: bool) -> None
         if engine == "onnxruntime":
             raise ModelOptionError("precision bf16 runs on the OpenVINO engine (or torch on a GPU with bf16); "
                                    "engine onnxruntime runs fp32")
-        if engine == "openvino" and not cpu_has_bf16():
-            offers = ", ".join(c for c in openvino_cpu_capabilities() if c != "EXPORT_IMPORT") or "nothing"
+        if engine == "openvino" and not cpu_precisions.cpu_has_bf16():
+            offers = ", ".join(c for c in cpu_precisions.openvino_cpu_capabilities() if c != "EXPORT_IMPORT") or "nothing"
             raise ModelOptionError(
                 f"precision bf16: this CPU has no bf16 arithmetic (OpenVINO's CPU plugin offers {offers}; bf16 needs "
                 "AVX-512 BF16 or AMX), so the encoder would run fp32 under a bf16 label: use fp32 (the same masks), "
                 "or a CPU or GPU with bf16")
-    if precision == "int8" and int8_dot_product() is None:
+    if precision == "int8" and cpu_precisions.int8_dot_product() is None:
         warnings.warn("precision int8: this CPU has no int8 dot-product instructions (AVX-512 VNNI, AVX-VNNI or "
                       "AMX-INT8), where the int8 encoder measured no faster than fp32 (0.93x on an AMD EPYC with "
                       "AVX2 only) while masks move; `python benchmarks/precision_cost.py --encoder-only` measures "
@@ -265,7 +229,7 @@ def unquantized_precision() -> tuple[str, str]:
     with bf16 instructions, else ``f32``. Measured on 2026-12-02 (2 idle AVX-512 BF16 cores, recipe v1,
     interleaved): int8 with fp32 for the rest 1.38x the fp32 encoder's speed, with bf16 1.83x; its median
     relative error against torch on 14 slices 0.160 and 0.163."""
-    if cpu_has_bf16():
+    if cpu_precisions.cpu_has_bf16():
         return "bf16", "bf16 for what stays unquantized (this CPU has bf16)"
     return "f32", "fp32 for what stays unquantized (this CPU lacks bf16)"
 

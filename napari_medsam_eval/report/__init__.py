@@ -15,12 +15,31 @@
 """
 from __future__ import annotations
 
-from .paired import bootstrap_median_ci, compare_runs, paired_scores, wilcoxon_test
-from .compare_report import format_comparison, write_comparison
-from .document import format_task_summary, write_report
-from .results import RunResults, load_results, load_run
-from .stats import failed_cases, overall_summary, summarize_tasks, worst_cases
-from .prompt_mode_study import study_markdown, study_table, write_study
+from importlib import import_module
+from typing import Any
+
+#: where each name lives, imported on first use: a dock that needs the statistics does not load the
+#: figures and documents (matplotlib, the HTML writer) on napari's GUI thread
+_MODULES = {
+    "bootstrap_median_ci": "paired",
+    "compare_runs": "paired",
+    "paired_scores": "paired",
+    "wilcoxon_test": "paired",
+    "format_comparison": "compare_report",
+    "write_comparison": "compare_report",
+    "format_task_summary": "document",
+    "write_report": "document",
+    "RunResults": "results",
+    "load_results": "results",
+    "load_run": "results",
+    "failed_cases": "stats",
+    "overall_summary": "stats",
+    "summarize_tasks": "stats",
+    "worst_cases": "stats",
+    "study_markdown": "prompt_mode_study",
+    "study_table": "prompt_mode_study",
+    "write_study": "prompt_mode_study",
+}
 
 __all__ = [
     "RunResults",
@@ -42,3 +61,13 @@ __all__ = [
     "write_report",
     "write_study",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MODULES:
+        return getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -40,7 +40,7 @@ AT_TOOLTIP = TIPS["first look at"]
 
 def at_choices() -> tuple[str, ...]:
     """The *at* field's choices: the model's own, then the cheaper precisions this CPU computes."""
-    from napari_medsam_eval.models.litemedsam_precision import precisions_here
+    from napari_medsam_eval.models.cpu_precisions import precisions_here
 
     return (MODELS_OWN, *[p for p in precisions_here() if p != "fp32"])
 #: the least width of the row's progress bar, in pixels (the row stays within a narrow dock)

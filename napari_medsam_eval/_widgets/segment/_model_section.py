@@ -13,7 +13,7 @@ from magicgui.widgets import ComboBox, FileEdit, PushButton
 from napari_medsam_eval.cli.common import PRECISION_CHOICES
 from napari_medsam_eval.models import BACKENDS, DEFAULT_BACKEND
 from napari_medsam_eval.models.base import made_by
-from napari_medsam_eval.models.device import DEVICE_CHOICES as DEVICES
+from napari_medsam_eval.core.options import DEVICE_CHOICES as DEVICES
 from napari_medsam_eval.session.session import Session
 from napari_medsam_eval._widgets.common._section import Section
 from napari_medsam_eval._widgets.common._words import TIPS

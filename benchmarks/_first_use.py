@@ -1,0 +1,105 @@
+"""First use: how long the viewer freezes the first time a user does each thing, in a fresh process.
+
+Run by ``benchmarks/responsiveness.py`` in a Python process of its own (nothing imported or built
+beforehand, as when a user starts napari): the sample data opened from File > Open Sample, the first
+dock (Segment), the first file through the plugin's reader, the first benchmark row and the first pair
+of two runs opened. Each is measured as the largest interval between two ticks of a 16 ms timer on the
+GUI thread (:class:`responsiveness.TimerGaps`) from the user's action until its result is on screen.
+
+    python benchmarks/_first_use.py --shared-data DIR   # prints one JSON list: [what, seconds], ...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+PLUGIN = "napari-medsam-eval"
+#: the cases measured, in the order a new user meets them
+CASES = ("Open Sample (phantom CT)", "the first dock (Segment)", "the first file read (NIfTI)",
+         "the first benchmark row opened", "the first pair of two runs opened")
+
+
+def _runs(shared: Path, out: Path) -> tuple[Path, Path]:
+    """Two box-baseline runs of 2 hippocampus cases with their predictions (margins 5 and 15), made in a
+    child process: this one stays fresh."""
+    import subprocess
+
+    for name, margin in (("a", 5), ("b", 15)):
+        subprocess.run([str(Path(sys.executable).with_name("medsam-eval")), "run", str(shared / "hippocampus_mri"),
+                        "--model", "box", "--protocol", "medsam2", "--protocol-options", json.dumps({"margin": margin}),
+                        "--limit", "2", "--save-predictions", "--no-report", "--quiet", "--out", str(out / name)],
+                       check=True)
+    return out / "a", out / "b"
+
+
+def measure(shared: Path) -> list[tuple[str, float]]:
+    from responsiveness import TimerGaps, finished, process_until, settle
+
+    out = Path(tempfile.mkdtemp(prefix="first_use_"))
+    run_a, run_b = _runs(shared, out)
+    import napari
+
+    viewer = napari.Viewer()
+    viewer.window._qt_window.resize(1600, 1000)
+    settle(2.0)
+    results: list[tuple[str, float]] = []
+    with TimerGaps() as idle:
+        process_until(lambda: time.perf_counter() - idle.ticks[0] > 3.0)
+    results.append(("idle viewer (baseline of this process)", idle.max_gap))
+    with TimerGaps() as gaps:
+        viewer.open_sample(PLUGIN, "phantom_ct")
+        settle()
+    results.append((CASES[0], gaps.max_gap))
+    with TimerGaps() as gaps:
+        viewer.window.add_plugin_dock_widget(PLUGIN, "Segment")
+        settle()
+    results.append((CASES[1], gaps.max_gap))
+    image = sorted((shared / "hippocampus_mri" / "imagesTr").glob("*.nii.gz"))[0]
+    with TimerGaps() as gaps:
+        viewer.open(str(image), plugin=PLUGIN)
+        settle()
+    results.append((CASES[2], gaps.max_gap))
+    _, bench = viewer.window.add_plugin_dock_widget(PLUGIN, "Benchmark")
+    bench.out_dir.value = run_a
+    process_until(lambda: bench.results.table.rowCount() > 0 and not bench.results.pending, timeout_s=60)
+    settle()
+    with TimerGaps() as gaps:
+        worker = bench.open_row(bench.results.row_at(0))
+        process_until(lambda: finished(worker), timeout_s=60)
+        settle()
+    results.append((CASES[3], gaps.max_gap))
+    two = bench.two_runs
+    worker = two.compare(run_a, run_b)
+    process_until(lambda: finished(worker) and two.pair is not None, timeout_s=60)
+    settle()
+    with TimerGaps() as gaps:
+        worker = two.open_case(two.view.key_at(two.view.table, 0))
+        process_until(lambda: finished(worker), timeout_s=60)
+        settle()
+    results.append((CASES[4], gaps.max_gap))
+    viewer.close()
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    from screenshots import on_display
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
+    args = parser.parse_args(argv)
+    results: list[tuple[str, float]] = []
+    on_display(lambda: results.extend(measure(args.shared_data)))
+    print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
