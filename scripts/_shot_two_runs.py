@@ -5,7 +5,7 @@
 it docks the Benchmark widget, compares the runs, opens the case with the
 largest drop B - A (both predictions and the A/B overlay, at the slice where
 they differ most), scrolls the dock to the section and saves
-``docs/screenshots/two_runs.png`` with ``screenshots.save``.
+``docs/screenshots/two_runs.png`` with ``screenshots.save`` (``two_runs_1366.png`` in a 1366 x 768 window).
 
 Run alone, it makes the two runs itself (LiteMedSAM, medsam2 protocol with
 box margins 0 and 10, 5 hippocampus MRI cases from ``../shared/data``; about
@@ -61,7 +61,7 @@ def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
     screenshots._process(0.5)
     viewer.reset_view()
     screenshots._check_fits(viewer)
-    screenshots.save(viewer, NAME)
+    screenshots.save(viewer, screenshots.named(NAME))
 
 
 def _telling_line(two: Any) -> int:
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     def job() -> None:
         with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
             runs = (Path(argv[0]), Path(argv[1])) if len(argv) == 2 else make_runs(Path(tmp))
-            screenshots.in_viewer(shot, *runs)
+            for size in (screenshots.WINDOW, screenshots.SMALL):
+                screenshots.in_viewer(shot, *runs, size=size)
     return screenshots.on_display(job)
 
 

@@ -19,11 +19,14 @@ Drives a real napari viewer (no mock) and saves, into ``docs/screenshots/``:
    LiteMedSAM runs over 5 hippocampus cases of ``../shared/data`` (box margins
    0 and 10; ``scripts/_shot_two_runs.py``);
 7. ``objects.png``: the CT phantom's liver (a region holding its lesion), kidney and lesion, nested
-   objects each with its own mask (``scripts/_shot_objects.py``).
+   objects each with its own mask (``scripts/_shot_objects.py``);
+8. ``endoscopy.png``: a colonoscopy clip of ``../shared/data`` in the Segment and Compare docks, LiteMedSAM
+   propagated from the first frame, at the worst frame (``scripts/_shot_endoscopy.py``).
 
 Prediction (warm contour) and ground truth (cool fill) are told apart in all
-three. The window is 1600 x 1000, and 1.-3. are shot again in a 1366 x 768
-window (``segment_1366.png``, ``compare_1366.png``, ``benchmark_1366.png``);
+three. The window is 1600 x 1000, and 1.-3., 6. and 8. are shot again in a 1366 x 768
+window (``segment_1366.png``, ``compare_1366.png``, ``benchmark_1366.png``, ``two_runs_1366.png``,
+``endoscopy_1366.png``);
 the script fails when the docked widgets make a window larger.
 
 The repository's own synthetic sample data are used, and for 6. the public
@@ -261,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def all_shots(target: int) -> None:
     """Every screenshot, each in a viewer of its own."""
+    import _shot_endoscopy
     import _shot_objects
     import _shot_prompt_log
     import _shot_two_runs
@@ -269,11 +273,15 @@ def all_shots(target: int) -> None:
         in_viewer(segment_and_compare, target, size=size)
         with tempfile.TemporaryDirectory(prefix="medsam-eval-screens-") as tmp:
             in_viewer(benchmark, Path(tmp) / "run", size=size)
+        in_viewer(_shot_endoscopy.shot, size=size)
     in_viewer(_shot_prompt_log.shot)
     in_viewer(_shot_objects.shot)
     with tempfile.TemporaryDirectory(prefix="medsam-eval-two-runs-") as tmp:
-        in_viewer(_shot_two_runs.shot, *_shot_two_runs.make_runs(Path(tmp)))
+        runs = _shot_two_runs.make_runs(Path(tmp))
+        for size in (WINDOW, SMALL):
+            in_viewer(_shot_two_runs.shot, *runs, size=size)
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("screenshots", sys.modules[__name__])  # the shot scripts' `import screenshots`: this one
     sys.exit(main())

@@ -177,3 +177,27 @@ def test_a_video_run_is_told_in_frames_in_the_benchmark_and_compare_docks(make_n
     assert [text for text in texts + filter_names if "slice" in text.lower()] == []
     assert "why: missed frames" in filter_names and "Next worst frame" in texts
     assert "prompt on frame 0" in bench.browser.opener.status.value
+
+
+def test_a_prediction_contour_keeps_a_dark_ring_on_a_warm_image(make_napari_viewer):
+    """On an endoscopy-like orange image the orange contour alone would vanish: a near-black ring runs either
+    side of it. The data stay the labels (255 included), only the drawing gains the ring."""
+    from napari_medsam_eval.core.palette import OUTLINE, PREDICTION, hex_to_rgb
+    from napari_medsam_eval._layer_style import style_prediction
+    from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
+
+    viewer = make_napari_viewer(show=True)
+    mucosa = np.zeros((2, 100, 100, 3), np.uint8)
+    mucosa[...] = (200, 110, 40)
+    viewer.add_image(mucosa, rgb=True)
+    labels = np.zeros((2, 100, 100), np.uint8)
+    labels[:, 30:70, 30:70] = 255
+    layer = viewer.add_layer(style_prediction(OutlinedLabels(labels, name="prediction")))
+    assert layer.get_value((1, 50, 50)) == 255 and layer.get_value((1, 29, 50)) == 0
+    layer.data = (labels > 0).astype(np.uint8)  # a new mask of another type: the ring follows
+    viewer.reset_view()
+    colours = [colour for colour, _n in _bands(viewer.screenshot(canvas_only=True, flash=False))]
+    ring, contour = tuple(round(255 * c) for c in hex_to_rgb(OUTLINE)), tuple(round(255 * c) for c in hex_to_rgb(PREDICTION))
+    inner = [c for c in colours if c != (0, 0, 0)]  # down the middle: mucosa, ring, contour, ring, mucosa, ...
+    assert inner[:5] == [(200, 110, 40), ring, contour, ring, (200, 110, 40)], inner
+    assert np.array_equal(layer.data, labels > 0)

@@ -38,6 +38,9 @@ COLOR_NAMES = {BLACK: "black", ORANGE: "orange", SKY_BLUE: "sky blue", BLUISH_GR
 # --- on the image ------------------------------------------------------------------------------
 GROUND_TRUTH = BLUE  # a fill
 PREDICTION = ORANGE  # a contour
+#: the dark ring either side of a contour, so it shows on bright and warm images too (an endoscopy frame's
+#: mucosa is nearly the prediction's orange); near black, not black: on a black background it reads as a ring
+OUTLINE = "#101010"
 TRUE_POSITIVE = BLUISH_GREEN
 FALSE_POSITIVE = VERMILLION
 FALSE_NEGATIVE = REDDISH_PURPLE  # not blue: missed truth must not read as the truth's fill
@@ -128,7 +131,7 @@ def hex_to_rgb(color: str) -> tuple[float, float, float]:
 __all__ = [
     "ADDED", "AGREEMENT_BINS", "A_ONLY", "BLACK", "BLUE", "BLUISH_GREEN", "BOTH", "BOX_PROMPT", "B_ONLY",
     "CANVASES", "COLOR_NAMES", "ERROR_PART_COLORS", "WHY_CANVAS", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
-    "HIGHLIGHT", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "PLOT_CATEGORIES", "PLOT_CURSOR",
+    "HIGHLIGHT", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "OUTLINE", "PLOT_CATEGORIES", "PLOT_CURSOR",
     "PLOT_LIGHT_THEME", "PLOT_SERIES", "PLOT_STOP", "PLOT_SUMMARY", "POINT_BORDERS", "POSITIVE_POINT",
     "PREDICTION", "PREDICTION_PALETTE", "REDDISH_PURPLE", "REMOVED", "REPORT_CATEGORIES", "REPORT_MARK",
     "REPORT_POINTS", "REPORT_PROMPT", "REPORT_REFERENCE", "REPORT_SERIES", "REPORT_STOP", "SKY_BLUE",

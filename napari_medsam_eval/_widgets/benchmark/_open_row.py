@@ -40,7 +40,8 @@ from napari.layers import Image, Labels, Layer, Points, Shapes
 
 from napari.utils.colormaps import DirectLabelColormap
 
-from napari_medsam_eval._layer_style import ERROR_PART_LAYER_COLORS, style_prediction
+from napari_medsam_eval._layer_style import ERROR_PART_LAYER_COLORS, PREDICTION_CONTOUR as WHY_CONTOUR, style_prediction
+from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval._reader import case_to_layer_data
 from napari_medsam_eval.benchmark.open_row import RunCase, load_run_case
 from napari_medsam_eval.benchmark.schema import row_labels
@@ -84,7 +85,7 @@ def open_steps(loaded: RunCase) -> list[OpenStep]:
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
                     "protocol": row.get("protocol"), "stops": row_stops(row), OPENED_KEY: "prediction"}
         metadata.update(row_object(row))
-        steps.append(OpenStep("prediction", style_prediction(Labels(
+        steps.append(OpenStep("prediction", style_prediction(OutlinedLabels(
             loaded.prediction, name=f"{case.case_id} prediction ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
     why = why_layer(loaded, image)
@@ -115,18 +116,20 @@ def row_object(row: dict[str, Any]) -> dict[str, Any]:
 
 def why_layer(loaded: RunCase, image: Layer) -> Labels | None:
     """The row's error split into parts (:func:`~napari_medsam_eval.evaluation.error_parts.part_overlay`), each
-    part in its colour (:data:`ERROR_PART_LAYER_COLORS`), over ``image``'s transform; None without a saved
-    prediction or a ground truth."""
+    part's outline in its colour (:data:`ERROR_PART_LAYER_COLORS`; outlines, not fills: a large part would
+    hide the image), over ``image``'s transform; None without a saved prediction or a ground truth."""
     case, row, prediction = loaded.case, loaded.row, loaded.prediction
     if prediction is None or case.label is None or np.shape(prediction) != np.shape(case.label):
         return None
     labels = row_labels(row)
     target = None if labels is None else labels[0]
     overlay = part_overlay(binary_target(prediction, labels, binary_fallback=True), binary_target(case.label, labels))
-    return Labels(overlay, name=f"{case.case_id} why{'' if target is None else f' [label {target}]'}",
-                  colormap=DirectLabelColormap(color_dict=ERROR_PART_LAYER_COLORS), opacity=0.7,
-                  metadata={"role": "error_parts", "target_label": target, OPENED_KEY: "error_parts"},
-                  **transform_kwargs(image))
+    layer = OutlinedLabels(overlay, name=f"{case.case_id} why{'' if target is None else f' [label {target}]'}",
+                           colormap=DirectLabelColormap(color_dict=ERROR_PART_LAYER_COLORS),
+                           metadata={"role": "error_parts", "target_label": target, OPENED_KEY: "error_parts"},
+                           **transform_kwargs(image))
+    layer.contour = WHY_CONTOUR
+    return layer
 
 
 def open_job(run_dir: str | Path, row: dict[str, Any], ack: threading.Event,

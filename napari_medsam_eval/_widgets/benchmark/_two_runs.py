@@ -24,6 +24,7 @@ from napari.layers import Labels
 from napari.utils.notifications import show_warning
 
 from napari_medsam_eval._layer_style import AB_COLORS, style_prediction
+from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval.core.palette import color_name
 from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval.evaluation.mask_comparison import AB_NAMES
@@ -60,7 +61,7 @@ def pair_steps(pair: CasePair) -> list[_open_row.OpenStep]:
         metadata = {"role": "prediction", "image": image.name, "model": row.get("model"),
                     "protocol": row.get("protocol"), "stops": row_stops(row), _open_row.OPENED_KEY: "prediction_b"}
         metadata.update(_open_row.row_object(row))
-        steps.append(_open_row.OpenStep("prediction_b", style_prediction(Labels(
+        steps.append(_open_row.OpenStep("prediction_b", style_prediction(OutlinedLabels(
             pair.prediction_b, name=f"{case_id} prediction B ({row.get('model')})", metadata=metadata,
             **transform_kwargs(image)))))
     if pair.overlay is not None:

@@ -21,6 +21,7 @@ from magicgui.widgets import Container, Label, ProgressBar, PushButton, SpinBox
 from napari.layers import Image, Labels
 
 from napari_medsam_eval._layer_style import WORST_RUN_COLOR, style_prediction
+from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval.core.palette import PLOT_SERIES, color_name
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval._widgets.common._object_masks import truth_labels
@@ -76,7 +77,7 @@ def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name:
         data = result.worst_mask.astype(np.uint8)
         worst = find_layer(viewer, f"{name} worst run", Labels, data.shape)
         if worst is None:
-            worst = add_inactive(viewer, style_prediction(Labels(data, name=f"{name} worst run",
+            worst = add_inactive(viewer, style_prediction(OutlinedLabels(data, name=f"{name} worst run",
                                                                  metadata={"role": "worst_run"},
                                                                  **transform_kwargs(reference)), WORST_RUN_COLOR))
         else:

@@ -19,6 +19,7 @@ import numpy as np
 from napari.layers import Image, Labels
 
 from napari_medsam_eval._layer_style import style_prediction
+from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval._widgets.common._layers import find_layer, spatial_shape, transform_kwargs
 from napari_medsam_eval._widgets.common._object_masks import MASKS_KEY, drawing_order, masks_of, object_mask
 from napari_medsam_eval.core.errors import InputError
@@ -82,7 +83,7 @@ def _store(viewer: Any, image: Image, layer: Labels | None, data: np.ndarray, va
     meta = {"role": "prediction", "target_label": value, "image": image.name, **_source_geometry(image)}
     meta.update({key: metadata[key] for key in ("model", "stops", "prompt") if key in metadata})
     if layer is None:
-        layer = style_prediction(Labels(data, name=prediction_layer_name(image.name), metadata=meta,
+        layer = style_prediction(OutlinedLabels(data, name=prediction_layer_name(image.name), metadata=meta,
                                         **transform_kwargs(image)))
         layer.metadata["objects"] = {}
         layer.metadata[MASKS_KEY] = masks
