@@ -134,24 +134,29 @@ def test_a_video_is_told_in_frames_and_a_volume_in_slices(make_napari_viewer, qt
     assert segment.prompt_slice.value == "current slice" and segment.prompt_slice.current_choice == "current slice"
 
 
-@pytest.mark.parametrize("curve", ["high", "low", "falling"])
+@pytest.mark.parametrize("curve", ["high", "low", "falling", "near"])
 def test_stop_labels_are_whole_and_clear_of_the_dsc_curve(qtbot, curve):
     from napari_medsam_eval._widgets.compare._compare_plot import MIN_HEIGHT, SliceDicePlot
 
-    values = {"high": np.full(40, 0.95), "low": np.full(40, 0.1), "falling": np.linspace(1.0, 0.0, 40)}[curve]
-    values[:3] = np.nan  # no foreground beyond the stops
-    values[-3:] = np.nan
+    values = {"high": np.full(40, 0.95), "low": np.full(40, 0.1), "falling": np.linspace(1.0, 0.0, 40),
+              "near": np.full(40, 0.95)}[curve]
+    stops = [(16, "intensity"), (28, "intensity")] if curve == "near" else [(3, "intensity"), (36, "end")]
+    values[:stops[0][0]] = np.nan  # no foreground beyond the stops
+    values[stops[1][0] + 1:] = np.nan
     plot = SliceDicePlot(("#262930", "#f0f1f2"), lambda _index: None)
     qtbot.addWidget(plot.canvas)
     plot.canvas.resize(340, MIN_HEIGHT)  # the least the dock gives it
     plot.canvas.show()
-    plot.show(values, [(3, "intensity"), (36, "end")], "slice")
+    plot.show(values, stops, "slice")
     plot.canvas.draw()
     renderer = plot.canvas.get_renderer()
     figure_box = plot.figure.bbox
     points = plot.axes.transData.transform(np.column_stack([np.arange(40), values])[~np.isnan(values)])
     labels = [text for text in plot.axes.texts]
-    assert [text.get_text() for text in labels] == ["brightness changed", "end reached"]
+    assert [text.get_text() for text in labels] == ["brightness changed", "brightness changed" if curve == "near"
+                                                    else "end reached"]
+    first, second = (text.get_window_extent(renderer) for text in labels)
+    assert not first.overlaps(second)  # two stops close together: their labels apart
     for text in labels:
         box = text.get_window_extent(renderer)
         assert figure_box.x0 <= box.x0 and box.x1 <= figure_box.x1, (text.get_text(), box)  # not cut
@@ -179,7 +184,7 @@ def test_a_video_run_is_told_in_frames_in_the_benchmark_and_compare_docks(make_n
     assert "prompt on frame 0" in bench.browser.opener.status.value
 
 
-def test_a_prediction_contour_keeps_a_dark_ring_on_a_warm_image(make_napari_viewer):
+def test_a_prediction_contour_keeps_a_dark_ring_on_a_warm_image(make_napari_viewer, tmp_path):
     """On an endoscopy-like orange image the orange contour alone would vanish: a near-black ring runs either
     side of it. The data stay the labels (255 included), only the drawing gains the ring."""
     from napari_medsam_eval.core.palette import OUTLINE, PREDICTION, hex_to_rgb
@@ -201,3 +206,38 @@ def test_a_prediction_contour_keeps_a_dark_ring_on_a_warm_image(make_napari_view
     inner = [c for c in colours if c != (0, 0, 0)]  # down the middle: mucosa, ring, contour, ring, mucosa, ...
     assert inner[:5] == [(200, 110, 40), ring, contour, ring, (200, 110, 40)], inner
     assert np.array_equal(layer.data, labels > 0)
+    assert layer.as_layer_data_tuple()[2] == "labels"  # napari's writers, menus and icons see a Labels layer
+    viewer.layers.selection = {layer}
+    viewer.layers.save(str(tmp_path / "prediction.npz"), selected=True, plugin="napari-medsam-eval")
+    with np.load(tmp_path / "prediction.npz") as saved:  # the labels saved, never the ring
+        assert np.array_equal(saved["segs"], labels > 0)
+
+
+def test_a_long_status_shows_whole_lines_then_scrolls(make_napari_viewer, qtbot):
+    """Segment's status beside Compare at 1366x768: a message longer than the box shows whole lines (its last
+    line as tall as the others: none cut mid-height) and scrolls to the rest."""
+    from qtpy.QtWidgets import QScrollArea
+
+    viewer = make_napari_viewer(show=True)
+    viewer.window._qt_window.resize(1366, 768)
+    viewer.open_sample("napari-medsam-eval", "phantom_ct")
+    segment, _compare = dock(viewer, "segment", None), dock(viewer, "compare")
+    segment.status.value = ("segmented slices 17-27 (11 with the target); up: kept to slice 27, stopped at slice 28: "
+                            "the mask's mean brightness moved too far from the prompted slice's (35 grey levels, "
+                            "more than 32 allowed); down: kept to slice 17, stopped at slice 16: the mask's mean "
+                            "brightness moved too far from the prompted slice's (40 grey levels, more than 32)")
+    qtbot.wait(300)
+    label = segment.status.native
+    area = label.parentWidget().parentWidget()
+    assert isinstance(area, QScrollArea) and area.verticalScrollBar().maximum() > 0  # the rest scrolls
+    shot = area.viewport().grab().toImage()
+    background = shot.pixel(shot.width() - 2, shot.height() - 1)
+    inked = [y for y in range(shot.height()) if any(shot.pixel(x, y) != background for x in range(shot.width() - 12))]
+    bands = [[inked[0], inked[0]]]  # each line of text: a run of rows with ink
+    for row in inked[1:]:
+        if row == bands[-1][1] + 1:
+            bands[-1][1] = row
+        else:
+            bands.append([row, row])
+    heights = [end - start + 1 for start, end in bands]
+    assert len(heights) >= 3 and heights[-1] >= min(heights[:-1]), heights  # the last line shown whole

@@ -17,8 +17,7 @@ and plots in :mod:`._theme`.
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from napari_medsam_eval.core.lazy_exports import lazy_exports
 
 #: each widget's module, imported when napari (or a script) first asks for it: the first dock loads its own
 #: widget's code only, not the other two's (napari calls the factory on its GUI thread)
@@ -26,12 +25,4 @@ WIDGET_MODULES = {"BenchmarkWidget": "benchmark.dock", "CompareWidget": "compare
 
 __all__ = ["BenchmarkWidget", "CompareWidget", "SegmentWidget"]
 
-
-def __getattr__(name: str) -> Any:
-    if name in WIDGET_MODULES:
-        return getattr(import_module(f"{__name__}.{WIDGET_MODULES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, WIDGET_MODULES, __all__)

@@ -15,8 +15,7 @@ case, saved prediction and prompt, opened again).
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from ..core.lazy_exports import lazy_exports
 
 #: each exported name -> the module that defines it, imported on first use (PEP 562), so that
 #: ``import napari_medsam_eval.benchmark.<module>`` (the CLI's parsers) loads only that module
@@ -49,13 +48,6 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(f"{__name__}.{module}"), name)
-
-
 __all__ = [
     "COLUMNS",
     "CSV_FILE",
@@ -83,3 +75,5 @@ __all__ = [
     "to_dataframe",
     "write_tables",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

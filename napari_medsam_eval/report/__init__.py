@@ -15,8 +15,7 @@
 """
 from __future__ import annotations
 
-from importlib import import_module
-from typing import Any
+from ..core.lazy_exports import lazy_exports
 
 #: where each name lives, imported on first use: a dock that needs the statistics does not load the
 #: figures and documents (matplotlib, the HTML writer) on napari's GUI thread
@@ -62,12 +61,4 @@ __all__ = [
     "write_study",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    if name in _MODULES:
-        return getattr(import_module(f"{__name__}.{_MODULES[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, __all__)

@@ -193,12 +193,38 @@ class _TextHeight(QObject):
     def __init__(self, area: QScrollArea, label: QWidget, line: int) -> None:
         super().__init__(area)
         self.area, self.label, self.line = area, label, line
+        #: the label's padding by font (:meth:`_padding`), and whether it is being measured
+        self._metrics: dict[str, int] = {}
+        self._measuring = False
 
     def fit(self) -> None:
-        text = self.label.heightForWidth(self.area.viewport().width())
-        height = min(max(text, self.line), self.line * STATUS_LINES) + 6
+        """As high as the text up to :data:`STATUS_LINES` lines; a longer text scrolls in a box that ends
+        where a line ends, so none is cut mid-height (the style's padding measured on the label)."""
+        if self._measuring:
+            return
+        width = max(self.area.viewport().width(), 1)
+        metrics = self.label.fontMetrics()
+        padding = self._padding(width)
+        shown = max(self.label.heightForWidth(width), padding + metrics.height())
+        fits = padding + metrics.height() + (STATUS_LINES - 1) * metrics.lineSpacing()
+        height = shown if shown <= fits else padding // 2 + STATUS_LINES * metrics.lineSpacing()
+        height += self.area.height() - self.area.viewport().height()
         if (self.area.minimumHeight(), self.area.maximumHeight()) != (height, height):
             self.area.setFixedHeight(height)
+
+    def _padding(self, width: int) -> int:
+        """The label's height around one line of text (its style's padding), measured once per font."""
+        key = self.label.font().key()
+        if key not in self._metrics:
+            self._measuring = True
+            text = self.label.text()
+            try:
+                self.label.setText("x")
+                self._metrics[key] = max(self.label.heightForWidth(width) - self.label.fontMetrics().height(), 0)
+            finally:
+                self.label.setText(text)
+                self._measuring = False
+        return self._metrics[key]
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
         if event.type() in (QEvent.Resize, QEvent.Show, QEvent.LayoutRequest):

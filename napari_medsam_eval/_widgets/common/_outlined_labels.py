@@ -44,6 +44,11 @@ def outline_ring(contours: np.ndarray, background: int, width: int = OUTLINE_PIX
 class OutlinedLabels(Labels):
     """A :class:`napari.layers.Labels` whose contours are drawn with a dark ring around them."""
 
+    @property
+    def _type_string(self) -> str:
+        """``labels``, as napari's own: its menus, icons, writers and layer data tuples go by this name."""
+        return "labels"
+
     def _ensure_int_labels(self, data: Any) -> Any:
         data = super()._ensure_int_labels(data)
         if isinstance(data, np.ndarray) and data.dtype.itemsize == 1:

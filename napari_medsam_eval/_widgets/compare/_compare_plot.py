@@ -49,6 +49,45 @@ def stop_label_place(per_slice: np.ndarray, at: int, reach: int = 6) -> tuple[fl
     return (0.97, "top", ha) if top_taken <= bottom_taken else (0.03, "bottom", ha)
 
 
+def _apart(labels: list[Any], axes: Any, per_slice: np.ndarray, renderer: Any) -> None:
+    """A stop label that would cover another moves to the first place inside the plot, clear of the other
+    labels and of the curve: a second row at its edge, the other edge's rows, each on either side of its line."""
+    shown = ~np.isnan(per_slice)
+    points = axes.transData.transform(np.column_stack([np.flatnonzero(shown), per_slice[shown]])) if shown.any() \
+        else np.zeros((0, 2))
+    inside = axes.get_window_extent(renderer)
+    for index, label in enumerate(labels):
+        placed = [other.get_window_extent(renderer) for other in labels[:index]]
+        if not any(label.get_window_extent(renderer).overlaps(box) for box in placed):
+            continue
+        row = (label.get_window_extent(renderer).height + 2) / max(inside.height, 1)  # a row, in axes fraction
+        ha, start, first_y = label.get_ha(), label.get_va(), label.xy[1]
+        rows = [(start, 0), (start, 1), ("bottom" if start == "top" else "top", 0), ("bottom" if start == "top" else "top", 1)]
+        sides = [ha, "right" if ha == "left" else "left"]
+        for va, step in rows:
+            for side in sides:
+                _place(label, side, va, 0.03 + step * row if va == "bottom" else 0.97 - step * row)
+                box = label.get_window_extent(renderer)
+                covers = ((points[:, 0] >= box.x0) & (points[:, 0] <= box.x1) & (points[:, 1] >= box.y0)
+                          & (points[:, 1] <= box.y1)).any()
+                if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+                        and not covers and not any(box.overlaps(other) for other in placed)):
+                    break
+            else:
+                continue
+            break
+        else:  # no place is clear: where it was put first
+            _place(label, ha, start, first_y)
+
+
+def _place(label: Any, ha: str, va: str, y: float) -> None:
+    """Put stop label ``label`` on side ``ha`` of its line, its ``va`` edge at ``y`` (axes fraction)."""
+    label.set_ha(ha)
+    label.set_va(va)
+    label.xyann = (3 if ha == "left" else -3, 0)
+    label.xy = (label.xy[0], y)
+
+
 def nearest_slice(per_slice: np.ndarray, x: float) -> int:
     """The slice nearest to ``x`` (slices with a DSC first, else any)."""
     candidates = np.flatnonzero(~np.isnan(per_slice))
@@ -89,13 +128,15 @@ class SliceDicePlot:
         (self.line,) = ax.plot(index, per_slice, "o-", markersize=3, linewidth=1, color=LINE_COLOR, picker=5)
         self.cursor = ax.axvline(0, color=PLOT_CURSOR, linewidth=1, animated=True)  # blitted, never in a full draw
         self.stops = stops
+        labels = []
         for at, reason in stops:
             ax.axvline(at, color=STOP_COLOR, linestyle=":", linewidth=1)
             y, va, ha = stop_label_place(per_slice, at)
-            ax.annotate(STOP_LABELS.get(reason, reason), (at, y), xycoords=("data", "axes fraction"),
+            labels.append(ax.annotate(STOP_LABELS.get(reason, reason), (at, y), xycoords=("data", "axes fraction"),
                         xytext=(3 if ha == "left" else -3, 0), textcoords="offset points", fontsize=STOP_FONT_PT,
                         color=STOP_COLOR, va=va, ha=ha, annotation_clip=False,
-                        bbox={"boxstyle": "square,pad=0.1", "facecolor": ax.get_facecolor(), "edgecolor": "none"})
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": ax.get_facecolor(), "edgecolor": "none"}))
+        _apart(labels, ax, per_slice, self.canvas.get_renderer())
         ax.set_ylim(-0.05, 1.05)
         ax.set_xlim(-0.5, len(per_slice) - 0.5)
         ax.set_xlabel(xlabel, fontsize=8)
