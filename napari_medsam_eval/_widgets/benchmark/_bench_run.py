@@ -26,7 +26,8 @@ from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.benchmark.gui_job import CaseStep, Progress, RunOutcome, benchmark_job
 from napari_medsam_eval._widgets.benchmark._bench_results import ResultsBrowser
 from napari_medsam_eval._widgets.benchmark._bench_settings import RunSettings, path_of
-from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
+from napari_medsam_eval._widgets.common._dock_layout import button_row
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 #: progress-bar units per case: the bar moves with the slices of the running case

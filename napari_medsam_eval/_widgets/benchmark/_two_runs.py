@@ -30,7 +30,7 @@ from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval.evaluation.mask_comparison import AB_NAMES
 from napari_medsam_eval.report.run_pairs import CasePair, PairKey, RunPair, load_case_pair, open_run_pair
 from napari_medsam_eval._widgets.benchmark import _open_row
-from napari_medsam_eval._widgets.common._dock_layout import wrap_status
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.common._layers import transform_kwargs
 from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs_view import TwoRunsView

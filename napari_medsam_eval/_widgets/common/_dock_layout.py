@@ -7,10 +7,8 @@ vertical scroll area, but for its *footer*: the main actions (buttons in
 rows, :func:`button_row`), the progress bar and the status line stay below
 the scroll area, in view whatever the dock's height, so three docks stacked
 at 1600 x 1000 each show what a user clicks and what a job is doing.
-:func:`wrap_status` makes a status label wrap (its full text selectable and
-in the tooltip) instead of widening the dock; in the footer a long message
-scrolls inside a few lines (:data:`STATUS_LINES`) instead of pushing the
-actions out of view. :func:`fixed_margins` gives an embedded plot fixed
+Status lines (wrapping, scrolling in the footer) are in :mod:`._status_text`.
+:func:`fixed_margins` gives an embedded plot fixed
 margins instead of a tight layout, whose measuring of every text made each
 redraw of the small plots cost tens of milliseconds on the GUI thread.
 
@@ -20,15 +18,15 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from magicgui.widgets import Container, Label, Widget
+from magicgui.widgets import Container, Widget
 from matplotlib.figure import Figure
 from qtpy.QtCore import QEvent, QObject, Qt
 from qtpy.QtWidgets import QFrame, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
+from napari_medsam_eval._widgets.common._status_text import scroll_footer_text
+
 #: the least height of a docked widget's scroll area, in pixels (its footer comes on top)
 MIN_DOCK_HEIGHT = 30
-#: lines of a status message shown in a footer before it scrolls
-STATUS_LINES = 4
 
 
 def button_row(*buttons: Widget) -> Container:
@@ -109,12 +107,6 @@ def scroll_area(body: QWidget, min_height: int) -> QScrollArea:
     return area
 
 
-def scroll_footer_text(footer: Sequence[Widget]) -> None:
-    for widget in footer:
-        if isinstance(widget, Label) and widget.native.wordWrap():
-            _scroll_long_text(widget)
-
-
 def add_footer(container: Container, bottom: QWidget) -> None:
     """``bottom`` (the footer) below the rest of ``container``, at its own height."""
     if bottom.layout().count():
@@ -151,99 +143,6 @@ def _follow_body_width(area: QScrollArea, body: QWidget) -> None:
     body.installEventFilter(_BodyWidth(area, body))  # parented to the body: lives as long as it
 
 
-class _FullTextTip(QObject):
-    """Event filter: a label's tooltip is its whole text, read when the tooltip is asked for."""
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if event.type() == QEvent.ToolTip:
-            watched.setToolTip(watched.text())
-        return False
-
-
-def _scroll_long_text(label: Label) -> None:
-    """Cap a wrapping footer label at :data:`STATUS_LINES` lines; a longer text scrolls, readable in full."""
-    native = label.native
-    line = native.fontMetrics().lineSpacing()
-    holder = native.parentWidget()
-    layout = holder.layout() if holder is not None else None
-    area = QScrollArea()
-    area.setFrameShape(QFrame.NoFrame)
-    area.setWidgetResizable(True)
-    area.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
-    area.setMaximumHeight(line * STATUS_LINES + 6)
-    area.setMinimumHeight(line + 6)
-    area.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Maximum)
-    if layout is not None and layout.indexOf(native) >= 0:
-        index = layout.indexOf(native)
-        layout.removeWidget(native)
-        area.setWidget(native)
-        layout.insertWidget(index, area)
-    native.setAlignment(Qt.AlignLeft | Qt.AlignTop)
-    policy = QSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
-    policy.setHeightForWidth(True)  # the area holds it at the height of its wrapped text: no scroll bar when it fits
-    native.setSizePolicy(policy)
-    fit = _TextHeight(area, native, line)
-    area.viewport().installEventFilter(fit)  # parented to the area: lives as long as it (a new text: LayoutRequest)
-
-
-class _TextHeight(QObject):
-    """Event filter on a footer status line's scroll area: as high as its text, wrapped at the area's width,
-    from one line to :data:`STATUS_LINES` (a short message leaves the room to the dock's results)."""
-
-    def __init__(self, area: QScrollArea, label: QWidget, line: int) -> None:
-        super().__init__(area)
-        self.area, self.label, self.line = area, label, line
-        #: the label's padding by font (:meth:`_padding`), and whether it is being measured
-        self._metrics: dict[str, int] = {}
-        self._measuring = False
-
-    def fit(self) -> None:
-        """As high as the text up to :data:`STATUS_LINES` lines; a longer text scrolls in a box that ends
-        where a line ends, so none is cut mid-height (the style's padding measured on the label)."""
-        if self._measuring:
-            return
-        width = max(self.area.viewport().width(), 1)
-        metrics = self.label.fontMetrics()
-        padding = self._padding(width)
-        shown = max(self.label.heightForWidth(width), padding + metrics.height())
-        fits = padding + metrics.height() + (STATUS_LINES - 1) * metrics.lineSpacing()
-        height = shown if shown <= fits else padding // 2 + STATUS_LINES * metrics.lineSpacing()
-        height += self.area.height() - self.area.viewport().height()
-        if (self.area.minimumHeight(), self.area.maximumHeight()) != (height, height):
-            self.area.setFixedHeight(height)
-
-    def _padding(self, width: int) -> int:
-        """The label's height around one line of text (its style's padding), measured once per font."""
-        key = self.label.font().key()
-        if key not in self._metrics:
-            self._measuring = True
-            text = self.label.text()
-            try:
-                self.label.setText("x")
-                self._metrics[key] = max(self.label.heightForWidth(width) - self.label.fontMetrics().height(), 0)
-            finally:
-                self.label.setText(text)
-                self._measuring = False
-        return self._metrics[key]
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt's name
-        if event.type() in (QEvent.Resize, QEvent.Show, QEvent.LayoutRequest):
-            self.fit()
-        return False
-
-
-def wrap_status(label: Label) -> None:
-    """Let ``label`` wrap its text and never ask for more width than the dock has; the whole text
-    (a long path, an error) stays readable in its tooltip and can be selected."""
-    native = label.native
-    native.setWordWrap(True)
-    native.setTextInteractionFlags(Qt.TextSelectableByMouse)
-    native.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.MinimumExpanding)
-    native.setMinimumWidth(40)
-    native.setToolTip(native.text())
-    native.installEventFilter(_FullTextTip(native))  # parented to the label: lives as long as it
-
-
 def fixed_margins(figure: Figure, *, left: float = 0.16, bottom: float = 0.2, right: float = 0.97,
                   top: float = 0.94) -> None:
     """Fixed subplot margins instead of the figure's tight layout (see the module's docstring)."""
@@ -251,5 +150,5 @@ def fixed_margins(figure: Figure, *, left: float = 0.16, bottom: float = 0.2, ri
     figure.subplots_adjust(left=left, bottom=bottom, right=right, top=top)
 
 
-__all__ = ["MIN_DOCK_HEIGHT", "STATUS_LINES", "add_footer", "button_row", "fit_in_dock", "fixed_margins",
-           "one_label_column", "scroll_area", "scroll_footer_text", "wrap_status"]
+__all__ = ["MIN_DOCK_HEIGHT", "add_footer", "button_row", "fit_in_dock", "fixed_margins", "one_label_column",
+           "scroll_area"]

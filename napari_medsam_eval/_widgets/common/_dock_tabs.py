@@ -24,8 +24,8 @@ from magicgui.widgets import Container
 from qtpy.QtCore import QEvent, QObject, Qt, QTimer
 from qtpy.QtWidgets import QDockWidget, QMainWindow, QSizePolicy, QTabWidget, QVBoxLayout, QWidget
 
-from napari_medsam_eval._widgets.common._dock_layout import (MIN_DOCK_HEIGHT, add_footer, scroll_area,
-                                                             scroll_footer_text)
+from napari_medsam_eval._widgets.common._dock_layout import MIN_DOCK_HEIGHT, add_footer, scroll_area
+from napari_medsam_eval._widgets.common._status_text import scroll_footer_text
 
 #: the height a tabbed dock states by default, its title bar, tabs and footer included
 DOCK_HEIGHT = 360

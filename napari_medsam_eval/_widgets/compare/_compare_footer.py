@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from magicgui.widgets import Container, Label, PushButton
 
-from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
+from napari_medsam_eval._widgets.common._dock_layout import button_row
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, with_shortcut
 
 #: the status line when there is nothing to compare

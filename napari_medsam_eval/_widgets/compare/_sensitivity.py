@@ -27,7 +27,8 @@ from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval._widgets.common._object_masks import truth_labels
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.studies.sensitivity import DEFAULT_RUNS, SensitivityResult
-from napari_medsam_eval._widgets.common._dock_layout import button_row, fixed_margins, wrap_status
+from napari_medsam_eval._widgets.common._dock_layout import button_row, fixed_margins
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.common._layers import add_inactive, find_layer, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import agreement_colormap, agreement_legend, draw_under, swatch

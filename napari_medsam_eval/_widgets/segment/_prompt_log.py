@@ -27,7 +27,7 @@ from napari_medsam_eval.session.segmenter import SessionSegmenter
 from napari_medsam_eval.protocols.prompt_log import (append_row, default_log_path, logging_off, make_row, shown_path, slice_dice,
                                     whole_mask)
 from napari_medsam_eval._widgets.common import _layers
-from napari_medsam_eval._widgets.common._dock_layout import wrap_status
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.segment._ground_truth import GroundTruthSection
 from napari_medsam_eval._widgets.segment._propagation_options import PropagationSection
 from napari_medsam_eval._widgets.common._words import TIPS

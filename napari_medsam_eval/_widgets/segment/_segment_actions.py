@@ -21,7 +21,8 @@ from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.models.base import made_by
 from napari_medsam_eval.propagation import PropagationResult
 from napari_medsam_eval._widgets.common import _layers
-from napari_medsam_eval._widgets.common._dock_layout import button_row, wrap_status
+from napari_medsam_eval._widgets.common._dock_layout import button_row
+from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.segment._drawing import warn_points
 from napari_medsam_eval._widgets.segment._encode_ahead import EncodeAhead
 from napari_medsam_eval._widgets.segment._image_section import ImageSection
