@@ -43,8 +43,7 @@ from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, prompts_to_json
 from ..core.intensity import case_intensity, prepare_image
-from ..propagation import (PropagationRecord, PropagationResult, official_result, segment_by_kind, segment_official,
-                           united_result)
+from ..propagation import PropagationRecord, PropagationResult, official_result, segment_official, segment_prompts
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol
@@ -343,22 +342,11 @@ class CaseEvaluator:
                 "sens_dice_min": spread["dice_min"], "sens_dice_median": spread["dice_median"],
                 "sens_dice_max": spread["dice_max"], "sens_spread": spread["dice_spread"]}
 
-    def _segment(self, case: Case, image: np.ndarray, prompt: Prompt,
-                 progress: SliceProgress | None = None) -> PropagationResult:
-        how = "slice" if prompt.info.get("operation") == "slice" else "propagate"  # a replayed slice: that slice
-        result = segment_by_kind(self.backend, image, case.kind, prompt, case_id=case.case_id, how=how,
-                                 rules=self.config.propagation, progress=progress)
-        if result.cancelled:
-            raise Cancelled(result.mask, result.done, result.total)
-        return result
-
     def _segment_all(self, case: Case, image: np.ndarray, prompts: list[Prompt],
                      progress: SliceProgress | None = None) -> PropagationResult:
-        """The target's prompt segmented, or each lesion's and their masks united (:func:`united_result`)."""
-        asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
-        if len(asked) == 1:
-            return self._segment(case, image, asked[0], progress)
-        return united_result([self._segment(case, image, prompt, progress) for prompt in asked])
+        """The target's prompt segmented, or each lesion's and their masks united (:func:`segment_prompts`)."""
+        return segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
+                               rules=self.config.propagation, progress=progress)
 
     def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompt-study": ("study", "prompt modes 1-5 of Mazurowski et al. 2023 on 2D images: IoU table and figure"),
     "propagation-study": ("propagation_study", "a grid of propagation stop/tracking rules on a dataset: median "
                                                "DSC [IQR] and NSD per setting"),
+    "explain": ("explain", "what would fix each result: re-run it with one stage made perfect (explain.csv)"),
     "cache": ("cache", "show or clear the persistent embedding store"),
 }
 

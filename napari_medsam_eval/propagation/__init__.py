@@ -16,7 +16,8 @@ None of it imports Qt or napari.
 from __future__ import annotations
 
 from ..core.errors import Cancelled
-from .segment import HOW, PropagationResult, official_result, segment_by_kind, segment_official, united_result
+from .segment import (HOW, PropagationResult, official_result, segment_by_kind, segment_official,
+                      segment_prompts, united_result)
 from .litemedsam_3dbox import propagate_official_litemedsam
 from .rules import LEGACY_RULES, RULE_PRESETS, VIDEO_RULES, VOLUME_RULES, PropagationRules, resolve_rules
 from .slice_by_slice import DEFAULT_MARGIN, DirectionStop, PropagationRecord, propagate_video, propagate_volume
@@ -40,5 +41,6 @@ __all__ = [
     "resolve_rules",
     "segment_by_kind",
     "segment_official",
+    "segment_prompts",
     "united_result",
 ]

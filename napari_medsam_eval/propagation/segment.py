@@ -163,6 +163,28 @@ def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: l
     return masks
 
 
+def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, prompts: list[Prompt], *,
+                    case_id: Hashable = None, progress: SliceProgress | None = None,
+                    **options: Any) -> PropagationResult:
+    """One target's prompts segmented as a benchmark run does: a prompt replayed on one slice
+    (``info["operation"] == "slice"``) on that slice, any other propagated; several prompts (a target's
+    lesions) each on its own, their results united (:func:`united_result`). Empty prompts are skipped.
+    ``options`` go to :func:`segment_by_kind` (``rules``, ``z_limits``, ``end_frame``). A cancel raises
+    :class:`Cancelled` with the partial mask."""
+    asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
+    if not asked:
+        raise InputError("the target has no prompt to segment")
+    results = []
+    for prompt in asked:
+        how = "slice" if prompt.info.get("operation") == "slice" else "propagate"
+        result = segment_by_kind(backend, image, kind, prompt, case_id=case_id, how=how, progress=progress,
+                                 **options)
+        if result.cancelled:
+            raise Cancelled(result.mask, result.done, result.total)
+        results.append(result)
+    return results[0] if len(results) == 1 else united_result(results)
+
+
 def united_result(results: list[PropagationResult]) -> PropagationResult:
     """Several results of one target as one (its lesions, each prompted on its own): their masks united,
     every direction's stop (result by result, in order), each slice's highest model score; the first

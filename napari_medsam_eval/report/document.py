@@ -27,6 +27,7 @@ from ..core.palette import REPORT_MARK, REPORT_PROMPT, REPORT_STOP, color_name
 from . import markup as mk
 from .effort_section import EFFORT_FIGURE, effort_blocks
 from .error_section import error_blocks
+from .explain_section import EXPLAIN_FIGURE, explain_blocks, read_explain
 from .folder import REPORT_FILES, check_apart, check_output_folder, record_written
 from .lesion_section import lesion_blocks
 from .sensitivity_section import sensitivity_blocks
@@ -175,6 +176,7 @@ def build_report(run: RunResults, out_dir: Path, worst_k: int = 5, attributes: S
     header, rows = task_rows(summary, ["task"], metrics)
     blocks += [mk.heading("Per task"), mk.table(header, rows, numeric=[False] + [True] * (len(header) - 1))]
     blocks += error_blocks(table, figures, FIGURES, unit="frames" if set(table["kind"]) == {"video"} else "slices")
+    blocks += explain_blocks(table, read_explain(run.path), figures, FIGURES)
     for attribute in (auto_attributes(table) if attributes is None else list(attributes)):
         split = summarize_tasks(table, by=("task", attribute), metrics=metrics)
         has_it = attribute_column(table, attribute).ne("n/a")
@@ -265,7 +267,7 @@ def write_report(run_dir: str | Path, worst_k: int = 5, attributes: Sequence[str
     with Stage(out) as stage:
         blocks = build_report(run, stage.path, worst_k=worst_k, attributes=attributes)
         (stage.path / "task_summary.csv").write_text(summarize_tasks(run.table).to_csv(index=False), encoding="utf-8")
-        stale = ["slices_*.png", EFFORT_FIGURE, *(f"box_{metric}.png" for metric in DEFAULT_METRICS)]
+        stale = ["slices_*.png", EFFORT_FIGURE, EXPLAIN_FIGURE, *(f"box_{metric}.png" for metric in DEFAULT_METRICS)]
         stage.commit(blocks, {"report.html": lambda b: mk.to_html(b, title), "report.md": mk.to_markdown},
                      files=["task_summary.csv"], stale=stale)
     clean_leftovers(out)

@@ -16,14 +16,16 @@ The tabbed docks (results first, over the same kind of footer) are in :mod:`._do
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from magicgui.widgets import Container, Widget
-from matplotlib.figure import Figure
 from qtpy.QtCore import QEvent, QObject, Qt
 from qtpy.QtWidgets import QFrame, QLayout, QLayoutItem, QScrollArea, QSizePolicy, QVBoxLayout, QWidget
 
 from napari_medsam_eval._widgets.common._status_text import scroll_footer_text
+
+if TYPE_CHECKING:  # matplotlib is imported by the docks that plot, not by every dock
+    from matplotlib.figure import Figure
 
 #: the least height of a docked widget's scroll area, in pixels (its footer comes on top)
 MIN_DOCK_HEIGHT = 30
