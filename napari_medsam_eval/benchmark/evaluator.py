@@ -44,6 +44,7 @@ from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, prompts_to_json
 from ..core.intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_official, segment_prompts
+from ..evaluation import cvpr25
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol
@@ -305,10 +306,15 @@ class CaseEvaluator:
         every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``.
         ``progress`` sees every pass (the first propagation, then each correction's) and may cancel."""
         scoring = {"seconds": 0.0}
+        challenge = self.protocol.clicks_in_3d  # cvpr25-interactive: the challenge's step scores
+        spacing = cvpr25.scoring_spacing(case, getattr(self.protocol, "nsd_spacing", "array")) if challenge else None
 
         def score(mask: np.ndarray) -> dict[str, float]:
             start = time.perf_counter()
-            scores = score_target(mask, gt, case, self.config.tolerance_mm)
+            if challenge:
+                scores = cvpr25.step_scores(mask, gt, spacing)
+            else:
+                scores = score_target(mask, gt, case, self.config.tolerance_mm)
             scoring["seconds"] += time.perf_counter() - start
             return {"dice": float(scores["dice"]), "nsd": float(scores["nsd"])}
 
@@ -324,6 +330,8 @@ class CaseEvaluator:
                     "nsd_after": json_dumps([None if step["nsd"] != step["nsd"] else round(step["nsd"], 4)
                                              for step in steps]),
                     **noc_columns([step["dice"] for step in steps])})
+        if challenge:
+            row.update(cvpr25.columns([step["dice"] for step in steps], [step["nsd"] for step in steps]))
         return pred
 
     def _sensitivity(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray,

@@ -312,4 +312,39 @@ def _save_mask(run_dir: Path, case: Any, target: Any, variant: str, result: Coun
     return relative.as_posix()
 
 
-__all__ = ["COLUMNS", "EXPLAIN_FILE", "MASK_FOLDER", "REPRODUCED_TOLERANCE", "explain_run", "variant_column"]
+def explained_row(run_dir: str | Path, row: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``explain.csv`` row of a run's ``row`` (same case and target, made from the same result: its DSC
+    and the case's files), or None when it was not explained (or the run changed since)."""
+    path = Path(run_dir) / EXPLAIN_FILE
+    if not path.is_file():
+        return None
+    try:
+        table = pd.read_csv(path, dtype={"case_id": str, "label_name": str})
+    except (OSError, ValueError, pd.errors.ParserError):
+        return None
+    found = table[(table["case_id"] == str(row.get("case_id"))) & (table["label_name"] == str(row.get("label_name")))]
+    if found.empty:
+        return None
+    explained = found.iloc[0].to_dict()
+    same_files = not row.get("input_sha256") or explained.get("input_sha256") == row.get("input_sha256")
+    return explained if same_files and _same(explained.get("dice_run"), row.get("dice")) else None
+
+
+def variant_dice(explained: dict[str, Any], variant: str) -> tuple[float, float] | None:
+    """A variant's (DSC, gain) in an explain row; None where it did not apply."""
+    dice = explained.get(variant_column("dice", variant))
+    if dice is None or (isinstance(dice, float) and not np.isfinite(dice)):
+        return None
+    return float(dice), float(explained.get(variant_column("gain", variant)))
+
+
+def variant_mask_path(run_dir: str | Path, explained: dict[str, Any], variant: str) -> Path | None:
+    """The file of a variant's mask (``explain/...``), None when it was not saved or is gone."""
+    relative = explained.get(variant_column("mask", variant))
+    if not isinstance(relative, str) or not relative:
+        return None
+    path = Path(run_dir) / relative
+    return path if path.is_file() else None
+
+
+__all__ = ["COLUMNS", "EXPLAIN_FILE", "explained_row", "variant_dice", "variant_mask_path", "MASK_FOLDER", "REPRODUCED_TOLERANCE", "explain_run", "variant_column"]

@@ -58,6 +58,10 @@ and read on its own. Column meanings:
                        ``nsd`` are the last); :mod:`napari_medsam_eval.evaluation.interaction_effort`
 ``noc80`` ``noc85``    interactions until DSC >= 0.80 / 0.85 / 0.90; K + 1 when
 ``noc90``              never reached (NaN for other protocols)
+``dsc_auc``            ``cvpr25-interactive`` only (NaN otherwise): the CVPR 2025 challenge's
+``nsd_auc``            AUC of DSC / NSD over the 5 click steps and the final DSC / NSD,
+``dsc_final``          by its script's rules (:mod:`napari_medsam_eval.evaluation.cvpr25`;
+``nsd_final``          ``dice_after`` / ``nsd_after`` then hold its per-step scores)
 ``sens_runs``          protocol option ``sensitivity`` = N only (NaN / ``""``
 ``sens_dice``          otherwise): N perturbed copies of the prompt were segmented
 ``sens_dice_min``      as the prompt was (:mod:`napari_medsam_eval.studies.sensitivity`);
@@ -112,12 +116,13 @@ COLUMNS: tuple[str, ...] = (
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s",
     "time_other_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
-    "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
+    "dsc_auc", "nsd_auc", "dsc_final", "nsd_final", "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
     *ROW_COLUMNS, "target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice", "lesions", "input_sha256",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed", *LESION_COUNT_COLUMNS)
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
-                 "time_total_s", "time_other_s", "noc80", "noc85", "noc90", "sens_runs", "sens_dice_min", "sens_dice_median",
+                 "time_total_s", "time_other_s", "noc80", "noc85", "noc90", "dsc_auc", "nsd_auc", "dsc_final",
+                 "nsd_final", "sens_runs", "sens_dice_min", "sens_dice_median",
                  "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice", "lesion_f1", "lesion_dice")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s", "time_other_s")

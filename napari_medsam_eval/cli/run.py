@@ -104,6 +104,9 @@ def _summary(table) -> str:
     for task, group in table.groupby("task", sort=True):
         if (group["status"] == "empty_gt").all():
             lines.append(f"  warning: {task}: no case holds its labels ({group['error'].iloc[0]})")
+    from ..evaluation.cvpr25 import task_lines
+
+    lines.extend(f"  {line}" for line in task_lines(table))
     failed = int((table["status"] == "failed").sum())
     empty = int((table["status"] == "empty_gt").sum())
     lines.append(f"  rows: {len(table)}, failed: {failed}" + (f", empty ground truth: {empty}" if empty else ""))

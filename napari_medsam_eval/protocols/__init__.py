@@ -59,6 +59,7 @@ from .mazurowski import (
 )
 from .medsam2 import MedSAM2Protocol, MedSAM2RecistProtocol, key_frame_index, key_slice_index
 from .corrections import CorrectionsProtocol
+from .cvpr25 import CVPR25Protocol
 from .replay import ReplayProtocol
 from ..core.errors import InputError
 
@@ -69,6 +70,7 @@ PROTOCOLS: dict[str, type[PromptProtocol]] = {
         MedSAM2Protocol,
         MedSAM2RecistProtocol,
         CorrectionsProtocol,
+        CVPR25Protocol,
         LiteMedSAM3DBoxProtocol,
         MazurowskiProtocol,
         IterativePointsProtocol,
@@ -118,6 +120,7 @@ __all__ = [
     "MazurowskiPromptSet",
     "MazurowskiProtocol",
     "CorrectionsProtocol",
+    "CVPR25Protocol",
     "MedSAM2Protocol",
     "MedSAM2RecistProtocol",
     "PromptProtocol",

@@ -82,6 +82,8 @@ class CorrectionsProtocol(MedSAM2Protocol):
     dt_backend: str = "opencv-c"
     #: the simulated user's tool (:data:`CORRECTION_TYPES`, module doc)
     correction: str = "auto"
+    #: True where the protocol places each click itself in 3D (:meth:`next_correction`), not on the worst slice
+    clicks_in_3d: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -92,6 +94,17 @@ class CorrectionsProtocol(MedSAM2Protocol):
             raise InputError(f"{self.name}: correction must be one of {CORRECTION_TYPES}, got {self.correction!r}")
         if self.dt_backend not in DT_BACKENDS:
             raise InputError(f"{self.name}: dt_backend must be one of {DT_BACKENDS}, got {self.dt_backend!r}")
+
+
+    def extent_anchors(self, first: Prompt, n_slices: int) -> list[Prompt]:
+        """Anchors given with the first prompt (none here; a protocol that gives the z-extent: absent anchors
+        just outside it)."""
+        return []
+
+    def next_correction(self, prediction: np.ndarray, truth: np.ndarray, anchors: dict[int, Prompt],
+                        target_label: int) -> Prompt | None:
+        """The next correction of a protocol with :attr:`clicks_in_3d` (None: nothing left to correct)."""
+        raise NotImplementedError(f"{self.name} corrects the worst slice (studies.corrections)")
 
 
 def worst_slice(prediction: np.ndarray, truth: np.ndarray, start: int = 0, skip: Iterable[int] = ()) -> int | None:

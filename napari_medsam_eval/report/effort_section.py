@@ -65,4 +65,20 @@ def effort_blocks(table: pd.DataFrame, figures: Path, prefix: str) -> list[tuple
                      "Failed cases are left out.", note=True),
         mk.paragraph("Median DSC per number of interactions (band: q25-q75 over cases; dashed: mean)"),
         mk.image(f"{prefix}/{EFFORT_FIGURE}", "DSC vs interactions per task"),
-    ]
+    ] + challenge_blocks(table)
+
+
+def challenge_blocks(table: pd.DataFrame) -> list[tuple]:
+    """A ``cvpr25-interactive`` run's scores as the CVPR 2025 challenge reports them (empty for other runs)."""
+    from ..evaluation.cvpr25 import task_summary
+
+    summary = task_summary(table)
+    if summary.empty:
+        return []
+    rows = [[r.task, r.n, r.dsc_auc, r.nsd_auc, r.dsc_final, r.nsd_final] for r in summary.itertuples()]
+    return [mk.heading("CVPR 2025 interactive scores", 3),
+            mk.table(["task", "n", "DSC-AUC", "NSD-AUC", "final DSC", "final NSD"], rows,
+                     numeric=[False] + [True] * 5),
+            mk.paragraph("Means over the task's results, by the challenge script's rules: the AUC over the 5 click "
+                         "steps at unit steps (the box step left out; 4 is perfect), NSD at 2 mm taken as 0 where "
+                         "DSC <= 0.2, NSD with the npz's spacing as stored (docs/protocols.md).", note=True)]

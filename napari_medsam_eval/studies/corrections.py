@@ -29,11 +29,21 @@ def run_corrections(backend: SegmentationBackend, image: np.ndarray, kind: str, 
     truth = np.asarray(truth, bool)
     session = AnchoredSegmentation(backend, image, kind, rules=rules, case_id=case_id)
     passed(session.propagate(first, progress))
+    for anchor in protocol.extent_anchors(first, session.n_slices):  # a protocol that gives the z-extent
+        passed(session.correct(anchor, progress))
     scores = [score(session.mask)]
     start = int(first.slice_index) if kind == "video" else 0
     rng = np.random.default_rng(protocol.seed)
     how = correction_type(protocol.correction, backend)
     for _ in range(protocol.interactions):
+        if protocol.clicks_in_3d:  # the protocol places its own click (cvpr25-interactive)
+            fix = protocol.next_correction(session.mask, truth, session.anchors, int(first.target_label))
+            if fix is None:
+                scores.append(scores[-1])
+                continue
+            passed(session.correct(fix, progress))
+            scores.append(score(session.mask))
+            continue
         # a box-corrected model has had the best box a user can draw on an anchored slice: look elsewhere
         k = worst_slice(session.mask, truth, start, skip=session.anchors if how == "box" else ())
         if k is None:
