@@ -141,3 +141,37 @@ def test_a_litemedsam_run_prints_and_reports_the_challenge_scores(tmp_path, shar
     assert len(steps) == 6 and table.loc[0, "dsc_auc"] == pytest.approx(cvpr25.auc(steps), abs=1e-3)
     assert 0.0 <= table.loc[0, "dsc_auc"] <= 4.0
     assert "CVPR 2025 interactive scores" in (tmp_path / "run" / "report.md").read_text()
+
+
+def test_a_challenge_npz_is_read_with_its_boxes_and_clicks_and_its_boxes_are_the_prompts(tmp_path):
+    """The challenge's npz keeps its prompts as pickled dictionaries: read safely, and its stored box (not
+    one made again) is what the protocol gives the model."""
+    gts = np.zeros((6, 40, 40), np.uint8)
+    gts[1:5, 10:20, 12:22] = 1
+    stored = {"z_min": 1, "z_max": 4, "z_mid": 3, "z_mid_x_min": 9, "z_mid_y_min": 8, "z_mid_x_max": 25,
+              "z_mid_y_max": 23}
+    path = tmp_path / "CT_case.npz"
+    np.savez_compressed(path, imgs=np.zeros_like(gts), gts=gts, spacing=np.array([0.8, 0.8, 2.5]),
+                        boxes=[{k: np.int64(v) for k, v in stored.items()}], clicks=[{"fg": [[3, 15, 15]], "bg": []}])
+    case = read_case(path)
+    assert case.metadata["cvpr25_boxes"] == [stored]
+    assert case.metadata["clicks"] == [{"fg": [[3, 15, 15]], "bg": []}]
+    (prompt,) = build_protocol("cvpr25-interactive").prompts(case)
+    assert prompt.slice_index == 3 and list(prompt.boxes[0]) == [9, 8, 25, 23]
+    assert cvpr25.scoring_spacing(case) == (0.8, 0.8, 2.5)  # as stored, as the script passes it
+
+
+def test_an_npz_pickle_that_is_not_plain_data_is_refused(tmp_path):
+    import os
+
+    class Runs:
+        def __reduce__(self):
+            return (os.system, ("echo never",))
+
+    path = tmp_path / "bad.npz"
+    np.savez(path, imgs=np.zeros((3, 8, 8), np.uint8), boxes=np.array([Runs()], dtype=object))
+    with pytest.raises(Exception, match="does not unpickle"):
+        read_case(path)
+    np.savez(path, imgs=np.zeros((3, 8, 8), np.uint8), notes=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(Exception, match="'notes' holds pickled Python objects"):
+        read_case(path)

@@ -23,6 +23,7 @@ from ..core.case import Case, CaseKind
 from ..core.errors import DataError, GeometryMismatchError
 from .case_builder import check_kind, make_case, spacing_for_kind
 from .formats import require_file, strip_suffix
+from .npz_objects import PROMPT_KEYS, challenge_boxes, plain, read_object_array
 from .sizes import check_npz_sizes
 from .validation import plain_numbers, plain_shape, to_label_array
 
@@ -55,9 +56,22 @@ def load_npz(path: str | Path) -> dict[str, np.ndarray]:
     try:
         check_npz_sizes(path)
         with np.load(path, allow_pickle=False) as data:
-            return {key: data[key] for key in data.files}
+            arrays, objects = {}, []
+            for key in data.files:
+                try:
+                    arrays[key] = data[key]
+                except ValueError as error:
+                    if "allow_pickle" not in str(error):
+                        raise
+                    objects.append(key)
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as error:
         raise DataError(f"cannot be read as an npz archive ({type(error).__name__}: {error})", path) from None
+    for key in objects:  # the challenge's pickled prompts, read safely; any other pickle refused
+        if key not in PROMPT_KEYS:
+            raise DataError(f"array '{key}' holds pickled Python objects, which are not read (only the "
+                            f"challenge's prompt keys {', '.join(PROMPT_KEYS)} are)", path)
+        arrays[key] = read_object_array(path, key)
+    return arrays
 
 
 def _npz_kind(imgs: np.ndarray, gts: np.ndarray | None, requested: CaseKind | None, path: Path) -> CaseKind:
@@ -133,8 +147,15 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
     if "spacing" in geometry:
         metadata["spacing_xyz"] = geometry["spacing"]
     metadata["spacing_unit"] = "mm" if "spacing" in geometry else "pixel"
-    if "boxes" in data:
-        metadata["boxes"] = np.asarray(data["boxes"])
+    if "boxes" in data or "bbox" in data:
+        boxes = data["boxes"] if "boxes" in data else data["bbox"]
+        challenge = challenge_boxes(boxes)
+        if challenge is not None:  # CVPR 2025: one box dictionary per class (the cvpr25-interactive protocol)
+            metadata["cvpr25_boxes"] = challenge
+        else:
+            metadata["boxes"] = np.asarray(boxes)
+    if "clicks" in data:
+        metadata["clicks"] = plain(data["clicks"])
     if label is not None:
         metadata["label_path"] = str(path)
     metadata["npz_keys"] = sorted(data)

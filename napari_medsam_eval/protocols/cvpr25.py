@@ -124,15 +124,33 @@ class CVPR25Protocol(CorrectionsProtocol):
         if isinstance(self.box_seed, bool) or int(self.box_seed) != self.box_seed or self.box_seed < 0:
             raise InputError(f"{self.name}: box_seed must be a whole number >= 0, got {self.box_seed!r}")
 
+    def prompts(self, source: Any, kind: str | None = None, target_labels: Any = None,
+                targets: Any = None) -> list[Prompt]:
+        """The challenge's boxes: those an npz stores (``boxes``, one per class in label order: the case's
+        ``metadata["cvpr25_boxes"]``) for the targets that are one of its labels, else made (module doc)."""
+        metadata = getattr(source, "metadata", None) or {}
+        label_map = getattr(source, "label", None)
+        stored = metadata.get("cvpr25_boxes")
+        self._stored = {}
+        if stored and label_map is not None:
+            present = [int(v) for v in np.unique(label_map) if v != 0]
+            self._stored = dict(zip(present, stored))
+        try:
+            return super().prompts(source, kind, target_labels, targets)
+        finally:
+            self._stored = {}
+
     def _prompts(self, target: Any) -> list[Prompt]:
         rng = np.random.RandomState(int(self.box_seed))  # one per case, its targets in order (module doc)
-        return [self._box_prompt(target.mask(lab), lab, rng) for lab in target.labels]
+        return [self._box_prompt(target.mask(lab), lab, rng, lab not in target.masks) for lab in target.labels]
 
-    def _box_prompt(self, mask: np.ndarray, target_label: int, rng: np.random.RandomState) -> Prompt:
+    def _box_prompt(self, mask: np.ndarray, target_label: int, rng: np.random.RandomState,
+                    own_label: bool = True) -> Prompt:
         mask = np.asarray(mask) != 0
         if not mask.any():
             return empty_prompt(self.name, target_label)
-        box = challenge_box(mask, rng)
+        stored = getattr(self, "_stored", {}).get(int(target_label)) if own_label else None
+        box = dict(stored) if stored is not None else challenge_box(mask, rng)
         plane = (box["z_mid_x_min"], box["z_mid_y_min"], box["z_mid_x_max"], box["z_mid_y_max"])
         return Prompt(target_label=target_label, slice_index=box["z_mid"], boxes=[plane], protocol=self.name,
                       info={"cvpr25_box": box, "z_range": [box["z_min"], box["z_max"]], "margin": 0})
