@@ -175,3 +175,15 @@ def test_an_npz_pickle_that_is_not_plain_data_is_refused(tmp_path):
     np.savez(path, imgs=np.zeros((3, 8, 8), np.uint8), notes=np.array([{"a": 1}], dtype=object))
     with pytest.raises(Exception, match="'notes' holds pickled Python objects"):
         read_case(path)
+
+
+def test_run_takes_the_engine_as_an_option_of_its_own(tmp_path, capsys):
+    from napari_medsam_eval.cli import main
+
+    dataset = Path(__file__).resolve().parents[1] / "sample_data" / "phantom_2d"
+    assert main(["run", str(dataset), "--model", "box", "--engine", "torch", "--out", str(tmp_path / "a"),
+                 "--quiet", "--no-report"]) == 2
+    assert "--engine torch applies to --model litemedsam only" in capsys.readouterr().err
+    assert main(["run", str(dataset), "--engine", "torch", "--model-options", '{"engine": "openvino"}',
+                 "--out", str(tmp_path / "b"), "--quiet", "--no-report"]) == 2
+    assert "disagree" in capsys.readouterr().err

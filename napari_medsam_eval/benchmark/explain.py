@@ -31,7 +31,7 @@ from ..core.prompt import prompts_from_json
 from ..evaluation.error_parts import PARTS
 from ..studies.counterfactuals import VARIANTS, Counterfactual, counterfactuals
 from .config import RunConfig
-from .files import MANIFEST_FILE
+from .files import EXPLAIN_FILE, EXPLAIN_FOLDER, MANIFEST_FILE
 from .manifest import check_run_folder, inputs_sha256
 from .open_row import run_dataset
 from .prediction_files import prediction_suffix, safe_file_stem
@@ -39,9 +39,8 @@ from .run_lock import RunLock
 from .schema import STATUS_OK, row_target
 from .store import _atomic_write, load_table
 
-#: the table explain writes beside the results, and the folder of its masks
-EXPLAIN_FILE = "explain.csv"
-MASK_FOLDER = "explain"
+#: the table explain writes beside the results, and the folder of its masks (named in .files)
+MASK_FOLDER = EXPLAIN_FOLDER
 #: a reproduced DSC this far from the run's is told (the model or its engine changed)
 REPRODUCED_TOLERANCE = 1e-3
 #: the columns of explain.csv before the variants'

@@ -9,6 +9,9 @@ CSV_FILE = "results.csv"
 PARQUET_FILE = "results.parquet"
 #: every lesion of the lesion-by-lesion targets, one row each (written when a run ends, when there is one)
 LESIONS_FILE = "lesions.csv"
+#: ``medsam-eval explain``'s table (each result with one stage made perfect) and the folder of its masks
+EXPLAIN_FILE = "explain.csv"
+EXPLAIN_FOLDER = "explain"
 #: the run's settings and status (what ``--resume`` compares)
 MANIFEST_FILE = "manifest.json"
 #: what the run did, line by line
@@ -16,4 +19,4 @@ LOG_FILE = "run.log"
 #: the lock a run holds on its folder
 LOCK_FILE = ".run.lock"
 
-__all__ = ["CSV_FILE", "LESIONS_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]
+__all__ = ["CSV_FILE", "EXPLAIN_FILE", "EXPLAIN_FOLDER", "LESIONS_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]

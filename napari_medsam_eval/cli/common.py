@@ -172,6 +172,29 @@ def precision_option(args: argparse.Namespace, model: str | None, options: dict[
     return {} if precision == "fp32" else {"precision": precision}
 
 
+def add_engine_argument(parser: argparse.ArgumentParser) -> None:
+    from ..core.options import ENGINE_CHOICES
+
+    parser.add_argument("--engine", choices=ENGINE_CHOICES,
+                        help="litemedsam only: the image encoder's engine (default auto: OpenVINO where it loads, "
+                             "else torch); the official-script mode is exact with torch (docs/protocols.md)")
+
+
+def engine_option(args: argparse.Namespace, model: str | None, options: dict[str, Any]) -> dict[str, Any]:
+    """The model option of ``--engine`` (empty when not given): LiteMedSAM only; it must agree with an
+    ``engine`` in ``--model-options``."""
+    from ..core.errors import OptionError
+
+    engine = getattr(args, "engine", None)
+    if engine is None:
+        return {}
+    if (model or "litemedsam") != "litemedsam":
+        raise OptionError(f"--engine {engine} applies to --model litemedsam only, not {model}")
+    if options.get("engine", engine) != engine:
+        raise OptionError(f"--engine {engine} and --model-options engine {options['engine']!r} disagree: give one")
+    return {"engine": engine}
+
+
 def check_calibration_apart(options: dict[str, Any], inputs: list[Any]) -> None:
     """With ``precision`` int8: refuse inputs (files or folders) that are the calibration set's data, before any work."""
     if options.get("precision") != "int8":

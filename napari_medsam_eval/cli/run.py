@@ -23,9 +23,9 @@ from ..benchmark.files import CSV_FILE
 from ..datasets import available_layouts
 from ..core.glossary import TERMS
 from ..core.intensity import INTENSITY_MODES
-from .common import (add_embeddings_argument, add_precision_argument, add_targets_argument, embeddings_option,
-                     json_options, lesion_option, non_negative_float, positive_int, precision_option,
-                     propagation_option, seed_int, targets_option)
+from .common import (add_embeddings_argument, add_engine_argument, add_precision_argument, add_targets_argument,
+                     embeddings_option, engine_option, json_options, lesion_option, non_negative_float, positive_int,
+                     precision_option, propagation_option, seed_int, targets_option)
 from .commands import command_help
 from ..core.errors import InputError
 
@@ -48,6 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model-options", metavar="JSON", help="extra backend options as JSON")
     add_embeddings_argument(parser)
     add_precision_argument(parser)
+    add_engine_argument(parser)
     parser.add_argument("--checkpoint", type=Path, help="model checkpoint (default: the model's shipped weights)")
     parser.add_argument("--device", help="cpu, cuda, cuda:N, mps or auto (default: the model's choice)")
     parser.add_argument("--workers", type=positive_int, default=1,
@@ -163,6 +164,7 @@ def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
 def run(args: argparse.Namespace) -> int:
     model_options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args)}
     model_options.update(precision_option(args, args.model, model_options))
+    model_options.update(engine_option(args, args.model, model_options))
     if args.checkpoint is not None:
         model_options["checkpoint"] = str(args.checkpoint)
     if args.device:

@@ -31,6 +31,7 @@ from ..core.errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
 from ..evaluation.error_parts import PART_COLUMNS, parts_text
+from ..evaluation.conventions import CONVENTIONS, convention_scores
 from ..evaluation.metrics import compute_label_metrics
 from ..core.targets import Target, check_targets, labels_of, parse_targets
 from ..evaluation.lesions import LesionRule, match_lesions
@@ -57,6 +58,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="how the pair is scored, as `run` scores it: a video's NSD and HD95 per frame (default: "
                              "a video when either is a frame folder or a video file, a 2D map an image, else a volume)")
     out = parser.add_mutually_exclusive_group()
+    parser.add_argument("--metrics-convention", choices=CONVENTIONS, default=CONVENTIONS[0],
+                        help="compute DSC, IoU, NSD and HD95 as this tool does (medsam-eval: surface-distance's), "
+                             "as MONAI does, or as the CVPR 2024/2025 challenge scripts do (docs/metrics.md; "
+                             "default medsam-eval)")
     out.add_argument("--json", action="store_true", help="print JSON")
     out.add_argument("--csv", action="store_true", help="print CSV")
     parser.set_defaults(func=run)
@@ -145,7 +150,8 @@ def pair_kind(pred: LabelFile, gt: LabelFile, kind: str | None = None) -> str:
 
 def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
                 labels: list[int] | None = None, kind: str | None = None,
-                targets: list[str | Target] | None = None, lesions: LesionRule | None = None) -> list[dict]:
+                targets: list[str | Target] | None = None, lesions: LesionRule | None = None,
+                convention: str = CONVENTIONS[0]) -> list[dict]:
     """One row per label (or per target: ``targets`` as ``run --targets`` takes them, each target's mask in
     both maps the labels it unites; a lesion-by-lesion target's row has its lesions): the metrics of
     ``pred_path`` against ``gt_path``, scored as ``run`` scores a case of the pair's kind (:func:`pair_kind`;
@@ -165,11 +171,16 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     spacing = label_spacing(gt, pred).values
     kind = pair_kind(pred, gt, kind)
     names = {**declared, **pred.info.get("label_names", {}), **gt.info.get("label_names", {})}
+    if convention != CONVENTIONS[0] and kind == "video":
+        raise MedsamEvalError(f"--metrics-convention {convention}: a video is scored frame by frame here; the "
+                              "conventions are for images and volumes")
     if targets:
         chosen = parse_targets(targets, names)
         check_targets(chosen, (set(np.unique(gt.array).tolist()) | set(declared)) - {0}, f"the ground truth ({gt_path.name})")
-        return [_target_row(target, pred.array, gt.array, spacing, kind, tolerance_mm, lesions or LesionRule())
+        rows = [_target_row(target, pred.array, gt.array, spacing, kind, tolerance_mm, lesions or LesionRule())
                 for target in chosen]
+        return [_by_convention(row, t.mask(pred.array), t.mask(gt.array), spacing, tolerance_mm, convention)
+                for row, t in zip(rows, chosen)]
     if labels:
         present = (set(np.unique(pred.array).tolist()) | set(np.unique(gt.array).tolist())) - {0}
         absent = [v for v in labels if v != 0 and v not in present]
@@ -179,7 +190,17 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
                             f"{', '.join(str(v) for v in sorted(present)) or 'none'}): nothing to score", gt_path)
     per_label = compute_label_metrics(pred.array, gt.array, spacing[1:] if kind == "video" else spacing,
                                       labels=labels, tolerance_mm=tolerance_mm, kind=kind)
-    return [{"label": value, "name": names.get(value, ""), "kind": kind, **metrics} for value, metrics in per_label.items()]
+    return [_by_convention({"label": value, "name": names.get(value, ""), "kind": kind, **metrics},
+                           pred.array == value, gt.array == value, spacing, tolerance_mm, convention)
+            for value, metrics in per_label.items()]
+
+
+def _by_convention(row: dict, pred: np.ndarray, gt: np.ndarray, spacing: tuple, tolerance_mm: float,
+                   convention: str) -> dict:
+    """``row`` with DSC, IoU, NSD and HD95 as ``convention`` computes them (:mod:`..evaluation.conventions`)."""
+    if convention == CONVENTIONS[0]:
+        return row
+    return {**row, **convention_scores(pred, gt, spacing, tolerance_mm, convention), "metrics_convention": convention}
 
 
 def _target_row(target: Target, pred: np.ndarray, gt: np.ndarray, spacing: tuple, kind: str, tolerance_mm: float,
@@ -232,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
               "not how well a target was found", file=sys.stderr)
     options = lesion_option(args)
     rows = score_files(args.pred, args.gt, args.tolerance_mm, args.labels, args.kind, targets=args.targets,
-                       lesions=LesionRule(**options) if options else None)
+                       lesions=LesionRule(**options) if options else None, convention=args.metrics_convention)
     for row in rows:
         if str(row["label"]) != "0" and int(row["pred_voxels"]) == 0:
             print(f"warning: label {row['label']}: the prediction is empty", file=sys.stderr)
@@ -247,6 +268,7 @@ def run(args: argparse.Namespace) -> int:
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())
     else:
-        print(f"NSD tolerance {args.tolerance_mm} mm")
+        convention = "" if args.metrics_convention == CONVENTIONS[0] else f"; metrics as {args.metrics_convention} computes them"
+        print(f"NSD tolerance {args.tolerance_mm} mm{convention}")
         print(format_table(rows, unit="frames" if rows and rows[0]["kind"] == "video" else "slices"))
     return 0

@@ -30,6 +30,8 @@ from .errors import OptionError
 #: the values the ``--device`` option / ``device=`` builder argument accepts (here, not beside the device
 #: code, so that a form lists them without importing torch)
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+#: LiteMedSAM's image-encoder engines (the ``engine`` model option; ``--engine``)
+ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
 #: the largest seed: what a results table's integer column (int64) and numpy's generators both hold
 MAX_SEED = 2**63 - 1
 from .errors import InputError

@@ -45,8 +45,7 @@ from .litemedsam_exports import (  # noqa: F401 - re-exported: the precision mod
     cached_export, export_counts, export_key, first_line, publish_export, unwritable_cache, verified_or_made)
 from .litemedsam_fingerprint import fingerprint_mismatch, manifest_fingerprint
 
-#: the ``engine`` option's values
-ENGINE_CHOICES = ("auto", "torch", "openvino", "onnxruntime")
+from ..core.options import ENGINE_CHOICES  # noqa: E402 - the ``engine`` option's values, defined with the CLI's choices
 
 
 class EngineUnavailableError(MedsamEvalError, ImportError):
