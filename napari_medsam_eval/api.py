@@ -3,7 +3,9 @@
 Every name here is stable until its change is named in the CHANGELOG (``tests/test_public_api.py`` locks
 each one's signature); everything else in the package is internal. Importing this module loads nothing
 heavy (no numpy, torch, napari or Qt): each function imports what it needs when called, and the classes
-(:class:`Prompt`, :class:`Session`, :class:`RunConfig`) are imported on first use (PEP 562).
+(:class:`Prompt`, :class:`Session`, :class:`RunConfig`, :class:`Target`, and the types the functions return:
+:class:`Case`, :class:`Spacing`, :class:`PropagationResult`, :class:`SegmentResult`,
+:class:`SegmentationBackend`) are imported on first use (PEP 562). ``dir(api)`` lists the public names only.
 
 >>> from napari_medsam_eval import api
 >>> case = api.read_case("sample_data/phantom_ct/image.nii.gz", "sample_data/phantom_ct/label.nii.gz")
@@ -29,23 +31,34 @@ if TYPE_CHECKING:  # for the annotations only: nothing heavy is imported at run 
     from .core.prompt import Prompt
     from .core.targets import Target
     from .evaluation.lesions import LesionResult
-    from .models.base import SegmentationBackend
+    from .evaluation.pair_scores import PairScores
+    from .models.base import SegmentationBackend, SegmentResult
+    from .propagation.segment import PropagationResult
     from .session.session import Session
 
 __all__ = [
+    "Case",
+    "PairScores",
     "Prompt",
+    "PropagationResult",
     "RunConfig",
+    "SegmentResult",
+    "SegmentationBackend",
     "Session",
+    "Spacing",
     "Target",
     "build_model",
+    "explain_run",
     "lesion_table",
     "load_table",
     "match_lesions",
     "open_session",
     "protocol_prompts",
     "read_case",
+    "report",
     "run_benchmark",
     "score_pair",
+    "write_mask",
 ]
 
 #: the classes, each from the module that defines it, imported on first use
@@ -54,6 +67,12 @@ _CLASSES: dict[str, str] = {
     "Session": "napari_medsam_eval.session.session",
     "RunConfig": "napari_medsam_eval.benchmark.config",
     "Target": "napari_medsam_eval.core.targets",
+    "Case": "napari_medsam_eval.core.case",
+    "Spacing": "napari_medsam_eval.core.case",
+    "PropagationResult": "napari_medsam_eval.propagation.segment",
+    "SegmentResult": "napari_medsam_eval.models.base",
+    "SegmentationBackend": "napari_medsam_eval.models.base",
+    "PairScores": "napari_medsam_eval.evaluation.pair_scores",
 }
 
 
@@ -65,7 +84,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names only (``dir(api)``, a notebook's completion): not the imports this module uses."""
+    return sorted(__all__)
 
 
 def read_case(image_path: str | Path, label_path: str | Path | None = None, *, kind: str | None = None,
@@ -114,6 +134,7 @@ def protocol_prompts(source: Case | np.ndarray, protocol: str = "medsam2", *,
     protocol's (``seed``, ``margin``, ...). ``target_labels`` default to every label present; ``targets``
     replace them with :class:`Target` objects or their text (``"liver=1,3"``: a region uniting labels,
     ``"lesion=1:lesions"``: one prompt per lesion), each prompt's ``target_label`` the target's ``key``.
+    A label ``source`` does not hold is refused (an ``InputError`` saying which labels it holds).
     A hand-made prompt is a :class:`Prompt`.
 
     Example::
@@ -124,10 +145,11 @@ def protocol_prompts(source: Case | np.ndarray, protocol: str = "medsam2", *,
     """
     from .core.targets import parse_targets
     from .protocols import build_protocol
+    from .protocols.base import check_labels_held
 
+    check_labels_held(source, target_labels)
     return build_protocol(protocol, **options).prompts(
-        source, kind=kind, target_labels=None if target_labels is None else [int(v) for v in target_labels],
-        targets=parse_targets(targets) if targets is not None else None)
+        source, kind=kind, target_labels=target_labels, targets=parse_targets(targets) if targets is not None else None)
 
 
 def open_session(case: Case, model: SegmentationBackend | str = "litemedsam", **model_options: Any) -> Session:
@@ -155,13 +177,14 @@ def open_session(case: Case, model: SegmentationBackend | str = "litemedsam", **
 
 
 def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
-               tolerance_mm: float | None = None, prompt_slice: int | None = None) -> dict[str, float | str]:
+               tolerance_mm: float | None = None, prompt_slice: int | None = None) -> PairScores:
     """Score a binary prediction against a binary truth: the one scorer ``medsam-eval score`` and ``run`` use.
 
-    Gives ``dice``, ``iou``, ``nsd`` (at ``tolerance_mm``, default 2 mm), ``hd95``, both voxel counts, and why
+    Gives a :class:`PairScores` (fields, ``.to_dict()``, a one-line repr; ``scores["dice"]`` works too):
+    ``dice``, ``iou``, ``nsd`` (at ``tolerance_mm``, default 2 mm), ``hd95``, both voxel counts (ints), and why
     it missed: the error split into parts adding up to ``1 - dice`` (``error_leak``, ``error_missed_slices``,
-    ``error_off_target``, ``error_over``, ``error_under``), the ``dominant_error`` and its ``error_slices``;
-    ``prompt_slice_dice`` when ``prompt_slice`` is given. ``spacing`` is a case's ``spacing`` (a ``Spacing``, which
+    ``error_off_target``, ``error_over``, ``error_under``), the ``dominant_error`` and its ``error_slices`` (a
+    dict: each part's slice ranges); ``prompt_slice_dice`` when ``prompt_slice`` is given (else NaN). ``spacing`` is a case's ``spacing`` (a ``Spacing``, which
     says its axis order; a video's frame ``y, x`` are taken from a case's), or a bare sequence only when its
     values are equal. Refused with an ``InputError`` (a ``MedsamEvalError`` and a ``ValueError``), as the CLI
     refuses them in files: NaN or infinite values, values other than 0 and 1 (a label map: take one target),
@@ -170,15 +193,16 @@ def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | S
     Example::
 
         scores = score_pair(result.mask, case.label == 2, case.kind, case.spacing, prompt_slice=22)
-        scores["dice"], scores["dominant_error"]
+        scores.dice, scores.dominant_error, scores.error_slices    # or scores["dice"]
     """
     from .evaluation.metrics import array_spacing, binary_mask, score_pair as score
+    from .evaluation.pair_scores import PairScores
     from .evaluation.surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM, as_mask_pair
 
     pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
     values = array_spacing(spacing, kind, pred.ndim)
     tolerance = LITEMEDSAM_NSD_TOLERANCE_MM if tolerance_mm is None else tolerance_mm
-    return score(pred, gt, kind, values, tolerance, prompt_slice)
+    return PairScores.from_row(score(pred, gt, kind, values, tolerance, prompt_slice))
 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
@@ -204,35 +228,74 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing 
     return match_components(pred, gt, values, kind, LesionRule(match, threshold, small_ml, large_ml))
 
 
-def run_benchmark(config: RunConfig, *, progress: Callable[[int, int, list], Any] | None = None,
+def run_benchmark(config: RunConfig, *, progress: Callable[[int, int, list], Any] | bool | None = None,
                   cancel: threading.Event | None = None) -> pd.DataFrame:
     """Run a benchmark as ``medsam-eval run`` does: every case of ``config.dataset`` segmented by
     ``config.model`` from ``config.protocol``'s prompts, into the run folder ``config.out_dir``.
-    Returns its table (one row per case and target). ``progress(done, total, rows)`` is called before the
-    first case and after each; returning False stops the run; so does setting ``cancel``.
+    Returns its table (one row per case and target) as :func:`load_table` gives it. ``progress=True`` draws a
+    progress bar (tqdm's: a widget in a notebook); a callback ``progress(done, total, rows)`` is called before
+    the first case and after each; returning False stops the run; so does setting ``cancel``.
 
     Example::
 
         config = RunConfig("sample_data/phantom_2d", "runs/phantom", model="litemedsam", protocol="medsam2")
-        table = run_benchmark(config, progress=lambda done, total, rows: print(f"{done}/{total}"))
+        table = run_benchmark(config, progress=True)       # or progress=lambda done, total, rows: ...
     """
+    from .benchmark.parsed_table import parsed_table
     from .benchmark.runner import run_benchmark as run
+    from .core.progress import progress_callback
 
-    return run(config, progress=progress, cancel=cancel)
+    callback, bar = progress_callback(progress, "cases", "case")
+    try:
+        return parsed_table(run(config, progress=callback, cancel=cancel))
+    finally:
+        if bar is not None:
+            bar.close()
 
 
-def load_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
-    """The typed table of a run folder (or of one results file), each column of the run schema with its dtype;
-    ``lenient`` skips (and counts) rows that fail the checks instead of refusing the table.
+def explain_run(run: str | Path, *, cases: Sequence[str] | None = None, limit: int | None = None,
+                save_masks: bool | None = None, progress: Callable[[int, int, str], Any] | None = None,
+                cancel: threading.Event | None = None) -> pd.DataFrame:
+    """What would fix each result of a finished run, as ``medsam-eval explain`` does: every scored result
+    segmented again by the run's model and prompts with one stage made perfect (``oracle_extent``: the
+    true first and last slice, no stop rule; ``oracle_prompt_slice``: the prompt on the object's largest
+    slice; ``oracle_box``: the true box on every slice, the model's ceiling). Returns ``explain.csv``'s table
+    (one row per case and target: ``dice_run``, and per variant ``dice_<variant>``, ``gain_<variant>``,
+    ``dominant_<variant>``, ``parts_<variant>``, ``note_<variant>`` where it does not apply,
+    ``mask_<variant>`` when masks are saved: by default when the run saved its predictions). Resumable:
+    a result explained before is not run again. ``progress(done, total, case_id)``; False or ``cancel`` stop.
+
+    Example::
+
+        table = explain_run("runs/hippocampus", limit=2)
+        table.groupby("task")[["dice_run", "dice_oracle_extent", "dice_oracle_box"]].median()
+    """
+    from .benchmark.explain import explain_run as explain
+
+    return explain(run, cases=list(cases) if cases is not None else None, limit=limit, save_masks=save_masks,
+                   progress=progress, cancel=cancel)
+
+
+def load_table(run: str | Path, lenient: bool = False, *, parsed: bool = True) -> pd.DataFrame:
+    """The typed table of a run folder (or of one results file), one row per case and target, each column of
+    the run schema with its dtype (the From Python page lists them): numbers ``float64``, counts nullable
+    ``Int64``; with ``parsed`` (the default) the columns the folder stores as JSON text are Python objects:
+    ``slice_dice`` (and ``slice_scores``, ``dice_after``, ``nsd_after``, ``sens_dice``) a float array per row,
+    NaN where both masks are empty; ``prompt``, ``stops``, ``notes``, ``lesions`` lists; ``attributes`` and
+    ``error_slices`` dicts. ``parsed=False`` keeps the text, as the run folder stores it. ``lenient`` skips
+    (and counts) rows that fail the checks instead of refusing the table.
 
     Example::
 
         table = load_table("runs/phantom")
         table.groupby("target_label")["dice"].describe()
+        plt.plot(table.loc[0, "slice_dice"])        # the first row's DSC per slice, NaN off the object
     """
+    from .benchmark.parsed_table import parsed_table
     from .benchmark.store import load_table as load
 
-    return load(run, lenient)
+    table = load(run, lenient)
+    return parsed_table(table) if parsed else table
 
 
 def lesion_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
@@ -248,4 +311,61 @@ def lesion_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
     """
     from .benchmark.lesion_table import lesion_table as table_of
 
-    return table_of(load_table(run, lenient))
+    return table_of(load_table(run, lenient, parsed=False))
+
+
+def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: int = 1,
+               overwrite: bool = False) -> Path:
+    """Write ``mask`` (a bool mask of ``case``'s spatial shape, or an integer label map) to ``path`` with the
+    case's geometry (spacing, origin, direction: a mask that lies on its image in any viewer), as
+    ``medsam-eval segment --out`` writes it: NIfTI (``.nii.gz``, ``.nii``), NRRD, MetaImage (``.mha``,
+    ``.mhd``), a MedSAM ``.npz`` (``segs`` with ``spacing``, ``origin``, ``direction``) or a 2D image's PNG.
+    A bool mask is written as ``label_value``. The file is read back and checked before it replaces anything;
+    a file medsam-eval did not write (or that changed since) is not replaced unless ``overwrite``, nor is the
+    case's own image or label, nor a file inside a dataset folder. Returns the path.
+
+    Example::
+
+        write_mask(case, result.mask, "kidney_mask.nii.gz")
+        api.read_case("kidney_mask.nii.gz").spacing == case.spacing     # True: the geometry went with it
+    """
+    import numpy
+
+    from .core.errors import DataError, InputError
+    from .core.ledger import record_written
+    from .core.ownership import check_may_write
+    from .datasets.dataset_roots import dataset_holding
+    from .io import write_mask as write
+
+    try:
+        check_may_write(path, overwrite=overwrite, option="write_mask's path", dataset=dataset_holding(path))
+    except DataError as error:
+        raise DataError(error.problem.replace("--overwrite", "overwrite=True"), error.path) from None
+    labels = numpy.asarray(mask)
+    if labels.dtype == bool:
+        if isinstance(label_value, bool) or not 0 < int(label_value) < 2**31:
+            raise InputError(f"label_value must be a whole number from 1, got {label_value!r}")
+        labels = labels.astype(numpy.uint8 if label_value < 256 else numpy.int32)
+        labels *= int(label_value)  # in place: one copy
+    written = write(labels, path, case)
+    record_written(written.parent, [written.name])  # ours now: writing it again needs no overwrite
+    return written
+
+
+def report(run: str | Path, *, out_dir: str | Path | None = None, worst_k: int = 5,
+           attributes: Sequence[str] | None = None, lenient: bool = False, overwrite: bool = False) -> Path:
+    """Write a run folder's report, as ``medsam-eval report`` (and the end of ``medsam-eval run``) writes it:
+    ``report.md``, ``report.html``, ``task_summary.csv`` and ``figures/`` in the run folder (or ``out_dir``).
+    ``worst_k`` worst cases per task are shown; ``attributes`` split the task table (default: every case
+    attribute with 2-8 values); ``lenient`` skips bad rows rather than refusing the table; ``overwrite``
+    replaces report files in ``out_dir`` that medsam-eval did not write. Returns the path of ``report.md``.
+
+    Example::
+
+        table = run_benchmark(config, progress=True)
+        path = report(config.out_dir)            # runs/phantom/report.md, with report.html beside it
+    """
+    from .report import write_report
+
+    return write_report(run, worst_k=worst_k, attributes=attributes, out_dir=out_dir, lenient=lenient,
+                        overwrite=overwrite)

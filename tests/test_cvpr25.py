@@ -187,3 +187,14 @@ def test_run_takes_the_engine_as_an_option_of_its_own(tmp_path, capsys):
     assert main(["run", str(dataset), "--engine", "torch", "--model-options", '{"engine": "openvino"}',
                  "--out", str(tmp_path / "b"), "--quiet", "--no-report"]) == 2
     assert "disagree" in capsys.readouterr().err
+
+
+def test_the_official_script_mode_runs_the_script_s_engine_unless_told():
+    from napari_medsam_eval.benchmark.config import RunConfig
+    from napari_medsam_eval.benchmark.runner import official_engine
+
+    official = RunConfig("data", "out", protocol="litemedsam-3dbox")
+    assert official_engine(official).model_options == {"engine": "torch"}
+    told = official.replace(model_options={"engine": "openvino"})
+    assert official_engine(told).model_options == {"engine": "openvino"}
+    assert official_engine(RunConfig("data", "out")).model_options == {}

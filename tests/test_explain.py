@@ -171,3 +171,34 @@ def test_explain_through_the_console_script_on_a_hippocampus_run(tmp_path, share
     again = pd.read_csv(run_dir / "explain.csv")
     assert (again["encoder_calls"] == 0).all()  # every slice the variants need is in the store now
     assert np.allclose(again["dice_oracle_extent"], table["dice_oracle_extent"])
+
+
+def test_the_true_extent_goes_on_from_the_run_with_the_same_mask_and_fewer_model_calls():
+    """Continued from the run's result (its mask, where each direction stopped), the true extent is the mask a
+    walk made again gives, and the model looks only at the slices past the run's stops."""
+    from napari_medsam_eval.propagation.segment import segment_prompts as segment
+    from napari_medsam_eval.studies.counterfactuals import extent_from_run, extent_mask, object_masks
+
+    label = np.zeros((20, 48, 48), dtype=np.uint8)
+    image = np.zeros((20, 48, 48), dtype=np.uint8)
+    for z in range(4, 16):
+        disc = _disc((48, 48), (24, 24), 8)
+        label[z][disc] = 1
+        image[z][disc] = 200 if z < 14 else 120
+    case = _case(image, label)
+    protocol = build_protocol("medsam2", seed=0)
+    prompts = protocol.prompts(case)
+    backend = BrightInBox()
+    run = segment(backend, image, "volume", prompts, case_id="built")
+    stops = [s.to_dict() for s in run.record.stops]
+    gt = label == 1
+    (obj,) = object_masks(gt, prompts)
+    backend.cache.clear()
+    backend.encoded.clear()
+    again = extent_mask(backend, image, case, prompts, [obj], None, "built")
+    walked = len(backend.encoded)
+    backend.cache.clear()
+    backend.encoded.clear()
+    continued = extent_from_run(backend, image, case, prompts[0], obj, run.mask, stops, None, "built")
+    assert np.array_equal(continued, again) and np.array_equal(continued, gt)
+    assert backend.encoded == [("built", 14), ("built", 15)] and walked > 2  # only the slices past the stop

@@ -430,7 +430,7 @@ def test_box_jitter_depends_on_case_not_on_order():
 
 def test_registry_names_options_and_errors():
     assert set(PROTOCOLS) == {"medsam2", "medsam2-recist", "corrections", "litemedsam-3dbox", "mazurowski", "iterative-points",
-                              "box-jitter", "replay"}
+                              "box-jitter", "replay", "cvpr25-interactive"}
     for name, cls in PROTOCOLS.items():
         protocol = build_protocol(name)
         assert isinstance(protocol, cls) and protocol.name == name

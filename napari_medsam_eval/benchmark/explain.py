@@ -234,8 +234,9 @@ def _explain_target(run: _Run, backend: Any, protocol: Any, case: Any, image: np
         gt = target.mask(case.label)
         asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
         out.update(_check_prompt_slice(backend, image, case, asked, gt, row, run.config.protocol))
+        run_mask, run_stops = _run_result(run.run_dir, row, case, target)
         found = counterfactuals(backend, image, case, gt, prompts, protocol, rules=run.config.propagation,
-                                variants=variants, progress=progress)
+                                variants=variants, progress=progress, run_mask=run_mask, run_stops=run_stops)
     except Cancelled:
         raise
     except Exception as error:  # noqa: BLE001 - one target's failure is its own row
@@ -248,6 +249,25 @@ def _explain_target(run: _Run, backend: Any, protocol: Any, case: Any, image: np
     if calls is not None:
         out["encoder_calls"] = int(backend.encoder_calls - calls)
     return out
+
+
+def _run_result(run_dir: Path, row: Any, case: Any, target: Any) -> tuple[np.ndarray | None, list[dict]]:
+    """The run's saved mask of the row's target and its ``stops`` (the true extent goes on from them, not
+    walking again); (None, []) when the run saved no prediction, or for a corrections run (its result is
+    not one walk)."""
+    from ..evaluation.mask_comparison import binary_target
+    from .open_row import read_prediction
+
+    if str(getattr(row, "protocol", "")) in ("corrections", "cvpr25-interactive", "litemedsam-3dbox"):
+        return None, []
+    prediction, _note = read_prediction(run_dir, row._asdict(), case)
+    if prediction is None:
+        return None, []
+    try:
+        stops = json.loads(row.stops) if isinstance(row.stops, str) and row.stops else []
+    except ValueError:
+        return None, []
+    return binary_target(prediction, target.labels, binary_fallback=True), [s for s in stops if isinstance(s, dict)]
 
 
 def _check_prompt_slice(backend: Any, image: np.ndarray, case: Any, asked: list, gt: np.ndarray, row: Any,

@@ -175,6 +175,14 @@ def _check_model_protocol(protocol: str, backend: Any) -> None:
                              f"model 'litemedsam', not {getattr(backend, 'name', backend)!r}")
 
 
+def official_engine(config: RunConfig) -> RunConfig:
+    """The official-script mode (``litemedsam-3dbox``) with LiteMedSAM runs the script's engine, torch, unless the
+    run names one: OpenVINO's sums, ordered otherwise, can flip a voxel whose logit sits at 0 (docs/protocols.md)."""
+    if config.protocol == "litemedsam-3dbox" and config.model == "litemedsam" and "engine" not in config.model_options:
+        return config.replace(model_options={**config.model_options, "engine": "torch"})
+    return config
+
+
 def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProgress | None = None,
                   steps: StepProgress | None = None, cancel: threading.Event | None = None,
                   progress_bar: bool = False, **options: Any) -> pd.DataFrame:
@@ -211,7 +219,7 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
             check_name_encoding(path)
     _check_targets(config, layout_obj)
     protocol_obj = build_protocol(config.protocol, **{"seed": config.seed, **config.protocol_options})
-    config = config.resolved(layout_obj.name, protocol_obj)
+    config = official_engine(config.resolved(layout_obj.name, protocol_obj))
     _check_apart_from_inputs(out_dir, dataset, config.model_options, config.protocol_options)
     if config.model == "litemedsam" and config.model_options.get("precision") == "int8":  # never calibrated on
         from ..models.litemedsam_precision import calibration_set  # what it is scored on

@@ -177,7 +177,7 @@ def add_engine_argument(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--engine", choices=ENGINE_CHOICES,
                         help="litemedsam only: the image encoder's engine (default auto: OpenVINO where it loads, "
-                             "else torch); the official-script mode is exact with torch (docs/protocols.md)")
+                             "else torch; the official-script mode, litemedsam-3dbox: torch, the script's own)")
 
 
 def engine_option(args: argparse.Namespace, model: str | None, options: dict[str, Any]) -> dict[str, Any]:

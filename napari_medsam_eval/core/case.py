@@ -26,6 +26,7 @@ from typing import Any, Literal, Sequence
 
 import numpy as np
 from .errors import InputError, InputTypeError
+from .reprs import clip_words, html_facts, one_line, shape_words, values_words
 
 CaseKind = Literal["volume", "video", "image"]
 
@@ -66,6 +67,11 @@ class Spacing:
 
     Build it with :meth:`from_array_order` (values already in the case's array
     order) or :meth:`from_xyz` (values in NIfTI/ITK/npz order, reversed here).
+
+    Example::
+
+        spacing = Spacing.from_xyz((0.8, 0.8, 2.5))     # Spacing(z=2.5, y=0.8, x=0.8)
+        spacing["z"], spacing.values, spacing.xyz()      # 2.5, (2.5, 0.8, 0.8), (0.8, 0.8, 2.5)
     """
 
     values: tuple[float, ...]
@@ -132,6 +138,14 @@ class Case:
     ``alpha_dropped``, ``replaced_embedded_label``, ``intensity`` ("prepared" when
     the format defines its values as prepared 0..255, e.g. the MedSAM npz; see
     :mod:`napari_medsam_eval.core.intensity`).
+
+    It prints as a line of facts, never its arrays
+    (``Case('image', volume 40x96x96 int16, spacing=(z=2.5, y=0.8, x=0.8), labels=[1, 2, 3])``).
+
+    Example::
+
+        case = api.read_case("sample_data/phantom_ct/image.nii.gz", "sample_data/phantom_ct/label.nii.gz")
+        case.image.shape, case.spacing, case.label_values()    # (40, 96, 96), Spacing(z=2.5, ...), [1, 2, 3]
     """
 
     image: np.ndarray
@@ -198,3 +212,42 @@ class Case:
     def n_slices(self) -> int:
         """Number of 2D slices/frames along the first axis (1 for a 2D image)."""
         return 1 if self.kind == "image" else int(self.image.shape[0])
+
+    def __repr__(self) -> str:
+        """``Case('liver_3', volume 35x51x35 int16, spacing=(z=2.5, y=0.8, x=0.8), labels=[1, 2], modality=CT)``:
+        under 200 characters whatever its size (never the arrays)."""
+        named = {"spacing": repr(self.spacing).removeprefix("Spacing"), "labels": self._labels_words()}
+        if self.modality:
+            named["modality"] = str(self.modality)
+        return one_line("Case", [repr(clip_words(self.case_id, 40)), self._image_words()], named)
+
+    def _repr_html_(self) -> str:
+        facts = {"kind": self.kind, "image": self._image_words(), "spacing": repr(self.spacing),
+                 "labels": self._labels_words(), "modality": self.modality or "-"}
+        names = self.label_names
+        if names:
+            facts["label names"] = ", ".join(f"{k}: {v}" for k, v in sorted(names.items()))
+        return html_facts(f"Case {self.case_id}", facts)
+
+    def _image_words(self) -> str:
+        colour = f" ({self.image.shape[-1]} channels)" if self.has_channels else ""
+        return f"{self.kind} {shape_words(self.spatial_shape)}{colour} {self.image.dtype}"
+
+    def _labels_words(self) -> str:
+        if self.label is None:
+            return "none"
+        return values_words(_present_values_fast(self.label))
+
+
+def _present_values_fast(label: np.ndarray) -> list[int]:
+    """:func:`present_label_values`, counted with ``bincount`` where the values allow it (a repr stays quick
+    on a large volume: no sort)."""
+    flat = np.asarray(label).ravel()
+    if flat.size == 0:
+        return []
+    if flat.dtype == bool or (np.issubdtype(flat.dtype, np.unsignedinteger) and flat.dtype.itemsize <= 2):
+        counts = np.bincount(flat.view(np.uint8) if flat.dtype == bool else flat)
+        return [int(v) for v in np.flatnonzero(counts) if v > 0]
+    if np.issubdtype(flat.dtype, np.integer) and 0 <= flat.min() and flat.max() < 1 << 20:
+        return [int(v) for v in np.flatnonzero(np.bincount(flat)) if v > 0]
+    return present_label_values(flat)

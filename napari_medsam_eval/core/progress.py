@@ -100,4 +100,58 @@ def iterate_progress(
     return outcome["result"]
 
 
-__all__ = ["CaseProgress", "SliceProgress", "iterate_progress"]
+class ProgressBar:
+    """A callback that draws tqdm's bar (``tqdm.auto``: a widget in a notebook, text on stderr elsewhere): what
+    ``progress=True`` means in the Python API. It takes either report, ``(done, total)`` or
+    ``(done, total, rows)``, never asks to stop, and is closed by :meth:`close` (or a ``with`` block).
+
+    Example::
+
+        with ProgressBar("cases", "case") as bar:
+            run_benchmark(config, progress=bar)
+    """
+
+    def __init__(self, description: str, unit: str = "it") -> None:
+        self.description = description
+        self.unit = unit
+        self._bar: Any = None
+
+    def __call__(self, done: int, total: int, *_rest: Any) -> None:
+        if self._bar is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=int(total), desc=self.description, unit=self.unit, leave=True)
+        if self._bar.total != int(total):
+            self._bar.total = int(total)
+            self._bar.refresh()
+        if int(done) != self._bar.n:
+            self._bar.update(int(done) - self._bar.n)  # tqdm's own pace: no line per slice on a terminal
+
+    def close(self) -> None:
+        """End the bar (a no-op when nothing was reported)."""
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> "ProgressBar":
+        return self
+
+    def __exit__(self, *_exc: Any) -> None:
+        self.close()
+
+
+def progress_callback(progress: Any, description: str, unit: str) -> tuple[Any, ProgressBar | None]:
+    """``progress`` as the API takes it: ``True`` a new :class:`ProgressBar` (also returned, to be closed),
+    ``False``/``None`` no callback, a callable itself."""
+    if progress is True:
+        bar = ProgressBar(description, unit)
+        return bar, bar
+    if progress is None or progress is False:
+        return None, None
+    if not callable(progress):
+        from .errors import InputTypeError
+
+        raise InputTypeError(f"progress takes True (a progress bar), a callback or None; got {progress!r}")
+    return progress, None
+
+
+__all__ = ["CaseProgress", "ProgressBar", "SliceProgress", "iterate_progress", "progress_callback"]

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .errors import DataError
-from .errors import InputError
+from .errors import InputError, InputTypeError
 
 Box = tuple[float, float, float, float]
 Point = tuple[float, float]
@@ -94,9 +94,13 @@ class Prompt:
     info: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.boxes = [tuple(float(v) for v in b) for b in self.boxes]  # type: ignore[misc]
-        self.points = [tuple(float(v) for v in p) for p in self.points]  # type: ignore[misc]
-        self.point_labels = [int(v) for v in self.point_labels]
+        boxes = listed(self.boxes, "boxes", "(x0, y0, x1, y1) boxes", "boxes=[(9, 31, 27, 44)]", one="box")
+        points = listed(self.points, "points", "(x, y) points", "points=[(40, 30)]", one="point")
+        labels = listed(self.point_labels, "point_labels", "labels, one per point (1 positive, 0 negative)",
+                        "point_labels=[1]")
+        self.boxes = [tuple(float(v) for v in b) for b in boxes]  # type: ignore[misc]
+        self.points = [tuple(float(v) for v in p) for p in points]  # type: ignore[misc]
+        self.point_labels = [int(v) for v in labels]
         for box in self.boxes:
             check_box(box)
         for x, y in self.points:
@@ -138,6 +142,36 @@ class Prompt:
     @classmethod
     def from_json(cls, text: str) -> "Prompt":
         return cls.from_dict(json.loads(text))
+
+
+def listed(value: Any, name: str, what: str, example: str, *, one: str | None = None) -> list[Any]:
+    """``value`` as a list of items (each a sequence, ``one`` naming it, when ``one`` is given; else each a
+    number); an :class:`InputTypeError` naming ``name`` and what it takes otherwise (``boxes=(9, 31, 27, 44)``:
+    one box not in a list; ``point_labels=1``: one label not in a list)."""
+    def is_number(item: Any) -> bool:
+        return isinstance(item, (int, float, np.number, np.bool_))
+
+    items = value.tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(items, (str, bytes, dict)) or is_number(items) or not hasattr(items, "__iter__"):
+        raise InputTypeError(f"{name} takes a list of {what}, e.g. {example}; got {value!r}")
+    items = list(items)
+    nested = one is not None
+    wrong = [item for item in items if is_number(item) == nested or isinstance(item, (str, bytes))]
+    if wrong:
+        hint = f" (one {one} not in a list?)" if nested and len(wrong) == len(items) else ""
+        raise InputTypeError(f"{name} takes a list of {what}, e.g. {example}; got {value!r}{hint}")
+    return items
+
+
+def expect_prompt(value: Any, call: str) -> Prompt:
+    """``value`` when it is one :class:`Prompt`; an :class:`InputTypeError` saying what ``call`` takes
+    otherwise (a list of prompts: call it once for each)."""
+    if isinstance(value, Prompt):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Prompt) for v in value):
+        raise InputTypeError(f"{call} takes one Prompt, got a {type(value).__name__} of {len(value)} prompts: "
+                             f"call it once for each prompt (results = [... for prompt in prompts])")
+    raise InputTypeError(f"{call} takes one Prompt, got {type(value).__name__} {value!r:.80}")
 
 
 def check_prompt_in_image(prompt: Prompt, shape_hw: Sequence[int], n_slices: int | None = None, *,

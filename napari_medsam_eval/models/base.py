@@ -18,6 +18,7 @@ from ..core.checksum import sha256_file  # noqa: F401 - re-exported: checkpoints
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt
 from ..core.errors import InputError
+from ..core.reprs import number_words, one_line, shape_words
 
 
 @dataclass
@@ -30,6 +31,11 @@ class SegmentResult:
     every mask a multi-mask model (SAM) proposes, index 0 first; ``score`` is
     the model's own quality estimate of ``mask`` when it gives one. ``timings``
     holds seconds spent in ``encoder`` and ``decoder``.
+
+    Example::
+
+        result = session.segment_slice(prompt)     # SegmentResult(96x96, 173 pixels, score=0.8871, ...)
+        result.mask, result.score
     """
 
     mask: np.ndarray
@@ -40,6 +46,16 @@ class SegmentResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: which model and precision made ``mask`` (:func:`made_by`), when a session says it
     made_by: str = ""
+
+    def __repr__(self) -> str:
+        """``SegmentResult(256x256, 1204 pixels, score=0.91, made_by='litemedsam fp32')``: never the arrays."""
+        mask = np.asarray(self.mask)
+        named = {} if self.score is None else {"score": number_words(self.score)}
+        if self.candidates is not None:
+            named["candidates"] = str(len(self.candidates))
+        if self.made_by:
+            named["made_by"] = repr(self.made_by)
+        return one_line("SegmentResult", [shape_words(mask.shape), f"{int(np.count_nonzero(mask))} pixels"], named)
 
 
 @dataclass
@@ -66,6 +82,12 @@ class SegmentationBackend(ABC):
     ``(H, W, 3)``, already intensity-prepared (uint8 for the SAM family).
     ``cache_key`` identifies the slice (e.g. ``(case_id, z)``) so a backend can
     reuse its image embedding when the same slice is prompted again.
+
+    Example::
+
+        model = api.build_model("litemedsam", device="cpu")   # LiteMedSAMBackend(litemedsam, engine=..., ...)
+        model.segment(case.image[22], prompt).mask           # one slice (a Session prepares intensities first)
+        model.describe()                                     # what a run's manifest records
     """
 
     name: str = "backend"
@@ -105,6 +127,24 @@ class SegmentationBackend(ABC):
     def describe(self) -> dict[str, object]:
         """Facts a run manifest records (name, checkpoint and its SHA-256, device)."""
         return {"name": self.name}
+
+    def __repr__(self) -> str:
+        """``LiteMedSAMBackend(litemedsam, engine=openvino, precision=fp32, device=cpu)``: the name and the facts
+        :meth:`_repr_facts` gives (cheap: never :meth:`describe`, which may hash a checkpoint)."""
+        return one_line(type(self).__name__, [str(self.name)], self._repr_facts())
+
+    def _repr_facts(self) -> dict[str, str]:
+        """The facts the repr shows: the encoder engine, precision and device where the backend has them
+        (attributes read as they are; a lazily loaded engine is not loaded for it)."""
+        facts: dict[str, str] = {}
+        engine = getattr(self, "encoder_engine", None)
+        if engine is not None:
+            facts["engine"] = str(getattr(engine, "name", type(engine).__name__))
+        for attribute in ("precision", "device"):
+            value = getattr(self, attribute, None)
+            if value is not None:
+                facts[attribute] = str(value)
+        return facts
 
     def check_prompt(self, prompt: Prompt) -> None:
         """Raise ValueError when ``prompt`` uses a kind this backend does not accept."""

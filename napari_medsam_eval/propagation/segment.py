@@ -28,10 +28,11 @@ from typing import Any, Hashable, Literal
 import numpy as np
 
 from ..core.case import KINDS
+from ..core.reprs import html_facts, one_line, shape_words, values_words
 from ..core.errors import Cancelled
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
-from ..core.prompt import Prompt, check_prompt_in_image
+from ..core.prompt import Prompt, check_prompt_in_image, expect_prompt
 from .litemedsam_3dbox import propagate_official_litemedsam
 from ..core.anchor_prompts import painted_answer
 from ..core.postprocess import largest_component, wants_largest_component
@@ -46,7 +47,17 @@ HOW = ("propagate", "slice", "official")
 @dataclass
 class PropagationResult:
     """A segmentation's outcome: the bool mask (partial when ``cancelled``) and its facts;
-    ``record`` says where each direction stopped and why, and the model's score per slice."""
+    ``record`` says where each direction stopped and why, and the model's score per slice.
+
+    It prints as one line (shape, voxels, slices segmented, seconds, stops); :meth:`summary` says the same in
+    words and :meth:`slice_dice` gives the DSC of every slice against a truth.
+
+    Example::
+
+        result = session.propagate(prompt)     # PropagationResult(40x96x96, 1704 voxels, slices 17-27 (11), ...)
+        result.mask, result.record.stops, result.cancelled
+        result.slice_dice(case.label == 2)     # one DSC per slice, NaN where both masks are empty
+    """
 
     mask: np.ndarray
     prompt: Prompt
@@ -68,6 +79,49 @@ class PropagationResult:
         span = f"{unit}s {slices[0]}-{slices[-1]} ({len(slices)} with the target)" if len(slices) else "nothing"
         stops = self.record.summary()
         return f"segmented {span}" + ("" if stops == "no propagation" else f"; {stops}")
+
+    def slice_dice(self, truth: np.ndarray) -> np.ndarray:
+        """The DSC of every slice/frame against ``truth`` (a bool mask of the same shape; NaN where both are
+        empty), as a run's ``slice_dice`` column holds it; a 2D image gives one value."""
+        from ..evaluation.metrics import compute_per_slice_dice
+
+        mask = np.asarray(self.mask, dtype=bool)
+        truth = np.asarray(truth, dtype=bool)
+        if mask.ndim < 3:
+            return compute_per_slice_dice(mask[None], truth[None])
+        return compute_per_slice_dice(mask, truth)
+
+    def __repr__(self) -> str:
+        """``PropagationResult(35x51x35, 1204 voxels, slices 12-20 (9), stops=[up: empty at 21, ...], 1.2 s)``:
+        under 200 characters, never the mask."""
+        named = {"stops": self._stops_words()} if self.record.stops else {}
+        if self.cancelled:
+            named["cancelled"] = f"after {self.done} of {self.total}"
+        if self.made_by:
+            named["made_by"] = repr(self.made_by)
+        return one_line("PropagationResult", [shape_words(self.mask.shape), *self._mask_words(),
+                                              f"{self.seconds:.1f} s"], named)
+
+    def _repr_html_(self) -> str:
+        facts = {"mask": shape_words(self.mask.shape), "segmented": ", ".join(self._mask_words()),
+                 "prompt": f"label {self.prompt.target_label}, {self.record.unit} {self.prompt.slice_index}",
+                 "stops": self.record.summary(), "cancelled": self.cancelled, "seconds": f"{self.seconds:.2f}"}
+        if self.made_by:
+            facts["made by"] = self.made_by
+        return html_facts("PropagationResult", facts)
+
+    def _mask_words(self) -> list[str]:
+        mask = np.asarray(self.mask)
+        words = [f"{int(np.count_nonzero(mask))} {'pixels' if mask.ndim < 3 else 'voxels'}"]
+        if mask.ndim >= 3 and mask.shape[0]:
+            slices = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1))
+            words.append(f"{self.record.unit}s {slices[0]}-{slices[-1]} ({len(slices)})" if len(slices)
+                         else f"no {self.record.unit}")
+        return words
+
+    def _stops_words(self) -> str:
+        stops = [f"{s.direction}: {s.reason}" + ("" if s.at is None else f" at {s.at}") for s in self.record.stops]
+        return values_words(stops, limit=2)
 
 
 def segment_by_kind(
@@ -100,6 +154,11 @@ def segment_by_kind(
         state["done"], state["total"] = done, total
         return None if progress is None else progress(done, total)
 
+    prompt = expect_prompt(prompt, "segment_by_kind")
+    if prompt.is_empty and prompt.info.get("empty"):
+        raise InputError(f"the prompt for label {prompt.target_label} is empty: its protocol found nothing of that "
+                         "target to prompt (a label the case does not hold, or no foreground where the protocol "
+                         "looks); nothing to segment")
     image = np.asarray(image)
     check_prompt_in_image(prompt, image.shape[:2] if kind == "image" else image.shape[1:3],
                           None if kind == "image" else image.shape[0], clip=False)  # a named error, not an empty mask

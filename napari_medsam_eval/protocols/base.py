@@ -107,10 +107,46 @@ def resolve_source(
     if target_labels is None:
         labels = present_label_values(label_map)
     else:
-        labels = [int(v) for v in target_labels]
+        labels = label_list(target_labels)
         if any(v == 0 for v in labels):
             raise InputError("target label 0 is the background")
     return PromptSource(label_map=label_map, kind=kind, labels=labels, case_id=case_id)
+
+
+def label_list(values: Any, name: str = "target_labels") -> list[int]:
+    """``values`` (a list of label values) as ints; an :class:`InputTypeError` naming ``name`` for one value not in
+    a list (``target_labels=1``) or a value that is not a whole number."""
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        raise InputTypeError(f"{name} takes a list of label values, e.g. {name}=[{int(values)}]; got {values!r}")
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise InputTypeError(f"{name} takes a list of label values, e.g. {name}=[1, 2]; got {values!r}")
+    labels = list(values)
+    wrong = [v for v in labels if isinstance(v, bool) or not isinstance(v, (int, np.integer))
+             and not (isinstance(v, (float, np.floating)) and float(v).is_integer())]
+    if wrong:
+        raise InputTypeError(f"{name} takes a list of label values (whole numbers), e.g. {name}=[1, 2]; "
+                             f"got {values!r}")
+    return [int(v) for v in labels]
+
+
+def check_labels_held(source: Case | np.ndarray, target_labels: Any) -> None:
+    """An :class:`InputError` when ``target_labels`` names a label ``source`` (a Case or a label map) does not
+    hold, saying which it holds (with their names for a case that has them). A protocol itself gives such a
+    target an empty prompt (a run records the case's target as ``empty_gt``); the API asks first."""
+    if target_labels is None:
+        return
+    label_map = source.label if isinstance(source, Case) else source
+    if label_map is None:
+        return
+    held = present_label_values(label_map)
+    missing = [v for v in label_list(target_labels) if v != 0 and v not in held]
+    if not missing:
+        return
+    names = {int(k): str(v) for k, v in (source.label_names if isinstance(source, Case) else {}).items()
+             if str(k).isdigit()}
+    holds = ", ".join(f"{v} ({names[v]})" if v in names else str(v) for v in held) or "no label (all background)"
+    what = f"case {source.case_id}" if isinstance(source, Case) else "the label map"
+    raise InputError(f"{what} holds no label {', '.join(map(str, missing))}: it holds {holds}")
 
 
 def lesion_sources(source: PromptSource, target: Target) -> list[PromptSource]:

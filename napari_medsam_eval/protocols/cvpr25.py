@@ -102,7 +102,10 @@ def challenge_click(prediction: np.ndarray, truth: np.ndarray) -> tuple[tuple[in
 @dataclass
 class CVPR25Protocol(CorrectionsProtocol):
     """The CVPR 2025 interactive protocol (module doc): the challenge's 3D box, then 5 clicks, each where the
-    error is largest in 3D. Options: ``box_seed`` (the box shifts' seed, 2025 as ``get_boxes.py``),
+    error is largest in 3D.
+
+    Source: ``CVPR25_iter_eval.py`` and ``get_boxes.py`` of github.com/JunMa11/CVPR-MedSegFMCompetition
+    (748e862); equality: ``tests/data/cvpr25_reference/PROVENANCE.md``. Options: ``box_seed`` (the box shifts' seed, 2025 as ``get_boxes.py``),
     ``interactions`` (the clicks, 5)."""
 
     name: ClassVar[str] = "cvpr25-interactive"

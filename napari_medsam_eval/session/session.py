@@ -72,8 +72,8 @@ from psygnal import Signal
 from ..core.case import infer_kind
 from ..core.intensity import prepare_image
 from ..models.base import SegmentationBackend, SegmentResult
-from ..core.progress import SliceProgress, iterate_progress, until_cancelled
-from ..core.prompt import Prompt, check_prompt_in_image
+from ..core.progress import ProgressBar, SliceProgress, iterate_progress, until_cancelled
+from ..core.prompt import Prompt, check_prompt_in_image, expect_prompt
 from ..propagation import DEFAULT_MARGIN, PropagationResult, resolve_rules, segment_by_kind
 from ..studies.sensitivity import (DEFAULT_RUNS, Perturbation, SensitivityResult, iter_sensitivity, perturbed_prompts,
                                    volume_segmenter)
@@ -281,6 +281,7 @@ class Session(SessionObjects):
 
     def segment_slice(self, prompt: Prompt, slice_index: int | None = None) -> SegmentResult:
         """Segment one slice (``slice_index``, default ``prompt.slice_index``) from ``prompt``."""
+        prompt = expect_prompt(prompt, "Session.segment_slice")
         index = prompt.slice_index if slice_index is None else slice_index
         image = self.slice_image(index)
         prompt = check_prompt_in_image(prompt, image.shape[:2])
@@ -301,7 +302,7 @@ class Session(SessionObjects):
         self,
         prompt: Prompt,
         *,
-        progress: SliceProgress | None = None,
+        progress: SliceProgress | bool | None = None,
         cancel: threading.Event | None = None,
         margin: int | None = None,
         **options: Any,
@@ -315,8 +316,13 @@ class Session(SessionObjects):
         :meth:`cancel` sets) or ``progress`` returning False stops the run after
         its current slice: the result then holds the partial mask and
         ``cancelled``. A complete run of a volume or video starts a new anchored
-        segmentation (:meth:`correct`) whose only anchor is ``prompt``.
+        segmentation (:meth:`correct`) whose only anchor is ``prompt``. ``progress=True`` draws a progress bar
+        (tqdm's, a widget in a notebook).
         """
+        prompt = expect_prompt(prompt, "Session.propagate")
+        if progress is True:
+            with ProgressBar("propagating", "slice") as bar:
+                return self.propagate(prompt, progress=bar, cancel=cancel, margin=margin, **options)
         self._need_image()
         self._need_backend()
         token = cancel if cancel is not None else threading.Event()
@@ -351,7 +357,7 @@ class Session(SessionObjects):
         self,
         prompt: Prompt,
         *,
-        progress: SliceProgress | None = None,
+        progress: SliceProgress | bool | None = None,
         cancel: threading.Event | None = None,
         **options: Any,
     ) -> PropagationResult:
@@ -360,10 +366,14 @@ class Session(SessionObjects):
         :meth:`AnchoredSegmentation.correct <napari_medsam_eval.propagation.anchors.AnchoredSegmentation.correct>`:
         the returned result's ``mask`` is the whole updated mask. Without an anchored
         segmentation of this image, backend and target label (or on a 2D image) this is
-        :meth:`propagate` (``options`` go to it). ``cancel`` / ``progress`` as in
+        :meth:`propagate` (``options`` go to it). ``cancel`` / ``progress`` (``True``: a bar) as in
         :meth:`propagate`; a cancelled correction changes neither the mask nor the anchors
         (the result then holds the kept mask and ``cancelled``).
         """
+        prompt = expect_prompt(prompt, "Session.correct")
+        if progress is True:
+            with ProgressBar("correcting", "slice") as bar:
+                return self.correct(prompt, progress=bar, cancel=cancel, **options)
         self._need_image()
         self._need_backend()
         token = cancel if cancel is not None else threading.Event()

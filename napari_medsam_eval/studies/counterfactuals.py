@@ -150,6 +150,51 @@ def extent_mask(backend: SegmentationBackend, image: np.ndarray, case: Case, pro
     return mask
 
 
+def extent_from_run(backend: SegmentationBackend, image: np.ndarray, case: Case, prompt: Prompt, obj: np.ndarray,
+                    run_mask: np.ndarray, run_stops: list[dict], rules: Any, case_id: Hashable,
+                    progress: SliceProgress | None = None) -> np.ndarray | None:
+    """``oracle_extent`` from the run's own result: with no stop rule the walk is the run's up to where a rule
+    ended it (the same boxes from the same masks), so the run's mask is kept on the object's slices and each
+    direction that stopped early goes on from its last kept slice (its mask as a painted anchor) to the
+    object's end; a direction that ran past the end is cut there, with no model call. None where this does
+    not hold (a model with its own memory, a direction the run does not record): then the walk is made
+    again (:func:`extent_mask`). Exact when the run kept every voxel it segmented (its largest-component
+    step removed nothing on a direction's last slice, as a run's ``stops`` and saved prediction say)."""
+    from ..core.anchor_prompts import painted_prompt
+    from ..core.postprocess import largest_component, wants_largest_component
+    from ..propagation.segment import segment_by_kind
+
+    slices = present_slices(obj)
+    if getattr(backend, "propagates_natively", False) or not len(slices) or not run_stops:
+        return None
+    lo, hi = int(slices[0]), int(slices[-1])
+    no_stops = resolve_rules(case.kind, rules).replace(**_NO_STOPS)
+    result = np.asarray(run_mask, dtype=bool).copy()
+    result[:lo] = False
+    result[hi + 1:] = False
+    for stop in run_stops:
+        direction, last = stop.get("direction"), stop.get("last")
+        if direction not in ("up", "down", "forward") or last is None:
+            return None
+        last = int(last)
+        ahead = last < hi if direction != "down" else last > lo
+        if not ahead:
+            continue  # ran to the object's end or past it: cut above
+        anchor = painted_prompt(int(prompt.target_label), last, result[last] if lo <= last <= hi else run_mask[last],
+                                protocol="oracle_extent")
+        if case.kind == "video":
+            limits: dict[str, Any] = {"end_frame": hi}
+        else:
+            limits = {"z_limits": (last, hi) if direction == "up" else (lo, last)}
+        walked = segment_by_kind(backend, image, case.kind, anchor, case_id=case_id, rules=no_stops,
+                                 progress=progress, **limits).mask
+        span = slice(last + 1, hi + 1) if direction != "down" else slice(lo, last)
+        result[span] = walked[span]
+    if case.kind == "volume" and wants_largest_component(prompt.info):
+        result = largest_component(result)
+    return result
+
+
 def moved_prompt(protocol: Any, case: Case, prompt: Prompt, obj: np.ndarray, slice_index: int) -> Prompt:
     """The protocol's prompt for ``obj`` as it would make it were ``obj`` only on ``slice_index``: its own
     rule (box, points, margin, jitter) on that slice; the run prompt's target and lesion number kept."""
@@ -195,14 +240,17 @@ def score(variant: str, mask: np.ndarray, gt: np.ndarray, kind: str, prompt_slic
 
 def counterfactuals(backend: SegmentationBackend, image: np.ndarray, case: Case, target_mask: np.ndarray,
                     prompts: list[Prompt], protocol: Any, *, rules: Any = None, variants: tuple[str, ...] = VARIANTS,
-                    progress: SliceProgress | None = None) -> dict[str, Counterfactual]:
+                    progress: SliceProgress | None = None, run_mask: np.ndarray | None = None,
+                    run_stops: list[dict] | None = None) -> dict[str, Counterfactual]:
     """Each of ``variants`` for one target (``target_mask``, bool) whose run gave ``prompts``.
 
     ``image``: the case prepared as the run prepared it; ``protocol``: the run's built protocol (its
     prompts are remade on another slice, its ``margin`` widens the boxes); ``rules``: the run's
     propagation rules (None: each kind's default). Slices are cached in ``backend`` under
     ``(case.case_id, z)``, so the variants share each slice's embedding. ``progress`` answering False
-    raises :class:`Cancelled`."""
+    raises :class:`Cancelled`. ``run_mask`` and ``run_stops`` (the run's saved mask of the target and its
+    ``stops``): the true extent goes on from them instead of walking again (:func:`extent_from_run`; a target
+    of one prompt)."""
     unknown = sorted(set(variants) - set(VARIANTS))
     if unknown:
         raise ValueError(f"unknown counterfactual variant(s) {unknown}; choose from {list(VARIANTS)}")
@@ -218,17 +266,23 @@ def counterfactuals(backend: SegmentationBackend, image: np.ndarray, case: Case,
             found[variant] = Counterfactual(variant, reason="the run had no prompt for this target")
         else:
             found[variant] = _run_variant(variant, backend, image, case, target_mask, prompts, objects, protocol,
-                                          rules, progress)
+                                          rules, progress, run_mask, run_stops)
     return found
 
 
 def _run_variant(variant: str, backend: SegmentationBackend, image: np.ndarray, case: Case, gt: np.ndarray,
                  prompts: list[Prompt], objects: list[np.ndarray], protocol: Any, rules: Any,
-                 progress: SliceProgress | None) -> Counterfactual:
+                 progress: SliceProgress | None, run_mask: np.ndarray | None = None,
+                 run_stops: list[dict] | None = None) -> Counterfactual:
     case_id = case.case_id
     if variant == "oracle_extent":
-        return score(variant, extent_mask(backend, image, case, prompts, objects, rules, case_id, progress), gt,
-                     case.kind)
+        mask = None
+        if run_mask is not None and len(prompts) == 1:
+            mask = extent_from_run(backend, image, case, prompts[0], objects[0], run_mask, run_stops or [], rules,
+                                   case_id, progress)
+        if mask is None:
+            mask = extent_mask(backend, image, case, prompts, objects, rules, case_id, progress)
+        return score(variant, mask, gt, case.kind)
     if variant == "oracle_box":
         margin = float(getattr(protocol, "margin", 0) or 0)
         return score(variant, box_mask(backend, image, case, prompts, objects, margin, case_id, progress), gt,
@@ -245,5 +299,5 @@ def _run_variant(variant: str, backend: SegmentationBackend, image: np.ndarray, 
 
 
 __all__ = ["CORRECTIONS", "OFFICIAL_3D", "STAGE_WORDS", "VARIANTS", "VARIANT_WORDS", "Counterfactual",
-           "box_mask", "counterfactuals", "extent_mask", "largest_slice", "moved_prompt", "not_applicable",
+           "box_mask", "counterfactuals", "extent_from_run", "extent_mask", "largest_slice", "moved_prompt", "not_applicable",
            "object_masks", "present_slices", "score"]

@@ -25,6 +25,7 @@ from napari_medsam_eval.benchmark import ResultStore
 from napari_medsam_eval.benchmark.open_row import missed_lesion
 from napari_medsam_eval.evaluation.error_parts import part_name
 from napari_medsam_eval._widgets.benchmark import _open_row
+from napari_medsam_eval._widgets.benchmark._counterfactuals import FixChoice, beside
 from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot, effort_of
 from napari_medsam_eval._widgets.benchmark._results_table import ResultsView, table_cells
 from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
@@ -61,6 +62,9 @@ class ResultsBrowser(Container):
         self.effort = EffortPlot(colors=colors)  # shown for runs with DSC curves only
         self.effort.follow(self.results)
         self.native.layout().addWidget(self.results, 1)
+        #: what would have fixed the opened row (explain.csv), a variant shown: beside the why filter
+        self.fix = FixChoice(viewer, lambda: self.opened)
+        beside(self.results.why_filter, self.fix)
         #: the per-task summary, the box plot and the effort plot: the rows' summary, placed by the dock
         self.summary_page = QWidget()
         summary = QVBoxLayout(self.summary_page)
@@ -73,7 +77,7 @@ class ResultsBrowser(Container):
 
     def end_jobs(self) -> None:
         """The widget is going away: end the row opening and the summary being computed."""
-        for runner in (self.opener, self.results.summarizer):
+        for runner in (self.opener, self.results.summarizer, self.fix.reader):
             runner.close()
 
     # -- rows ---------------------------------------------------------------------
@@ -151,7 +155,7 @@ class ResultsBrowser(Container):
         if self.opener.busy:  # two rows opening at once would interleave their layers
             return None
         ack, shown = threading.Event(), {}
-
+        self.fix.forget()
         return self.opener.start(_open_row.open_job, self.rows_dir, row, ack, text=f"opening {row.get('case_id')} ...",
                                  yielded=_open_row.paced(self.native, ack, self.viewer, shown,
                                                          lambda opened: self._show_case(opened, shown)),
@@ -176,6 +180,7 @@ class ResultsBrowser(Container):
             said = f"its main error ({in_units(part_name(why), unit)}) is largest" if why and why != "ok" else "most errors"
             where += f"; on {unit} {loaded.view_slice} {said}"
         self.opener.status.value = f"opened {loaded.case.case_id} ({loaded.row.get('label_name')}{where})"
+        self.fix.show_row(self.rows_dir, loaded)  # what would have fixed it, read in a worker
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
 
