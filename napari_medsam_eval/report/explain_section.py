@@ -80,6 +80,12 @@ def _signed(value: float) -> str:
     return f"{value:+.2f}" if np.isfinite(value) else "n/a"
 
 
+def in_frames(text: str, explained: pd.DataFrame, task: str) -> str:
+    """``text`` with slice(s) said as frame(s) when the task's results are videos."""
+    kinds = set(explained.loc[explained["task"].astype(str) == task, "kind"].astype(str))
+    return text.replace("slice", "frame") if kinds == {"video"} else text
+
+
 def explain_summary_lines(explained: pd.DataFrame) -> list[str]:
     """One line per task for a terminal: the DSC as run, under each variant (gain), the costliest stage."""
     lines = []
@@ -87,7 +93,8 @@ def explain_summary_lines(explained: pd.DataFrame) -> list[str]:
         told = [f"{VARIANT_WORDS[v]} {r[f'dice_{v}']:.3f} ({_signed(r[f'gain_{v}'])})" for v in VARIANTS
                 if r[f"n_{v}"]]
         costliest = f": {STAGE_WORDS[r['costliest']]} costs most" if r["costliest"] else ": no stage costs much"
-        lines.append(f"{r['task']} (n={r['n']}): as run {r['dice_run']:.3f}; " + ", ".join(told) + costliest)
+        line = f"{r['task']} (n={r['n']}): as run {r['dice_run']:.3f}; " + ", ".join(told) + costliest
+        lines.append(in_frames(line, explained, str(r["task"])))
     failed = explained[~explained["status"].isin(["ok", "differs"])]
     if len(failed):
         lines.append(f"{len(failed)} result(s) not explained: " + "; ".join(
@@ -158,7 +165,8 @@ def explain_blocks(table: pd.DataFrame, explained: pd.DataFrame | None, figures:
              *(f"{r[f'dice_{v}']:.3f} ({_signed(r[f'gain_{v}'])})" if r[f"n_{v}"] else "n/a" for v in VARIANTS),
              STAGE_WORDS[r["costliest"]] if r["costliest"] else "none"] for _, r in gains.iterrows()]
     blocks.append(mk.table(header, rows, numeric=[False, True, True, True] + [False] * (len(VARIANTS) + 1)))
-    blocks.append(mk.bullets([f"{r['task']}: {task_sentence(table, r)}" for _, r in gains.iterrows()]))
+    blocks.append(mk.bullets([in_frames(f"{r['task']}: {task_sentence(table, r)}", explained, str(r["task"]))
+                              for _, r in gains.iterrows()]))
     lines = explain_summary_lines(explained)[len(gains):]
     if lines:
         blocks.append(mk.bullets(lines))
