@@ -254,7 +254,7 @@ def run_benchmark(config: RunConfig, *, progress: Callable[[int, int, list], Any
 
 
 def explain_run(run: str | Path, *, cases: Sequence[str] | None = None, limit: int | None = None,
-                save_masks: bool | None = None, progress: Callable[[int, int, str], Any] | None = None,
+                save_masks: bool | None = None, progress: Callable[[int, int, str], Any] | bool | None = None,
                 cancel: threading.Event | None = None) -> pd.DataFrame:
     """What would fix each result of a finished run, as ``medsam-eval explain`` does: every scored result
     segmented again by the run's model and prompts with one stage made perfect (``oracle_extent``: the
@@ -263,17 +263,24 @@ def explain_run(run: str | Path, *, cases: Sequence[str] | None = None, limit: i
     (one row per case and target: ``dice_run``, and per variant ``dice_<variant>``, ``gain_<variant>``,
     ``dominant_<variant>``, ``parts_<variant>``, ``note_<variant>`` where it does not apply,
     ``mask_<variant>`` when masks are saved: by default when the run saved its predictions). Resumable:
-    a result explained before is not run again. ``progress(done, total, case_id)``; False or ``cancel`` stop.
+    a result explained before is not run again. ``progress=True`` draws a progress bar (tqdm's); a callback
+    ``progress(done, total, case_id)`` returning False stops after the case running, as ``cancel`` does.
 
     Example::
 
-        table = explain_run("runs/hippocampus", limit=2)
+        table = explain_run("runs/hippocampus", limit=2, progress=True)
         table.groupby("task")[["dice_run", "dice_oracle_extent", "dice_oracle_box"]].median()
     """
     from .benchmark.explain import explain_run as explain
+    from .core.progress import progress_callback
 
-    return explain(run, cases=list(cases) if cases is not None else None, limit=limit, save_masks=save_masks,
-                   progress=progress, cancel=cancel)
+    callback, bar = progress_callback(progress, "explaining", "case")
+    try:
+        return explain(run, cases=list(cases) if cases is not None else None, limit=limit, save_masks=save_masks,
+                       progress=callback, cancel=cancel)
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def load_table(run: str | Path, lenient: bool = False, *, parsed: bool = True) -> pd.DataFrame:

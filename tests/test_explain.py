@@ -202,3 +202,16 @@ def test_the_true_extent_goes_on_from_the_run_with_the_same_mask_and_fewer_model
     continued = extent_from_run(backend, image, case, prompts[0], obj, run.mask, stops, None, "built")
     assert np.array_equal(continued, again) and np.array_equal(continued, gt)
     assert backend.encoded == [("built", 14), ("built", 15)] and walked > 2  # only the slices past the stop
+
+
+def test_api_explain_run_on_a_2d_run_draws_a_bar_and_says_what_does_not_apply(tmp_path, capsys):
+    from napari_medsam_eval import api
+    from napari_medsam_eval.cli import main
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "phantom_2d"
+    assert main(["run", str(sample), "--model", "box", "--out", str(tmp_path / "run"), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    table = api.explain_run(tmp_path / "run", progress=True)
+    assert "explaining" in capsys.readouterr().err
+    assert len(table) == 1 and table.loc[0, "dice_oracle_box"] == pytest.approx(table.loc[0, "dice_run"], abs=1e-3)
+    assert "2D image" in table.loc[0, "note_oracle_extent"]

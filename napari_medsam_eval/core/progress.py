@@ -118,8 +118,11 @@ class ProgressBar:
 
     def __call__(self, done: int, total: int, *_rest: Any) -> None:
         if self._bar is None:
-            from tqdm.auto import tqdm
+            import warnings
 
+            with warnings.catch_warnings():  # a notebook without ipywidgets: the text bar, without tqdm's warning
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                from tqdm.auto import tqdm
             self._bar = tqdm(total=int(total), desc=self.description, unit=self.unit, leave=True)
         if self._bar.total != int(total):
             self._bar.total = int(total)

@@ -307,17 +307,16 @@ class Session(SessionObjects):
         margin: int | None = None,
         **options: Any,
     ) -> PropagationResult:
-        """Segment the whole volume (both ways) or video (forward) from ``prompt``.
+        """Segment the whole volume (both ways) or video (forward) from ``prompt`` (one :class:`api.Prompt`);
+        returns an :class:`api.PropagationResult` (its ``mask``, where each direction stopped, ``slice_dice``).
 
-        :func:`~napari_medsam_eval.propagation.segment_by_kind` with
-        ``case_id=image_id`` (``options`` such as ``z_limits`` or
-        ``stop_when_empty`` are passed on); a 2D image is segmented once. Setting
-        ``cancel`` (a :class:`threading.Event`, by default a new one that
-        :meth:`cancel` sets) or ``progress`` returning False stops the run after
-        its current slice: the result then holds the partial mask and
-        ``cancelled``. A complete run of a volume or video starts a new anchored
-        segmentation (:meth:`correct`) whose only anchor is ``prompt``. ``progress=True`` draws a progress bar
-        (tqdm's, a widget in a notebook).
+        ``progress``: ``True`` draws a progress bar (tqdm's, a widget in a notebook); a callable
+        ``progress(done, total)`` is called after each slice, and returning False stops the run there, as
+        setting ``cancel`` (a :class:`threading.Event`; by default a new one that :meth:`cancel` sets) does:
+        the result then holds the partial mask and ``cancelled``. ``margin`` and ``options`` (``z_limits``,
+        ``stop_when_empty``, ``rules``) change the propagation (docs/propagation.md); a 2D image is segmented
+        once. A complete run of a volume or video starts a new anchored segmentation (:meth:`correct`) whose
+        only anchor is ``prompt``.
         """
         prompt = expect_prompt(prompt, "Session.propagate")
         if progress is True:
