@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy.ndimage import binary_erosion, label
 
+from figures import scales, subset
 from napari_medsam_eval.api import read_case
 from napari_medsam_eval.evaluation import cvpr25
 from napari_medsam_eval.protocols import build_protocol
@@ -130,17 +131,25 @@ def test_a_click_on_an_exact_prediction_is_none_and_over_segmentation_gets_a_bac
 
 
 @pytest.mark.slow
-def test_a_litemedsam_run_prints_and_reports_the_challenge_scores(tmp_path, shared_data):
+@scales("cases", ["CT_Lesion_000001_02_01_008-023"], None, small_id="1-case", full_id="6-cases")
+def test_a_litemedsam_run_prints_and_reports_the_challenge_scores(tmp_path, shared_data, cases, figure):
+    dataset = shared_data / "deeplesion_ct_npz"
+    if cases is not None:
+        dataset = subset(dataset, tmp_path / "few", cases)
     cli = str(Path(sys.executable).with_name("medsam-eval"))
-    done = subprocess.run([cli, "run", str(shared_data / "deeplesion_ct_npz"), "--protocol", "cvpr25-interactive",
-                           "--limit", "1", "--quiet", "--out", str(tmp_path / "run")],
-                          check=True, capture_output=True, text=True)
+    done = subprocess.run([cli, "run", str(dataset), "--protocol", "cvpr25-interactive", "--quiet",
+                           "--out", str(tmp_path / "run")], check=True, capture_output=True, text=True)
     assert "deeplesion_ct_npz/lesion: CVPR 2025 interactive: DSC-AUC" in done.stdout
     table = pd.read_csv(tmp_path / "run" / "results.csv")
-    steps = json.loads(table.loc[0, "dice_after"])
-    assert len(steps) == 6 and table.loc[0, "dsc_auc"] == pytest.approx(cvpr25.auc(steps), abs=1e-3)
-    assert 0.0 <= table.loc[0, "dsc_auc"] <= 4.0
+    for _, row in table.iterrows():
+        steps = json.loads(row["dice_after"])
+        assert len(steps) == 6 and row["dsc_auc"] == pytest.approx(cvpr25.auc(steps), abs=1e-3)
+        assert 0.0 <= row["dsc_auc"] <= 4.0
     assert "CVPR 2025 interactive scores" in (tmp_path / "run" / "report.md").read_text()
+    if cases is None:
+        figure("cvpr25_deeplesion_dsc_auc", float(table["dsc_auc"].mean()))
+        figure("cvpr25_deeplesion_final_dsc", float(table["dsc_final"].mean()))
+        figure.assert_all_match()
 
 
 def test_a_challenge_npz_is_read_with_its_boxes_and_clicks_and_its_boxes_are_the_prompts(tmp_path):

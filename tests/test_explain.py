@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from figures import scales, subset
 from napari_medsam_eval.core.case import Case, Spacing
 from napari_medsam_eval.core.prompt import Prompt
 from napari_medsam_eval.models.base import SegmentationBackend, SegmentResult
@@ -215,3 +216,26 @@ def test_api_explain_run_on_a_2d_run_draws_a_bar_and_says_what_does_not_apply(tm
     assert "explaining" in capsys.readouterr().err
     assert len(table) == 1 and table.loc[0, "dice_oracle_box"] == pytest.approx(table.loc[0, "dice_run"], abs=1e-3)
     assert "2D image" in table.loc[0, "note_oracle_extent"]
+
+
+@pytest.mark.slow
+@scales("cases", ["CT_Lesion_000001_02_01_008-023"], None, small_id="1-case", full_id="6-cases")
+def test_explaining_deeplesion(tmp_path, shared_data, shared_embeddings, cases, figure):
+    """DeepLesion run and explained (docs/propagation.md's table): every variant scored, each gain its DSC less
+    the run's; at the docs' scale the medians the table states."""
+    from napari_medsam_eval import api
+
+    dataset = shared_data / "deeplesion_ct_npz"
+    if cases is not None:
+        dataset = subset(dataset, tmp_path / "few", cases)
+    api.run_benchmark(api.RunConfig(dataset, tmp_path / "run", save_predictions=True,
+                                    model_options={"embeddings": shared_embeddings}))
+    table = api.explain_run(tmp_path / "run")
+    assert (table["status"] == "ok").all()
+    for variant in VARIANTS:
+        assert np.allclose(table[f"gain_{variant}"], table[f"dice_{variant}"] - table["dice_run"], atol=1e-3)
+    assert (table["dice_oracle_box"] >= table["dice_run"] - 0.05).all()
+    if cases is None:
+        figure("explain_deeplesion_extent", float(table["dice_oracle_extent"].median()))
+        figure("explain_deeplesion_box", float(table["dice_oracle_box"].median()))
+        figure.assert_all_match()
