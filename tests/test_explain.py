@@ -71,17 +71,23 @@ def _dice(a: np.ndarray, b: np.ndarray) -> float:
     return 2.0 * np.logical_and(a, b).sum() / (a.sum() + b.sum())
 
 
+def _darker_end_case() -> Case:
+    """A disc on slices 4-15 whose last two slices are darker (the brightness rule ends a walk at 14), with
+    bright tissue past the object's end (a leak if a walk were not kept to the object)."""
+    label = np.zeros((20, 48, 48), dtype=np.uint8)
+    image = np.zeros((20, 48, 48), dtype=np.uint8)
+    disc = _disc((48, 48), (24, 24), 8)
+    for z in range(4, 16):
+        label[z][disc] = 1
+        image[z][disc] = 200 if z < 14 else 120
+    image[16:, disc] = 200
+    return _case(image, label)
+
+
 def test_a_propagation_stopped_two_slices_early_gains_exactly_those_slices_under_the_true_extent():
     """The object's last two slices are darker: the brightness rule ends the run two slices early, and with
     the true extent exactly those two slices come back (and nothing past the object's end)."""
-    label = np.zeros((20, 48, 48), dtype=np.uint8)
-    image = np.zeros((20, 48, 48), dtype=np.uint8)
-    for z in range(4, 16):
-        disc = _disc((48, 48), (24, 24), 8)
-        label[z][disc] = 1
-        image[z][disc] = 200 if z < 14 else 120
-    image[16:, _disc((48, 48), (24, 24), 8)] = 200  # bright tissue past the object's end: a leak if not stopped
-    run, gt, found = _run_and_explain(_case(image, label), BrightInBox())
+    run, gt, found = _run_and_explain(_darker_end_case(), BrightInBox())
     assert not run[14:16].any() and run[4:14].sum() == gt[4:14].sum()  # stopped two slices early
     extent = found["oracle_extent"]
     assert np.array_equal(extent.mask, gt)
@@ -180,13 +186,8 @@ def test_the_true_extent_goes_on_from_the_run_with_the_same_mask_and_fewer_model
     from napari_medsam_eval.propagation.segment import segment_prompts as segment
     from napari_medsam_eval.studies.counterfactuals import extent_from_run, extent_mask, object_masks
 
-    label = np.zeros((20, 48, 48), dtype=np.uint8)
-    image = np.zeros((20, 48, 48), dtype=np.uint8)
-    for z in range(4, 16):
-        disc = _disc((48, 48), (24, 24), 8)
-        label[z][disc] = 1
-        image[z][disc] = 200 if z < 14 else 120
-    case = _case(image, label)
+    case = _darker_end_case()
+    image, label = case.image, case.label
     protocol = build_protocol("medsam2", seed=0)
     prompts = protocol.prompts(case)
     backend = BrightInBox()

@@ -29,7 +29,7 @@ from ..core.errors import Cancelled, DataError
 from ..core.intensity import case_intensity, prepare_image
 from ..core.prompt import prompts_from_json
 from ..evaluation.error_parts import PARTS
-from ..studies.counterfactuals import VARIANTS, Counterfactual, counterfactuals
+from ..studies.counterfactuals import CORRECTING, OFFICIAL_3D, VARIANTS, Counterfactual, counterfactuals
 from .config import RunConfig
 from .files import EXPLAIN_FILE, EXPLAIN_FOLDER, MANIFEST_FILE
 from .manifest import check_run_folder, inputs_sha256
@@ -258,7 +258,7 @@ def _run_result(run_dir: Path, row: Any, case: Any, target: Any) -> tuple[np.nda
     from ..evaluation.mask_comparison import binary_target
     from .open_row import read_prediction
 
-    if str(getattr(row, "protocol", "")) in ("corrections", "cvpr25-interactive", "litemedsam-3dbox"):
+    if str(getattr(row, "protocol", "")) in (*CORRECTING, OFFICIAL_3D):
         return None, []
     prediction, _note = read_prediction(run_dir, row._asdict(), case)
     if prediction is None:
@@ -280,7 +280,7 @@ def _check_prompt_slice(backend: Any, image: np.ndarray, case: Any, asked: list,
     from ..evaluation.metrics import compute_dice
     from ..propagation.segment import segment_by_kind
 
-    if len(asked) != 1 or protocol in ("corrections", "litemedsam-3dbox"):
+    if len(asked) != 1 or protocol in (*CORRECTING, OFFICIAL_3D):
         return {}
     prompt = asked[0]
     if case.kind == "image":

@@ -176,11 +176,14 @@ def _check_model_protocol(protocol: str, backend: Any) -> None:
 
 
 def official_engine(config: RunConfig) -> RunConfig:
-    """The official-script mode (``litemedsam-3dbox``) with LiteMedSAM runs the script's engine, torch, unless the
-    run names one: OpenVINO's sums, ordered otherwise, can flip a voxel whose logit sits at 0 (docs/protocols.md)."""
-    if config.protocol == "litemedsam-3dbox" and config.model == "litemedsam" and "engine" not in config.model_options:
-        return config.replace(model_options={**config.model_options, "engine": "torch"})
-    return config
+    """``config`` with the model options its protocol gives its model where the run names none (the
+    official-script mode, ``litemedsam-3dbox``: LiteMedSAM in torch, the script's engine; docs/protocols.md)."""
+    from ..protocols import PROTOCOLS
+
+    protocol = PROTOCOLS.get(config.protocol)
+    defaults = {} if protocol is None else protocol.model_defaults.get(config.model, {})
+    missing = {k: v for k, v in defaults.items() if k not in config.model_options}
+    return config.replace(model_options={**config.model_options, **missing}) if missing else config
 
 
 def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProgress | None = None,

@@ -188,6 +188,8 @@ class PromptProtocol:
     name: ClassVar[str] = "protocol"
     #: kinds of case the protocol is defined for
     kinds: ClassVar[tuple[str, ...]] = KINDS
+    #: model options a run of this protocol gives a model unless the run names them, by model name
+    model_defaults: ClassVar[dict[str, dict[str, Any]]] = {}
 
     seed: int = 0
     sensitivity: int = 0

@@ -46,6 +46,8 @@ class LiteMedSAM3DBoxProtocol(PromptProtocol):
 
     name: ClassVar[str] = "litemedsam-3dbox"
     kinds: ClassVar[tuple[str, ...]] = ("volume", "image")
+    #: the script's engine: OpenVINO's sums, ordered otherwise, can flip a voxel whose logit sits at 0
+    model_defaults: ClassVar[dict] = {"litemedsam": {"engine": "torch"}}
 
     margin: int = 0
 

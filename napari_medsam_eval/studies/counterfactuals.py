@@ -40,7 +40,10 @@ from ..evaluation.metrics import compute_dice
 from ..models.base import SegmentationBackend
 from ..propagation.rules import resolve_rules
 from ..propagation.segment import segment_prompts
+from ..protocols.corrections import CorrectionsProtocol
+from ..protocols.cvpr25 import CVPR25Protocol
 from ..protocols.geometry import expand_box, tight_box
+from ..protocols.litemedsam import LiteMedSAM3DBoxProtocol
 
 #: the counterfactual variants, in the order of the staircase from the run to the model's ceiling
 VARIANTS = ("oracle_extent", "oracle_prompt_slice", "oracle_box")
@@ -50,9 +53,11 @@ VARIANT_WORDS = {"oracle_extent": "the true extent", "oracle_prompt_slice": "the
 #: the stage whose cost each variant measures
 STAGE_WORDS = {"oracle_extent": "the stop rule", "oracle_prompt_slice": "the prompt slice",
                "oracle_box": "drift (propagation itself)"}
-#: protocols whose result is not one propagation of one prompt
-OFFICIAL_3D = "litemedsam-3dbox"
-CORRECTIONS = "corrections"
+#: protocols whose result is not one propagation of one prompt (their registry names, from their classes)
+OFFICIAL_3D = LiteMedSAM3DBoxProtocol.name
+CORRECTIONS = CorrectionsProtocol.name
+#: the protocols whose result is the corrected one (the simulated user's, the CVPR 2025 clicks')
+CORRECTING = (CorrectionsProtocol.name, CVPR25Protocol.name)
 #: the stop rules a perfect extent switches off (``hold=None``: a lost slice is skipped, the walk goes on)
 _NO_STOPS = {"intensity_k": None, "min_score": None, "score_ratio": None, "min_iou": None, "max_area_growth": None,
              "max_box_fill": None, "hold": None}
@@ -88,7 +93,7 @@ def not_applicable(case: Case, protocol_name: str, prompts: list[Prompt]) -> dic
     elif protocol_name == OFFICIAL_3D:
         why["oracle_extent"] = "the official 3D-box loop's extent is its box's z-range (the ground truth's)"
         why["oracle_prompt_slice"] = "the official 3D-box loop starts from its box's middle slice"
-    elif protocol_name == CORRECTIONS:
+    elif protocol_name in CORRECTING:
         why["oracle_extent"] = why["oracle_prompt_slice"] = "the run's result is after its corrections"
     elif any(p.info.get("operation") == "slice" for p in prompts):
         why["oracle_extent"] = why["oracle_prompt_slice"] = "the run segmented one slice, not a propagation"
@@ -298,6 +303,6 @@ def _run_variant(variant: str, backend: SegmentationBackend, image: np.ndarray, 
     return score(variant, mask, gt, case.kind, moved[0].slice_index)
 
 
-__all__ = ["CORRECTIONS", "OFFICIAL_3D", "STAGE_WORDS", "VARIANTS", "VARIANT_WORDS", "Counterfactual",
+__all__ = ["CORRECTING", "CORRECTIONS", "OFFICIAL_3D", "STAGE_WORDS", "VARIANTS", "VARIANT_WORDS", "Counterfactual",
            "box_mask", "counterfactuals", "extent_from_run", "extent_mask", "largest_slice", "moved_prompt", "not_applicable",
            "object_masks", "present_slices", "score"]
