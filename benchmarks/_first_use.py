@@ -40,8 +40,8 @@ def _runs(shared: Path, out: Path) -> tuple[Path, Path]:
     return out / "a", out / "b"
 
 
-def measure(shared: Path) -> list[tuple[str, float]]:
-    from responsiveness import TimerGaps, finished, process_until, settle
+def measure(shared: Path, profile: bool = False) -> list[tuple[str, float]]:
+    from responsiveness import TimerGaps, finished, from_the_event_loop, process_until, settle
 
     out = Path(tempfile.mkdtemp(prefix="first_use_"))
     run_a, run_b = _runs(shared, out)
@@ -54,39 +54,50 @@ def measure(shared: Path) -> list[tuple[str, float]]:
     with TimerGaps() as idle:
         process_until(lambda: time.perf_counter() - idle.ticks[0] > 3.0)
     results.append(("idle viewer (baseline of this process)", idle.max_gap))
-    with TimerGaps() as gaps:
-        viewer.open_sample(PLUGIN, "phantom_ct")
+    with TimerGaps(profile) as gaps:
+        from_the_event_loop(lambda: viewer.open_sample(PLUGIN, "phantom_ct"))
         settle()
+    _profiled(gaps)
     results.append((CASES[0], gaps.max_gap))
-    with TimerGaps() as gaps:
-        viewer.window.add_plugin_dock_widget(PLUGIN, "Segment")
+    with TimerGaps(profile) as gaps:
+        from_the_event_loop(lambda: viewer.window.add_plugin_dock_widget(PLUGIN, "Segment"))
         settle()
+    _profiled(gaps)
     results.append((CASES[1], gaps.max_gap))
     image = sorted((shared / "hippocampus_mri" / "imagesTr").glob("*.nii.gz"))[0]
-    with TimerGaps() as gaps:
-        viewer.open(str(image), plugin=PLUGIN)
+    with TimerGaps(profile) as gaps:
+        from_the_event_loop(lambda: viewer.open(str(image), plugin=PLUGIN))
         settle()
+    _profiled(gaps)
     results.append((CASES[2], gaps.max_gap))
     _, bench = viewer.window.add_plugin_dock_widget(PLUGIN, "Benchmark")
     bench.out_dir.value = run_a
     process_until(lambda: bench.results.table.rowCount() > 0 and not bench.results.pending, timeout_s=60)
     settle()
-    with TimerGaps() as gaps:
+    with TimerGaps(profile) as gaps:
         worker = bench.open_row(bench.results.row_at(0))
         process_until(lambda: finished(worker), timeout_s=60)
         settle()
+    _profiled(gaps)
     results.append((CASES[3], gaps.max_gap))
     two = bench.two_runs
     worker = two.compare(run_a, run_b)
     process_until(lambda: finished(worker) and two.pair is not None, timeout_s=60)
     settle()
-    with TimerGaps() as gaps:
+    with TimerGaps(profile) as gaps:
         worker = two.open_case(two.view.key_at(two.view.table, 0))
         process_until(lambda: finished(worker), timeout_s=60)
         settle()
+    _profiled(gaps)
     results.append((CASES[4], gaps.max_gap))
     viewer.close()
     return results
+
+
+def _profiled(gaps) -> None:
+    """With ``--profile``: the GUI thread's profile of that case, on stderr."""
+    if gaps.stats:
+        print(gaps.stats, file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shared-data", type=Path, default=REPO.parent / "shared" / "data")
+    parser.add_argument("--profile", action="store_true", help="each case's GUI-thread profile on stderr")
     args = parser.parse_args(argv)
     results: list[tuple[str, float]] = []
-    on_display(lambda: results.extend(measure(args.shared_data)))
+    on_display(lambda: results.extend(measure(args.shared_data, args.profile)))
     print(json.dumps(results))
     return 0
 

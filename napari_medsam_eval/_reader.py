@@ -22,14 +22,15 @@ settings itself: it names no pattern, and never every folder (``*/``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-from ._layer_style import ground_truth_kwargs
-from .core.case import Case
-from .datasets.ground_truth_pairing import GroundTruthFile, Opened, open_path
 from .core.errors import DataError
 from .io.formats import (IMAGE2D_SUFFIXES, NPZ_SUFFIXES, SITK_SUFFIXES, VIDEO_SUFFIXES, content_problem,
                          format_suffix, is_dicom_file_marked)
+
+if TYPE_CHECKING:  # the reading code is imported when a file is read, on a thread (:func:`read_layers`)
+    from .core.case import Case
+    from .datasets.ground_truth_pairing import GroundTruthFile, Opened
 
 LayerData = tuple[Any, dict[str, Any], str]
 
@@ -43,6 +44,8 @@ READER_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIX
 
 def case_to_layer_data(case: Case) -> list[LayerData]:
     """Image layer (and Labels layer when the case has ground truth) for napari."""
+    from ._layer_style import ground_truth_kwargs
+
     scale = list(case.spacing.values)
     # the file's geometry travels with the layers so that our writer can save
     # a mask that overlays the source image in other viewers
@@ -61,6 +64,8 @@ def case_to_layer_data(case: Case) -> list[LayerData]:
 
 def ground_truth_layer_data(ground_truth: GroundTruthFile) -> LayerData:
     """A ground truth opened by itself, as a Labels layer on its file's grid."""
+    from ._layer_style import ground_truth_kwargs
+
     metadata = {"label_names": ground_truth.label_names, "role": "ground_truth", "kind": ground_truth.kind,
                 "geometry": ground_truth.geometry, "label_path": str(ground_truth.path)}
     return (ground_truth.label, {"name": ground_truth.path.name, "scale": list(ground_truth.spacing.values),
@@ -105,4 +110,16 @@ def read_layers(path: str | list[str]) -> list[LayerData]:
     problem = content_problem(path) if path.is_file() else None
     if problem is not None:
         raise DataError(problem, path)
-    return opened_to_layer_data(open_path(path))
+    from ._meanwhile import in_turns, meanwhile
+
+    return in_turns(meanwhile(lambda: _read(path), f"reading {path.name}"), path=str(path), reader_plugin=PLUGIN_NAME)
+
+
+def _read(path: Path) -> list[LayerData]:
+    """:func:`read_layers`' work, on any thread: the file read, its layers' data, napari's layer kinds warmed."""
+    from ._meanwhile import warm_layer_kinds
+    from .datasets.ground_truth_pairing import open_path
+
+    layers = opened_to_layer_data(open_path(path))
+    warm_layer_kinds()
+    return layers

@@ -28,7 +28,8 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(rooms)) 
     ("report and analysis", {"report"}),
     ("session", {"session"}),
     ("public API", {"api"}),
-    ("cli and napari", {"cli", "_widgets", "_reader", "_writer", "_sample_data", "_layer_style", "__main__"}),
+    ("cli and napari", {"cli", "_widgets", "_reader", "_writer", "_sample_data", "_layer_style", "_turns", "_meanwhile",
+                        "__main__"}),
 ))
 FLOOR_OF = {room: index for index, (_name, rooms) in enumerate(FLOORS) for room in rooms}
 

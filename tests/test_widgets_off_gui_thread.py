@@ -241,7 +241,7 @@ def test_pieces_of_gui_work_queued_together_run_one_per_turn(qtbot):
     ``dropped`` runs: a row opening's job waiting for it goes on)."""
     from qtpy.QtWidgets import QWidget
 
-    from napari_medsam_eval._widgets.common._turns import Turns
+    from napari_medsam_eval._turns import Turns
 
     turns, ran, dropped = Turns(), [], []
     gone = QWidget()

@@ -17,6 +17,10 @@ and plots in :mod:`._theme`.
 """
 from __future__ import annotations
 
+from importlib import import_module
+from types import ModuleType
+from typing import Any
+
 from napari_medsam_eval.core.lazy_exports import lazy_exports
 
 #: each widget's module, imported when napari (or a script) first asks for it: the first dock loads its own
@@ -25,4 +29,26 @@ WIDGET_MODULES = {"BenchmarkWidget": "benchmark.dock", "CompareWidget": "compare
 
 __all__ = ["BenchmarkWidget", "CompareWidget", "SegmentWidget"]
 
-__getattr__, __dir__ = lazy_exports(__name__, WIDGET_MODULES, __all__)
+#: the docks' names in napari's Plugins menu, for the note shown while one loads
+DOCK_NAMES = {"BenchmarkWidget": "Benchmark", "CompareWidget": "Compare", "SegmentWidget": "Segment"}
+
+_, __dir__ = lazy_exports(__name__, WIDGET_MODULES, __all__)
+
+
+def __getattr__(name: str) -> Any:  # noqa: N807 - the module hook's name
+    """A widget class, its module imported (and its ``warm_up()`` run) on a thread while the viewer stays live
+    (:func:`._meanwhile.meanwhile`): napari asks for it on its GUI thread."""
+    if name not in WIDGET_MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from napari_medsam_eval._meanwhile import meanwhile
+
+    return getattr(meanwhile(lambda: _loaded(WIDGET_MODULES[name]), f"loading the {DOCK_NAMES[name]} dock"), name)
+
+
+def _loaded(module_name: str) -> ModuleType:
+    """The widget's module, imported, with what its widget needs first prepared (its ``warm_up``, if any)."""
+    module = import_module(f"{__name__}.{module_name}")
+    warm_up = getattr(module, "warm_up", None)
+    if warm_up is not None:
+        warm_up()
+    return module

@@ -11,15 +11,22 @@ Modules (no Qt, no napari):
 """
 from __future__ import annotations
 
-from .dicom import read_dicom_case
-from .formats import detect_format, natural_sort_key
-from .image2d import read_image2d, read_image_rgb, read_image_with_masks, read_mask2d, read_mask_gray
-from .npz_io import guess_modality, read_medsam_npz
-from .reader import LabelFile, pair_image_label, read_case, read_image, read_label
-from .sitk_io import read_sitk_case
-from .validation import GeometryWarning, to_label_array
-from .video import read_frame_folder, read_mask_folder, read_nifti_sequence, read_video_file
-from .writers import MASK_SUFFIXES, write_mask
+from napari_medsam_eval.core.lazy_exports import lazy_exports
+
+#: each name's module, imported when first asked for: a module that needs one reader (napari's reader
+#: deciding from a file's name alone, the formats table) does not load SimpleITK, PyAV and the rest
+HOMES = {
+    "read_dicom_case": "dicom",
+    "detect_format": "formats", "natural_sort_key": "formats",
+    **{name: "image2d" for name in ("read_image2d", "read_image_rgb", "read_image_with_masks", "read_mask2d",
+                                    "read_mask_gray")},
+    "guess_modality": "npz_io", "read_medsam_npz": "npz_io",
+    **{name: "reader" for name in ("LabelFile", "pair_image_label", "read_case", "read_image", "read_label")},
+    "read_sitk_case": "sitk_io",
+    "GeometryWarning": "validation", "to_label_array": "validation",
+    **{name: "video" for name in ("read_frame_folder", "read_mask_folder", "read_nifti_sequence", "read_video_file")},
+    "MASK_SUFFIXES": "writers", "write_mask": "writers",
+}
 
 __all__ = [
     "GeometryWarning",
@@ -47,3 +54,5 @@ __all__ = [
     "to_label_array",
     "write_mask",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, HOMES, __all__)

@@ -11,15 +11,22 @@ from pathlib import Path
 PRECISIONS = ("fp32", "bf16", "int8")
 
 
+#: OpenVINO's answer, asked once per process (the CPU does not change; asking loads OpenVINO, ~0.1 s)
+_capabilities: list[str] | None = None
+
+
 def openvino_cpu_capabilities() -> list[str]:
     """What OpenVINO's CPU plugin computes in here (``OPTIMIZATION_CAPABILITIES``: FP32, INT8, BF16, ...)."""
-    try:
-        from .openvino_quiet import import_openvino
-        ov = import_openvino()
+    global _capabilities
+    if _capabilities is None:
+        try:
+            from .openvino_quiet import import_openvino
+            ov = import_openvino()
 
-        return [str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
-    except Exception:  # pragma: no cover - no CPU plugin: the engine will fail to load and say so
-        return []
+            _capabilities = [str(c) for c in ov.Core().get_property("CPU", "OPTIMIZATION_CAPABILITIES")]
+        except Exception:  # pragma: no cover - no CPU plugin: the engine will fail to load and say so
+            _capabilities = []
+    return list(_capabilities)
 
 
 def cpu_has_bf16() -> bool:

@@ -28,7 +28,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from .results import RunResults, load_run
 from .stats import natural_key
@@ -69,6 +68,8 @@ def wilcoxon_test(diffs: np.ndarray) -> tuple[float, str]:
         return float("nan"), "all differences are zero"
     if nonzero < MIN_WILCOXON:
         return float("nan"), f"only {nonzero} non-zero difference(s); Wilcoxon needs >= {MIN_WILCOXON}"
+    from scipy import stats as sps  # here: scipy.stats takes half a second to load (the Benchmark dock loads this module)
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ties/zeros: scipy switches to the normal approximation and says so
         try:

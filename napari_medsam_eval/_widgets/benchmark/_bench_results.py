@@ -29,7 +29,7 @@ from napari_medsam_eval._widgets.benchmark._counterfactuals import FixChoice, be
 from napari_medsam_eval._widgets.benchmark._effort_plot import EffortPlot, effort_of
 from napari_medsam_eval._widgets.benchmark._results_table import ResultsView, table_cells
 from napari_medsam_eval._widgets.common._shortcuts import BENCHMARK_SHORTCUTS, key_text
-from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
@@ -113,7 +113,7 @@ class ResultsBrowser(Container):
     def load_results_soon(self, out_dir: str | Path) -> Any:
         """Show the rows already in the run folder ``out_dir``, read in a worker (a folder of 2,000 rows read
         on the GUI thread froze the viewer for 228 ms) and put in the table in a turn of its own
-        (:func:`._turns.soon`); returns the worker. The folder chosen last wins."""
+        (:func:`napari_medsam_eval._turns.soon`); returns the worker. The folder chosen last wins."""
         self._loading = Path(out_dir)
 
         def show(loaded: tuple[list[dict[str, Any]], list[Any], tuple]) -> None:

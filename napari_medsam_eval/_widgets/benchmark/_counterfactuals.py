@@ -30,7 +30,7 @@ from napari_medsam_eval.studies.counterfactuals import STAGE_WORDS, VARIANT_WORD
 from napari_medsam_eval._widgets.benchmark._open_row import OPENED_KEY, OpenStep, apply_step, row_object
 from napari_medsam_eval._widgets.common._layers import transform_kwargs
 from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
-from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 

@@ -10,7 +10,7 @@ Opening a row must not freeze the viewer, so the work is split in two:
 * on the GUI thread, :func:`apply_step` puts one step's layer in the viewer.
   The job yields a step and waits until the GUI has applied it; the handler
   :func:`paced` applies each in a turn of the event loop of its own
-  (:func:`._turns.soon`, which keeps the pieces of GUI work of every widget
+  (:func:`napari_medsam_eval._turns.soon`, which keeps the pieces of GUI work of every widget
   apart), so the viewer repaints in between. Last, the job yields the
   :class:`RunCase` itself: bringing it into view is a turn of its own too, and
   the job ends once it is done.
@@ -51,7 +51,8 @@ from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, make_point_layer, show_prompt
-from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._widgets.common._removal import remove_layers
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._view import bring_into_view
 
 #: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
@@ -154,14 +155,17 @@ def paced_items(steps: list[OpenStep], opened: Any, ack: threading.Event,
 def paced(owner: Any, ack: threading.Event, viewer: Any, shown: dict[str, Layer],
           show_case: Callable[[Any], Any]) -> Callable[[Any], None]:
     """The ``yielded`` handler of an opening job (:func:`paced_items`): each item in a turn of the event loop
-    of its own (:func:`._turns.soon`), a layer put in ``viewer`` (:func:`apply_step`, collected in ``shown``),
+    of its own (:func:`napari_medsam_eval._turns.soon`), a layer put in ``viewer`` (:func:`apply_step`, collected in ``shown``),
     the last item given to ``show_case`` (which brings it into view), then ``ack`` set so the job yields the
     next; once the Qt object ``owner`` is deleted nothing is applied and ``ack`` is set at once."""
     def step(item: Any) -> None:
         def piece() -> None:
             try:
                 if isinstance(item, OpenStep):
-                    apply_step(viewer, item, shown)
+                    wanted = item.layer.visible
+                    if apply_step(viewer, item, shown, hidden=True) is item.layer and wanted:
+                        # a new layer is drawn first in a turn of its own (a first Shapes layer: 170 ms)
+                        soon(owner, lambda: setattr(item.layer, "visible", True))
                 else:
                     show_case(item)
             finally:
@@ -176,9 +180,10 @@ def opened_layers(viewer: Any) -> dict[str, Layer]:
             if isinstance(layer.metadata.get(OPENED_KEY), str)}
 
 
-def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
+def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer], hidden: bool = False) -> Layer:
     """GUI thread: show ``step``'s layer, in the last row's layer of its role when it fits (else the
-    step's new layer); ``shown`` collects this row's layers by role (the image comes first)."""
+    step's new layer, added hidden with ``hidden``: its caller shows it); ``shown`` collects this row's
+    layers by role (the image comes first)."""
     old = opened_layers(viewer).get(step.role)
     new = step.layer
     if old is not None and _fits(old, new):
@@ -188,7 +193,9 @@ def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer]) -> Layer:
             show_prompt(step.prompt, shown.get("image", new), boxes, points)
     else:
         if old is not None:
-            viewer.layers.remove(old)
+            remove_layers(viewer, [old])
+        if hidden:
+            new.visible = False
         layer = add_inactive(viewer, new)
     shown[step.role] = layer
     return layer
@@ -199,11 +206,7 @@ def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer], index: in
     """GUI thread, after the steps: drop the last row's layers this row has no use for, bring the image
     into view (:func:`._view.bring_into_view`) on slice ``index``, by default the row's
     :attr:`~RunCase.view_slice` (most errors), else the prompt's; returns the row's layers by role."""
-    stale = [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer]
-    if stale:
-        with viewer.layers.batched_update():
-            for layer in stale:
-                viewer.layers.remove(layer)
+    remove_layers(viewer, [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer])
     if index is None:
         index = loaded.view_slice if loaded.view_slice is not None else getattr(loaded.prompt, "slice_index", None)
     if "image" in shown:

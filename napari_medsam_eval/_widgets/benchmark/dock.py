@@ -43,6 +43,8 @@ from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunS
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
 from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
+from napari_medsam_eval._meanwhile import warm_layer_kinds
+from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
 from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs import TwoRunsWidget
 from napari_medsam_eval._widgets.common._viewer import real_viewer
@@ -59,6 +61,13 @@ TABS = ("run", "rows", "summary", "two runs")
 #: dock beside it taking the rest of a 1366 x 768 window
 HEIGHT = 400
 
+
+
+def warm_up() -> None:
+    """Before the first dock is built (on a thread, :func:`napari_medsam_eval._widgets.__getattr__`): napari's
+    layer kinds built once (an opened row's layers: its prompt is a Shapes or Points layer, numba compiles)."""
+    warm_layer_kinds()
+    warm_prompt_layers()
 
 class BenchmarkWidget(Container):
     """Run / cancel / resume a benchmark on a dataset folder; results table, summary and box plot."""

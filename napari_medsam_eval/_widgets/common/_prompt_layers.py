@@ -202,7 +202,16 @@ def show_prompt(prompt: Prompt, image: Image, boxes: Shapes, points: Points) -> 
     points.refresh_colors(update_color_mapping=False)
 
 
+def warm_prompt_layers() -> None:
+    """Build a box and a point prompt over a small volume once, off the GUI thread (a dock's ``warm_up``):
+    napari's Shapes layer has numba compile its triangulation for the boxes' arrays on first use (half a
+    second holding the interpreter), which would otherwise happen while the first row or prompt is shown."""
+    image = Image(np.zeros((3, 8, 8), np.uint8), scale=(2.0, 1.0, 1.0))
+    prompt = Prompt(target_label=1, slice_index=1, boxes=[(1, 1, 5, 5)], points=[(3, 3)], point_labels=[1])
+    show_prompt(prompt, image, make_box_layer(image), make_point_layer(image))
+
+
 __all__ = ["BOX_COLOR", "NEXT_LABEL_KEY", "POINT_BORDER_COLORS", "POINT_COLORS", "TOGGLE_KEY", "add_prompt_layers",
            "adopt_point_layer", "box_from_vertices", "box_vertices", "drawn_prompt", "keep_point_polarity",
            "make_box_layer", "make_point_layer", "next_point_label", "point_labels", "prompt_from_layers", "prompt_slices",
-           "set_next_point_label", "show_prompt", "toggle_point_label"]
+           "set_next_point_label", "show_prompt", "toggle_point_label", "warm_prompt_layers"]

@@ -13,7 +13,7 @@ The automatic comparisons (the pair or its data changed: a propagation's result 
 benchmark row opened) must not freeze the viewer: :func:`compute_comparison` (the masks, the
 TP/FP/FN map, the whole-mask and per-slice DSC, the worst slices and, the first time, the overlay
 layer's model) runs in a quiet worker (:attr:`ComparisonSection.runner`), and the GUI thread only
-shows the result, in two turns of the event loop of their own (:func:`._turns.soon`: apart from any
+shows the result, in two turns of the event loop of their own (:func:`napari_medsam_eval._turns.soon`: apart from any
 other widget's GUI work landing at the same time): the overlay layer first, then the numbers and the
 plot. A comparison asked for later wins: an earlier one still computing is dropped when it returns.
 The Compare button and :meth:`ComparisonSection.update_comparison` compare at once (a script or test
@@ -37,7 +37,7 @@ from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, Com
 from napari_medsam_eval._widgets.common._layers import follow_viewer, layer_kind, transform_kwargs
 from napari_medsam_eval._widgets.compare._result_layers import Computed, compute_comparison, write_overlay
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
-from napari_medsam_eval._widgets.common._turns import soon
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import UnitWords, in_units, unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
@@ -109,7 +109,7 @@ class ComparisonSection(Container):
 
     def compare_soon(self) -> Any:
         """Compare the chosen layers in a worker (:func:`compute_comparison`); the result is shown on the GUI
-        thread in two turns of the event loop of their own (:meth:`_show_computed`, :func:`._turns.soon`).
+        thread in two turns of the event loop of their own (:meth:`_show_computed`, :func:`napari_medsam_eval._turns.soon`).
         Returns the worker (None without a pair)."""
         self.choice.settle()
         self._asked += 1

@@ -31,6 +31,7 @@ from magicgui.widgets import Container
 from napari.layers import Labels
 
 from napari_medsam_eval.evaluation.mask_comparison import Comparison
+from napari_medsam_eval._meanwhile import warm_layer_kinds
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_metrics import CHOOSE_PAIR, CompareFooter, ComparisonSection
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot
@@ -52,6 +53,12 @@ FOOTER = ("compare_button", "worst_button", "status")
 #: the dock's tabs, in order (the first, the result, is shown by default)
 TABS = ("result", "layers", "sensitivity")
 
+
+
+def warm_up() -> None:
+    """Before the first dock is built (on a thread, :func:`napari_medsam_eval._widgets.__getattr__`): napari's
+    layer kinds built once (its overlays are Labels layers)."""
+    warm_layer_kinds()
 
 class CompareWidget(Container):
     """Prediction vs ground truth for one target: TP/FP/FN overlay, DSC, per-slice plot, worst slices."""

@@ -28,7 +28,10 @@ from magicgui.widgets import Container
 from napari_medsam_eval.propagation import PropagationResult
 from napari_medsam_eval.session.session import Session
 from napari_medsam_eval._widgets.common import _layers
+from napari_medsam_eval._meanwhile import warm_layer_kinds
+from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
 from napari_medsam_eval._widgets.segment._anchors import AnchorList, follow_anchors
+from napari_medsam_eval._widgets.segment._encode_ahead import at_choices
 from napari_medsam_eval._widgets.common._dock_layout import fit_in_dock, one_label_column
 from napari_medsam_eval._widgets.segment._ground_truth import GroundTruthSection
 from napari_medsam_eval._widgets.segment._image_section import ImageSection
@@ -58,6 +61,15 @@ EXPOSED = {
     "footer": ("segment_button", "propagate_button", "correct_button", "cancel_button", "progress", "status"),
     "actions": ("segment_slice", "propagate", "correct_slice", "cancel", "current_prompt"),
 }
+
+
+def warm_up() -> None:
+    """Before the first dock is built (on a thread, :func:`napari_medsam_eval._widgets.__getattr__`): ask which
+    precisions this CPU computes (the *first look at* choices: OpenVINO loads), and build napari's layer kinds
+    once (the prompt layers are Shapes and Points: numba compiles)."""
+    at_choices()
+    warm_layer_kinds()
+    warm_prompt_layers()
 
 
 class SegmentWidget(Container):
