@@ -20,6 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tests"))  # gui_probe: an action run from the event loop, as the tests run it
 
 PLUGIN = "napari-medsam-eval"
 #: the cases measured, in the order a new user meets them
@@ -41,7 +42,8 @@ def _runs(shared: Path, out: Path) -> tuple[Path, Path]:
 
 
 def measure(shared: Path, profile: bool = False) -> list[tuple[str, float]]:
-    from responsiveness import TimerGaps, finished, from_the_event_loop, process_until, settle
+    from gui_probe import from_the_event_loop
+    from responsiveness import TimerGaps, finished, process_until, settle
 
     out = Path(tempfile.mkdtemp(prefix="first_use_"))
     run_a, run_b = _runs(shared, out)

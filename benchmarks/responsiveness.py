@@ -157,28 +157,6 @@ def process_until(condition: Callable[[], bool], timeout_s: float = 1800) -> Non
         time.sleep(0.005)
 
 
-def from_the_event_loop(action: Callable[[], Any]) -> Any:
-    """``action()`` run as a menu choice or a file drop runs it: from the viewer's running event loop (a
-    local one here; this script otherwise turns the loop itself); its result, its exception raised here."""
-    from qtpy.QtCore import QEventLoop, QTimer
-
-    loop, outcome = QEventLoop(), {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = action()
-        except BaseException as error:  # noqa: BLE001 - raised again outside the loop
-            outcome["error"] = error
-        finally:
-            loop.quit()
-
-    QTimer.singleShot(0, run)
-    loop.exec() if hasattr(loop, "exec") else loop.exec_()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
-
-
 def settle(seconds: float = 0.3) -> None:
     """Let the canvas and the plots repaint."""
     end = time.perf_counter() + seconds

@@ -8,7 +8,9 @@ What keeps the viewer responsive is asserted instead, the same on any machine:
   encoder pass) runs on a worker thread, never on the GUI thread;
 * :class:`LoopTurns`: the GUI event loop kept turning while a job ran (a
   timer's ticks are counted, not timed), and two pieces of GUI work landed in
-  different turns of it.
+  different turns of it;
+* :func:`from_the_event_loop`: an action run as a user's menu choice or file drop runs it, from inside
+  the running event loop (``benchmarks/_first_use.py`` runs its actions so too).
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ import threading
 from typing import Any
 
 import pytest
-from qtpy.QtCore import QTimer
+from qtpy.QtCore import QEventLoop, QTimer
 
 
 def on_gui_thread() -> bool:
@@ -83,3 +85,23 @@ class LoopTurns:
 
     def __exit__(self, *_exc: Any) -> None:
         self.timer.stop()
+
+
+def from_the_event_loop(action: Any) -> Any:
+    """``action()`` run from inside a running event loop (a local one), as napari runs a menu choice or a file
+    drop; its result, its exception raised here once the loop has ended."""
+    loop, outcome = QEventLoop(), {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = action()
+        except BaseException as error:  # noqa: BLE001 - raised again outside the loop
+            outcome["error"] = error
+        finally:
+            loop.quit()
+
+    QTimer.singleShot(0, run)
+    loop.exec() if hasattr(loop, "exec") else loop.exec_()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

@@ -123,6 +123,14 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
                         (ComparisonSection, "_show_computed"), (ComparisonSection, "_show_numbers")):
         monkeypatch.setattr(owner, name, _logged(getattr(owner, name), name, pieces, turns))
     changes = _layer_changes(viewer)
+    drawn: dict[int, list[tuple[int, bool]]] = {}  # per new layer (id): (ticks, visible) when added, then when shown
+
+    def watch_drawing(event) -> None:
+        layer = event.value
+        drawn[id(layer)] = [(turns.mark(), layer.visible)]
+        layer.events.visible.connect(lambda _e, key=id(layer), layer=layer: drawn[key].append((turns.mark(),
+                                                                                             layer.visible)))
+    viewer.layers.events.inserted.connect(watch_drawing)
     # three cases, both targets: the first open adds the layers, the others reuse them
     order = sorted(rows, key=lambda r: (r["case_id"], -int(r["target_label"])))
     for number, row in enumerate(order[::2] + [order[1]]):
@@ -153,6 +161,10 @@ def test_opening_rows_never_freezes_the_viewer(make_napari_viewer, box_run, qtbo
         # rows after the first reuse its layers: napari builds no new layer controls or canvas visuals
         if number:
             assert changes == [], changes
+        else:  # the first row's new layers: each added hidden and drawn first in a later turn of its own
+            opened = [drawn[id(layer)] for layer in widget.opened.values()]
+            assert len(opened) >= 4 and all(not log[0][1] and log[1][1] and log[1][0] > log[0][0]
+                                             for log in opened), drawn
         # the Compare widget compares this row's prediction for its target and finds the row's DSC
         assert compare.pred_layer.value is widget.opened["prediction"]
         assert compare.target_label.value == int(row["target_label"])

@@ -30,6 +30,7 @@ from napari_medsam_eval.report import paired_scores
 from napari_medsam_eval._layer_style import AB_COLORS
 from napari_medsam_eval.evaluation.mask_comparison import AB_A_ONLY, AB_B_ONLY, AB_BOTH, ab_overlay
 from margin_runs import make_run, margin_runs
+from test_widgets_layout import _whole
 from test_widgets_switching import LESION, in_view
 
 pytestmark = pytest.mark.gui
@@ -243,3 +244,33 @@ def test_other_model_and_other_dataset(make_napari_viewer, runs, shared_data, tm
     (error,) = messages["error"]
     assert "different datasets" in error and "hippocampus_mri" in error and "brats2021_flair" in error
     assert "different datasets" in widget.status.value
+
+
+def test_the_two_runs_tab_shows_its_results_without_scrolling_at_1366_by_768(make_napari_viewer, shared_data,
+                                                                            tmp_path, qtbot, messages):
+    """Issue 58: in a 1366 x 768 window the statistics, the pairs table and its scatter are in view without
+    scrolling the dock (the scatter sat below the table, scrolled out; a wrapping line's least height at its
+    least width made the tab 500 pixels taller)."""
+    run_a, run_b = margin_runs(shared_data / "hippocampus_mri", tmp_path, "box", 5)
+    viewer = make_napari_viewer(show=True)
+    window = viewer.window._qt_window
+    window.resize(1366, 768)
+    bench = dock(viewer, "benchmark")
+    widget = bench.two_runs
+    bench.show_tab("two runs")
+    _wait(qtbot, widget.compare(run_a, run_b))
+    qtbot.wait(500)
+    assert messages["error"] == [] and widget.view.table.rowCount() == 10
+    assert window.height() <= 768, window.size()
+    view = widget.view
+    for part in (view.runs, view.stats, view.table, widget.status.native):
+        assert _whole(part), (part, part.visibleRegion().boundingRect(), part.rect())
+    assert view.table.viewport().height() >= 3 * view.table.rowHeight(0)  # three lines of pairs and more
+    # the scatter: beside the table in a wide dock, else on the tab beside the pairs' (one click, no scrolling)
+    if not view.pairs.beside:
+        view.pairs.tabs.setCurrentWidget(view.canvas)
+        qtbot.wait(200)
+    assert _whole(view.canvas) and view.canvas.height() >= 100, view.canvas.size()
+    # the case names in the pairs table tell the cases apart (the common part elided, the number kept)
+    names = widget.view.column_values(widget.view.table, "case")
+    assert len(set(names)) == 5, names

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from napari_medsam_eval.benchmark.schema import labels_text
-from qtpy.QtCore import Qt
+from qtpy.QtCore import QSize, Qt
 from qtpy.QtWidgets import QAbstractItemView, QHeaderView, QTableWidget, QTableWidgetItem
 
 from napari_medsam_eval._widgets.common._words import header_tip
@@ -53,11 +53,24 @@ class NumericItem(QTableWidgetItem):
         return a < b
 
 
-def table(headers: tuple[str, ...], stretch: int | None = 0) -> QTableWidget:
+class _Table(QTableWidget):
+    """A QTableWidget whose preferred height is ``preferred_height`` when given (Qt's is 192 pixels)."""
+
+    def __init__(self, rows: int, columns: int, preferred_height: int | None) -> None:
+        super().__init__(rows, columns)
+        self.preferred_height = preferred_height
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        hint = super().sizeHint()
+        return hint if self.preferred_height is None else QSize(hint.width(), self.preferred_height)
+
+
+def table(headers: tuple[str, ...], stretch: int | None = 0, preferred_height: int | None = None) -> QTableWidget:
     """A read-only row table; column ``stretch`` (the case names) takes the width the others leave and
     elides its text, so every column shows at the dock's width without scrolling sideways (its full text
-    is in the tooltip of the cell). ``stretch=None``: columns sized to their contents."""
-    table = QTableWidget(0, len(headers))
+    is in the tooltip of the cell). ``stretch=None``: columns sized to their contents. ``preferred_height``:
+    the height it asks for in a scroll area that fits its page to its texts' heights (Qt's 192 pixels, else)."""
+    table = _Table(0, len(headers), preferred_height)
     table.setHorizontalHeaderLabels(list(headers))
     for column, header in enumerate(headers):
         table.horizontalHeaderItem(column).setToolTip(header_tip(header) or header)

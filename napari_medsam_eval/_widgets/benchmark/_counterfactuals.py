@@ -33,6 +33,7 @@ from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
+from napari_medsam_eval._widgets.common._removal import remove_layers
 
 #: the role (and :data:`OPENED_KEY` value) of a variant's layer
 ROLE = "counterfactual"
@@ -221,8 +222,8 @@ class FixChoice(QComboBox):
         opened = self._opened()
         old = opened.get(ROLE)
         if layer is None:
-            if old is not None and old in self.viewer.layers:
-                self.viewer.layers.remove(old)
+            if old is not None:
+                remove_layers(self.viewer, [old])
             opened.pop(ROLE, None)
             return None
         image = opened.get("image")

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generator
 
+from qtpy.QtWidgets import QSizePolicy
 from magicgui.widgets import Container, FileEdit, Label, PushButton
 from napari.layers import Labels
 from napari.utils.notifications import show_warning
@@ -118,12 +119,16 @@ class TwoRunsWidget(Container):
                                                                       "'medsam-eval compare A B' does")
         self.status = Label(label="A vs B", value="choose run A and run B (two runs over one dataset)")
         wrap_status(self.status)
+        # the height its width needs: the least height of its text at its least width (200 pixels) made the tab scroll
+        self.status.native.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         #: the A/B overlay's colours, shown once a case is opened (its layer's name is cut short in the list)
         self.legend = Label(label="overlay", value=ab_swatches(), visible=False,
                             tooltip="the opened case's A/B layer: " + ab_legend())
         self.extend([self.run_a, self.run_b, self.compare_button, self.status, self.legend])
         self.view = TwoRunsView(on_open=self.open_case, colors=theme_colors(napari_viewer))
-        self.native.layout().addWidget(self.view)
+        self.native.layout().addWidget(self.view, 1)
+        # its tab's spare height goes to the pairs table (not to a stretch below it)
+        self.native.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
         self.loader = WorkerRunner(self.status, [self.run_a, self.run_b, self.compare_button])
         self.opener = WorkerRunner(self.status)
         self.compare_button.changed.connect(lambda: self.compare())

@@ -1,4 +1,4 @@
-"""The "Two runs" view: per-task paired statistics, per-case DSC A / B / B-A, unpaired rows, scatter.
+"""The "Two runs" view: per-task paired statistics, per-case DSC A / B / B-A beside their scatter, unpaired rows.
 
 Plain Qt and matplotlib, no viewer: it shows a
 :class:`~napari_medsam_eval.report.run_pairs.RunPair`. The statistics table holds the
@@ -25,6 +25,7 @@ from napari_medsam_eval.report.markup import cell_text
 from napari_medsam_eval.report.paired import COLUMNS
 from napari_medsam_eval.report.run_pairs import PairKey, RunPair, pair_key
 from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, table as _table, text_item
+from napari_medsam_eval._widgets.common._beside_or_tabs import BesideOrTabs
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas, style_axes
 
@@ -44,6 +45,12 @@ def _target(row: Any) -> str:
 
 #: the most pixels the per-task statistics take (more tasks scroll)
 STATS_MAX_HEIGHT = 150
+#: the scatter's least width, pixels (beside the pairs table)
+SCATTER_SIDE = 160
+#: the least height of the pairs table and of the scatter, pixels (about four lines of the table)
+PAIRS_MIN_HEIGHT = 120
+#: the least width, pixels, for the pairs table (five columns) and the scatter side by side
+PAIRS_BESIDE_WIDTH = 540
 
 
 class TwoRunsView(QWidget):
@@ -56,7 +63,9 @@ class TwoRunsView(QWidget):
         self.pair: RunPair | None = None
         self.runs = QLabel("")
         self.runs.setWordWrap(True)
-        self.runs.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.MinimumExpanding)  # long paths wrap, never widen
+        # long lines wrap, never widen; the height its width needs (a minimum height of its text at its least width
+        # made the tab scroll: 500 pixels)
+        self.runs.setSizePolicy(QSizePolicy.Ignored, QSizePolicy.Preferred)
         self.runs.setMinimumWidth(40)
         self.stats: QTableWidget = _table(tuple(comparison_rows(pd.DataFrame(columns=COLUMNS))[0]))
         self.stats.setMinimumHeight(60)
@@ -64,9 +73,9 @@ class TwoRunsView(QWidget):
         self.stats.setToolTip("per task, B - A over the cases scored in both runs, as 'medsam-eval compare A B' "
                               "prints it: median difference with its bootstrap 95% CI (10000 resamples, seed 0), "
                               "Wilcoxon signed-rank p (n/a below 6 non-zero differences); (all) pools every task")
-        self.table = _table(PAIR_HEADERS)
+        self.table = _table(PAIR_HEADERS, preferred_height=PAIRS_MIN_HEIGHT)
         self.table.setSortingEnabled(True)
-        self.table.setMinimumHeight(160)
+        self.table.setMinimumHeight(PAIRS_MIN_HEIGHT)
         self.table.setToolTip("DSC of each case and target in run A and run B, sorted by B - A (lowest first); "
                               "double-click a line to open the case with both predictions and the A/B overlay")
         self.unpaired_label = QLabel("rows that do not pair: none")
@@ -77,13 +86,25 @@ class TwoRunsView(QWidget):
         for widget in (self.table, self.unpaired):
             widget.cellDoubleClicked.connect(lambda line, _col, w=widget: self._double_clicked(w, line))
         self._background, self._text_color = colors
-        self.figure, self.axes, self.canvas = plot_canvas(self._background, 200)
-        fixed_margins(self.figure, left=0.18, bottom=0.2)
+        self.figure, self.axes, self.canvas = plot_canvas(self._background, PAIRS_MIN_HEIGHT)
+        # no height of its own to ask for (matplotlib's canvas asks for the size it has: it would keep the tab taller
+        # than a 768-pixel screen allows); it takes the height beside or under the table
+        self.canvas.setSizePolicy(QSizePolicy.Expanding, QSizePolicy.Ignored)
+        self.canvas.setMinimumWidth(SCATTER_SIDE)
+        self.canvas.setMaximumWidth(SCATTER_SIDE + 60)
+        fixed_margins(self.figure, left=0.26, bottom=0.24)
         self.canvas.setToolTip("DSC in run B against run A, a dot per case and target (colour: task); above the "
                                "diagonal B did better")
+        # the pairs beside their scatter in a wide dock, on two tabs in a narrow one: stacked, they did not fit
+        # a 768-pixel screen under the statistics
+        self.pairs = BesideOrTabs((("pairs", self.table), ("scatter", self.canvas)), PAIRS_BESIDE_WIDTH)
+        self.setSizePolicy(QSizePolicy.Preferred, QSizePolicy.Expanding)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for widget in (self.runs, self.stats, self.table, self.unpaired_label, self.unpaired, self.canvas):
+        for widget in (self.runs, self.stats):
+            layout.addWidget(widget)
+        layout.addWidget(self.pairs, 1)
+        for widget in (self.unpaired_label, self.unpaired):
             layout.addWidget(widget)
         self.unpaired.setVisible(False)
         self._draw(None)
@@ -97,8 +118,9 @@ class TwoRunsView(QWidget):
                    for _, r in pair.part_changes.iterrows()]
         # the pooled line ((all), the last) in view, every task's on hover: the tables and the scatter stay in view
         why = f"\n{changes[-1]} (each task's: hover)" if len(changes) > 1 else "".join(f"\n{c}" for c in changes)
-        self.runs.setText(f"A = {pair.run_a.path}: {a}\nB = {pair.run_b.path}: {b}{notes}{why}")
-        self.runs.setToolTip("\n".join(changes))
+        # the run folders are the fields above: here how each run was made (the folders on hover)
+        self.runs.setText(f"A: {a}\nB: {b}{notes}{why}")
+        self.runs.setToolTip("\n".join([f"A = {pair.run_a.path}", f"B = {pair.run_b.path}", *changes]))
         header, rows = comparison_rows(pair.comparison)
         self.stats.setRowCount(len(rows))
         for line, values in enumerate(rows):

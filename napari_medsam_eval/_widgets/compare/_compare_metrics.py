@@ -41,6 +41,7 @@ from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import UnitWords, in_units, unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
+from napari_medsam_eval._widgets.common._removal import remove_layers
 
 
 def _fmt(value: float) -> str:
@@ -102,8 +103,8 @@ class ComparisonSection(Container):
         self.comparison, self._worst, self._worst_pos = None, np.array([], dtype=int), -1
         for label in (self.volume_dice, self.slice_dice, self.worst_info, self.why):
             label.value = "-"
-        if self.overlay_layer is not None and self.overlay_layer in self.viewer.layers:
-            self.viewer.layers.remove(self.overlay_layer)
+        if self.overlay_layer is not None:
+            remove_layers(self.viewer, [self.overlay_layer])
         self.overlay_layer = None
         self.plot.clear()
 

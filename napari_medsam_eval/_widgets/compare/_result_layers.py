@@ -24,6 +24,7 @@ from napari_medsam_eval._layer_style import OVERLAY_COLORS
 from napari_medsam_eval.core.palette import AGREEMENT_BINS, BLACK, WHITE, hex_to_rgb
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
+from napari_medsam_eval._widgets.common._removal import remove_layers
 
 #: agreement below this is no run at all (a share of at most 1000 runs is 0 or at least 1/1000)
 NO_RUN = 1e-4
@@ -133,11 +134,7 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     overlays = [layer for layer in viewer.layers
                 if isinstance(layer, Labels) and layer.metadata.get("role") == "overlay"]
     layer = next((layer for layer in overlays if layer.ndim == overlay.ndim), None)
-    extra = [other for other in overlays if other is not layer]
-    if extra:
-        with viewer.layers.batched_update():  # one scene-graph clean-up for all
-            for other in extra:
-                viewer.layers.remove(other)
+    remove_layers(viewer, [other for other in overlays if other is not layer])  # one scene-graph clean-up for all
     if layer is None:
         fits = new is not None and new.ndim == overlay.ndim and new.name == name
         layer = add_inactive(viewer, new if fits else overlay_layer(overlay, target_label, transform_kwargs(reference)))
