@@ -17,6 +17,7 @@ import pytest
 
 from plugin_dock import dock
 from napari_medsam_eval._widgets.common._layers import current_index, go_to_index, image_args
+from napari_medsam_eval._widgets.common._removal import RETIRED_KEY
 from napari_medsam_eval.protocols.geometry import tight_box
 from napari_medsam_eval.session.session import Session
 from test_widgets_clinician import _draw_box
@@ -229,6 +230,10 @@ def test_compare_shows_nothing_stale_after_a_switch_of_image(make_napari_viewer,
     qtbot.waitUntil(lambda: compare.comparison is None and not compare.metrics.pending, timeout=30_000)
     assert compare.pred_layer.value is None and compare.volume_dice.value == "-" and compare.why.value == "-"
     assert not any(layer.metadata.get("role") == "overlay" for layer in viewer.layers)
+    # the overlay layer is retired, not removed (napari collects garbage in full at a removal): nothing shows
+    (retired,) = [layer for layer in viewer.layers if layer.metadata.get(RETIRED_KEY) == "overlay"]
+    assert not retired.visible and not np.asarray(retired.data).any() and retired.name == "unused: overlay"
+    assert retired not in [layer for _name, layer in compare.layer_choice.layer_choices()]
     assert compare.plot.line is None and "nothing compared" in compare.status.value
     widget.target_label.value = 1
     widget.prompt_from_ground_truth()

@@ -11,14 +11,13 @@ Opening a row must not freeze the viewer, so the work is split in two:
   The job yields a step and waits until the GUI has applied it; the handler
   :func:`paced` applies each in a turn of the event loop of its own
   (:func:`napari_medsam_eval._turns.soon`, which keeps the pieces of GUI work of every widget
-  apart), so the viewer repaints in between. Last, the job yields the
-  :class:`RunCase` itself: bringing it into view is a turn of its own too, and
-  the job ends once it is done.
+  apart), so the viewer repaints in between; a new layer is added hidden and shown a turn later. Last,
+  the job yields the :class:`RunCase`: the last row's layers it has no use for are retired (hidden and
+  emptied, not removed: napari collects garbage in full at a removal), then it is brought into view.
 
-A row opened after another reuses the last row's layers (their data, name,
-transform and metadata replaced) instead of removing and adding layers:
-napari collects garbage on every layer removal (a third of a second in a
-process holding a model) and builds new canvas visuals on every addition.
+A row opened after another reuses the last row's layers (data, name, transform and metadata replaced)
+instead of removing and adding layers: napari collects garbage at every removal and builds new visuals
+at every addition.
 
 Once all are there, the image is brought into view (:mod:`._view`: the other images hidden, the
 camera fitted) on the slice where the prediction is most wrong for the row's target
@@ -51,7 +50,7 @@ from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.report.stats import row_stops
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, make_point_layer, show_prompt
-from napari_medsam_eval._widgets.common._removal import remove_layers
+from napari_medsam_eval._widgets.common._removal import remove_layers, retire_layers
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._view import bring_into_view
 
@@ -170,8 +169,15 @@ def paced(owner: Any, ack: threading.Event, viewer: Any, shown: dict[str, Layer]
                     show_case(item)
             finally:
                 ack.set()
+        if not isinstance(item, OpenStep):  # the last row's layers this one has no use for: retired (not removed)
+            soon(owner, lambda: retire_layers(stale_layers(viewer, shown), OPENED_KEY))  # in a turn of their own
         soon(owner, piece, dropped=ack.set)
     return step
+
+
+def stale_layers(viewer: Any, shown: dict[str, Layer]) -> list[Layer]:
+    """The layers of the row opened last (retired ones too) that ``shown`` (this row's, by role) has not taken."""
+    return [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer]
 
 
 def opened_layers(viewer: Any) -> dict[str, Layer]:
@@ -201,12 +207,11 @@ def apply_step(viewer: Any, step: OpenStep, shown: dict[str, Layer], hidden: boo
     return layer
 
 
-
 def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer], index: int | None = None) -> dict[str, Layer]:
-    """GUI thread, after the steps: drop the last row's layers this row has no use for, bring the image
+    """GUI thread, after the steps: retire the last row's layers this row has no use for, bring the image
     into view (:func:`._view.bring_into_view`) on slice ``index``, by default the row's
     :attr:`~RunCase.view_slice` (most errors), else the prompt's; returns the row's layers by role."""
-    remove_layers(viewer, [layer for role, layer in opened_layers(viewer).items() if shown.get(role) is not layer])
+    retire_layers(stale_layers(viewer, shown), OPENED_KEY)
     if index is None:
         index = loaded.view_slice if loaded.view_slice is not None else getattr(loaded.prompt, "slice_index", None)
     if "image" in shown:
@@ -233,6 +238,7 @@ def _update(old: Layer, new: Layer) -> Layer:
         old.contrast_limits = new.contrast_limits
     if old.opacity != new.opacity:
         old.opacity = new.opacity
+    old.visible = new.visible  # (a retired layer: hidden)
     if not isinstance(old, (Shapes, Points)):
         old.data = new.data
     if old.name != new.name:
@@ -241,4 +247,4 @@ def _update(old: Layer, new: Layer) -> Layer:
 
 
 __all__ = ["OPENED_KEY", "OpenStep", "RunCase", "apply_step", "finish_open", "load_run_case", "open_job",
-           "open_steps", "opened_layers", "paced", "paced_items"]
+           "open_steps", "opened_layers", "paced", "paced_items", "stale_layers"]

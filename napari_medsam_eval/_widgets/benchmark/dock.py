@@ -43,7 +43,8 @@ from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunS
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
 from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
-from napari_medsam_eval._meanwhile import warm_layer_kinds
+from napari_medsam_eval._meanwhile import warm_canvas_text, warm_layer_kinds
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
 from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs import TwoRunsWidget
@@ -107,6 +108,7 @@ class BenchmarkWidget(Container):
         self.browser.next_row_shortcut.setParent(self.native)  # the key works whichever tab is shown
         self.rows_added.connect(lambda _count: self.show_tab("rows"))
         self.browser.folder_shown.connect(lambda _count: self.show_tab("rows"))  # a run folder chosen: its rows
+        soon(self.native, lambda: warm_canvas_text(self.viewer))  # a turn of its own: a first prompt layer draws faster
 
     def show_tab(self, name: str) -> None:
         """Bring tab ``name`` (one of :data:`TABS`) to the front."""

@@ -24,6 +24,7 @@ from napari.layers import Image, Labels, Layer
 
 from napari_medsam_eval.core.case import infer_kind
 from napari_medsam_eval.core.errors import InputError
+from napari_medsam_eval._widgets.common._removal import RETIRED_KEY
 
 
 def spatial_shape(layer: Layer) -> tuple[int, ...]:
@@ -161,10 +162,11 @@ def layers_of_image(layers: Any, image: Layer, chosen: tuple[Any, Any, Any]) -> 
 
 
 def layer_choices(viewer: Any, kind: type, exclude_roles: tuple[str, ...] = ()) -> Callable[..., list]:
-    """A magicgui ``choices`` callable: the viewer's ``kind`` layers, by name, but those with ``exclude_roles``."""
+    """A magicgui ``choices`` callable: the viewer's ``kind`` layers, by name, but those with ``exclude_roles``
+    and the retired ones (:func:`._removal.retire_layers`)."""
     def choices(_widget: Any = None) -> list[tuple[str, Any]]:
-        return [(layer.name, layer) for layer in viewer.layers
-                if isinstance(layer, kind) and layer.metadata.get("role") not in exclude_roles]
+        return [(layer.name, layer) for layer in viewer.layers if isinstance(layer, kind)
+                and layer.metadata.get("role") not in exclude_roles and RETIRED_KEY not in layer.metadata]
     return choices
 
 

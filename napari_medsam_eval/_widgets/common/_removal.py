@@ -1,32 +1,25 @@
-"""Layers the docks take out of the viewer, without napari's full garbage collection at each removal.
+"""Layers a dock no longer uses: removed in one batch, or kept hidden and empty for the next view to reuse.
 
-napari collects garbage in full whenever a layer is removed (``VispyCanvas._clean_and_update_scenegraph``:
-a fix for a Windows OpenGL driver fault, so that the layer's GPU resources go at once). With napari, our docks
-and their libraries loaded that collection walks some 360,000 objects: 170-200 ms of frozen viewer on this
-machine each time a dock replaces a row's or a comparison's layers (``benchmarks/responsiveness.py``, the first
-pair of two runs). :func:`remove_layers` removes layers with the objects that existed before set aside from
-that collection (``gc.freeze`` for the length of the removal, ``gc.unfreeze`` after): it still frees what the
-removal itself left behind, and the removed layers' own cycles go at Python's next full collection. On
-Windows napari's immediate collection is kept, as its fix asks.
+napari collects garbage in full whenever layers are removed (``VispyCanvas._clean_and_update_scenegraph``, a
+fix for a Windows OpenGL driver fault: the layers' GPU resources go at once). With napari, our docks and their
+libraries loaded that walks some 360,000 objects: 170-230 ms of frozen viewer on this machine for each batch of
+removals. So a dock removes layers in one batch (:func:`remove_layers`), and where the next view will want a
+layer of the same role again (an opened row's "why" or prompt layer when a pair of two runs is opened in its
+place) it retires it instead (:func:`retire_layers`): hidden, emptied (nothing of the last case shows, even if
+made visible) and named for what it held; the next row fills it again.
+
+Setting the objects that existed before aside for napari's collection (``gc.freeze``) was tried and dropped:
+the collector then took the few objects left as its long-lived total and ran a full collection of everything
+again a moment later, wherever the user was.
 """
 from __future__ import annotations
 
-import gc
-import sys
-from contextlib import contextmanager
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
+import numpy as np
 
-@contextmanager
-def _only_new_objects_collected() -> Iterator[None]:
-    if sys.platform == "win32":
-        yield
-        return
-    gc.freeze()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
+#: metadata key of a retired layer (its role then, where it had one: other docks no longer see it)
+RETIRED_KEY = "retired"
 
 
 def remove_layers(viewer: Any, layers: Iterable[Any]) -> None:
@@ -34,9 +27,31 @@ def remove_layers(viewer: Any, layers: Iterable[Any]) -> None:
     present = [layer for layer in layers if layer in viewer.layers]
     if not present:
         return
-    with _only_new_objects_collected(), viewer.layers.batched_update():
+    with viewer.layers.batched_update():
         for layer in present:
             viewer.layers.remove(layer)
 
 
-__all__ = ["remove_layers"]
+def retire_layers(layers: Iterable[Any], label: str) -> None:
+    """Hide and empty ``layers``, named "unused: <what it held>", their role set aside (``label``: the metadata
+    key naming what each held, e.g. an opened row's role); a retired layer is left as it is."""
+    for layer in layers:
+        if layer.metadata.get(RETIRED_KEY) is not None:
+            continue
+        held = str(layer.metadata.get(label, "layer")).replace("_", " ")
+        layer.metadata[RETIRED_KEY] = layer.metadata.pop("role", held)
+        layer.visible = False
+        layer.data = _empty(layer)
+        layer.name = f"unused: {held}"
+
+
+def _empty(layer: Any) -> Any:
+    kind = type(layer).__name__
+    if kind == "Shapes":
+        return []
+    if kind == "Points":
+        return np.empty((0, layer.ndim))
+    return np.zeros((1,) * layer.ndim, dtype=np.asarray(layer.data).dtype)
+
+
+__all__ = ["RETIRED_KEY", "remove_layers", "retire_layers"]

@@ -1,23 +1,16 @@
 """The Compare widget's metrics and worst slices, and its footer (Compare, Next worst slice, status).
 
-:class:`ComparisonSection` compares the pair a :class:`._compare_layers.LayerChoice`
-holds (:func:`napari_medsam_eval.evaluation.mask_comparison.compare_masks`): a TP/FP/FN
-Labels layer with fixed colours, drawn under the prediction's contour (each comparison replaces
-the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of the whole mask and of
-the slice on screen (updated as the dims move), why the whole mask missed (its error parts,
-:mod:`napari_medsam_eval.evaluation.error_parts`; each part's share and slices on hover), the per-slice plot
-(:class:`._compare_plot.SliceDicePlot`) and "Next worst slice". Without a pair
-the status line (:class:`._compare_footer.CompareFooter`'s) says what to choose.
+:class:`ComparisonSection` compares the pair a :class:`._compare_layers.LayerChoice` holds: a TP/FP/FN Labels
+layer under the prediction's contour (the one overlay layer, :func:`._result_layers.write_overlay`), the DSC of
+the whole mask and of the slice on screen, why the mask missed (its error parts; shares and slices on hover),
+the per-slice plot and "Next worst slice". Without a pair the status line says what to choose, and the
+overlay is retired (hidden and emptied, :func:`._removal.retire_layers`) for the next comparison to reuse.
 
-The automatic comparisons (the pair or its data changed: a propagation's result written, a
-benchmark row opened) must not freeze the viewer: :func:`compute_comparison` (the masks, the
-TP/FP/FN map, the whole-mask and per-slice DSC, the worst slices and, the first time, the overlay
-layer's model) runs in a quiet worker (:attr:`ComparisonSection.runner`), and the GUI thread only
-shows the result, in two turns of the event loop of their own (:func:`napari_medsam_eval._turns.soon`: apart from any
-other widget's GUI work landing at the same time): the overlay layer first, then the numbers and the
-plot. A comparison asked for later wins: an earlier one still computing is dropped when it returns.
-The Compare button and :meth:`ComparisonSection.update_comparison` compare at once (a script or test
-gets the :class:`Comparison` back).
+The automatic comparisons (a propagation's result written, a row opened) must not freeze the viewer:
+:func:`compute_comparison` (masks, TP/FP/FN map, DSC, worst slices, the first overlay layer's model) runs in a
+quiet worker (:attr:`ComparisonSection.runner`); the GUI thread shows the overlay, then the numbers and plot,
+in two turns of their own (:func:`napari_medsam_eval._turns.soon`). A comparison asked for later wins. The
+Compare button and :meth:`ComparisonSection.update_comparison` compare at once (returning the :class:`Comparison`).
 """
 from __future__ import annotations
 
@@ -41,7 +34,7 @@ from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import UnitWords, in_units, unit_of
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
-from napari_medsam_eval._widgets.common._removal import remove_layers
+from napari_medsam_eval._widgets.common._removal import retire_layers
 
 
 def _fmt(value: float) -> str:
@@ -103,8 +96,8 @@ class ComparisonSection(Container):
         self.comparison, self._worst, self._worst_pos = None, np.array([], dtype=int), -1
         for label in (self.volume_dice, self.slice_dice, self.worst_info, self.why):
             label.value = "-"
-        if self.overlay_layer is not None:
-            remove_layers(self.viewer, [self.overlay_layer])
+        if self.overlay_layer is not None:  # kept for the next comparison (napari collects garbage at a removal)
+            retire_layers([self.overlay_layer], "role")
         self.overlay_layer = None
         self.plot.clear()
 

@@ -24,7 +24,7 @@ from napari_medsam_eval._layer_style import OVERLAY_COLORS
 from napari_medsam_eval.core.palette import AGREEMENT_BINS, BLACK, WHITE, hex_to_rgb
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
-from napari_medsam_eval._widgets.common._removal import remove_layers
+from napari_medsam_eval._widgets.common._removal import RETIRED_KEY, remove_layers
 
 #: agreement below this is no run at all (a share of at most 1000 runs is 0 or at least 1/1000)
 NO_RUN = 1e-4
@@ -126,24 +126,27 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform
     and under ``under`` (the prediction compared, whose contour then stays visible).
 
-    A comparison replaces the last one: the overlay layer already there (role ``overlay``, whatever its
-    target or shape) gets the new data, name and transform; further overlay layers are removed. Without
+    A comparison replaces the last one: the overlay layer already there (role ``overlay``, or retired while
+    nothing was compared; whatever its target or shape) gets the new data, name and transform; further overlay
+    layers are removed. Without
     one, ``new`` (:func:`overlay_layer`, built off the GUI thread) or a layer built here is added.
     """
     name = overlay_layer_name(target_label)
-    overlays = [layer for layer in viewer.layers
-                if isinstance(layer, Labels) and layer.metadata.get("role") == "overlay"]
+    overlays = [layer for layer in viewer.layers if isinstance(layer, Labels)
+                and "overlay" in (layer.metadata.get("role"), layer.metadata.get(RETIRED_KEY))]
     layer = next((layer for layer in overlays if layer.ndim == overlay.ndim), None)
     remove_layers(viewer, [other for other in overlays if other is not layer])  # one scene-graph clean-up for all
     if layer is None:
         fits = new is not None and new.ndim == overlay.ndim and new.name == name
         layer = add_inactive(viewer, new if fits else overlay_layer(overlay, target_label, transform_kwargs(reference)))
     else:
-        layer.metadata["target_label"] = target_label
+        layer.metadata.update(role="overlay", target_label=target_label)
+        layer.metadata.pop(RETIRED_KEY, None)
         for key, value in transform_kwargs(reference).items():
             setattr(layer, key, value)
         layer.data = overlay
         layer.name = name
+        layer.visible = True  # (retired while nothing was compared)
     draw_under(viewer, layer, under, floor=reference)
     return layer
 

@@ -28,7 +28,8 @@ from magicgui.widgets import Container
 from napari_medsam_eval.propagation import PropagationResult
 from napari_medsam_eval.session.session import Session
 from napari_medsam_eval._widgets.common import _layers
-from napari_medsam_eval._meanwhile import warm_layer_kinds
+from napari_medsam_eval._meanwhile import warm_canvas_text, warm_layer_kinds
+from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
 from napari_medsam_eval._widgets.segment._anchors import AnchorList, follow_anchors
 from napari_medsam_eval._widgets.segment._encode_ahead import at_choices
@@ -104,6 +105,7 @@ class SegmentWidget(Container):
                                     buttons=[footer.segment_button, footer.correct_button], combos=[truth.prompt_slice])
         self._follow(viewer)
         fit_in_dock(self, footer=[footer, footer.status])  # last: the sections scroll, the actions stay in view
+        soon(self.native, lambda: warm_canvas_text(viewer))  # a turn of its own: a first prompt layer draws faster
 
     def _compose(self, sections: list[Section]) -> None:
         """Stack ``sections`` as one form, lend their controls (:data:`EXPOSED`), lock them while a job runs."""
