@@ -172,6 +172,9 @@ def test_a_2000_row_folder_is_read_and_summarized_off_the_gui_and_appended_in_on
     monkeypatch.setattr(_bench_results, "effort_of", effort_of)
     model = view.table.rows_model
     insertions, resets = model.insertions, model.resets
+    cells: list[int] = []  # the model's cells read (the table fitting its columns while hidden read them all)
+    original_data = type(model).data
+    monkeypatch.setattr(type(model), "data", lambda self, *args: cells.append(1) or original_data(self, *args))
     widget.out_dir.value = tmp_path / "big"  # as a user chooses the folder: read in a worker
     assert widget.loading and view.table.rowCount() == 0
     qtbot.waitUntil(lambda: not widget.loading, timeout=60_000)
@@ -179,6 +182,7 @@ def test_a_2000_row_folder_is_read_and_summarized_off_the_gui_and_appended_in_on
     # every row shown at once, added to the model in one insertion (the table cleared once before)
     assert view.table.rowCount() == ROWS and model.insertions == insertions + 1 and model.resets == resets + 1
     assert view.rows == rows
+    assert len(cells) < ROWS, len(cells)  # a hidden table measures no row (shown: the lines in view only)
     qtbot.waitUntil(lambda: not view.pending, timeout=60_000)
     assert summarized == [(ROWS, False)]
     # the summary is the report's

@@ -53,11 +53,16 @@ class RowsTable(QTableView):
         super().resizeEvent(event)
         self._fit_columns()
 
+    def showEvent(self, event: Any) -> None:  # noqa: N802 - Qt's name
+        super().showEvent(event)
+        self._fit_columns()
+
     def _fit_columns(self) -> None:
         """Each column its content's width, the case column the rest but at least :data:`CASE_CHARACTERS`:
-        when the others' contents leave less, they give up width in turn, each down to its header's."""
+        when the others' contents leave less, they give up width in turn, each down to its header's. Not while
+        hidden (another tab in front): Qt then measures every row, not the lines in view (2,000 rows: 0.5 s)."""
         header, columns = self.horizontalHeader(), self.rows_model.columnCount()
-        if columns == 0:
+        if columns == 0 or not self.isVisible():
             return
         metrics = self.fontMetrics()
         pad = 2 * metrics.horizontalAdvance("M")
