@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 GUI_MODULES = ("qtpy", "PyQt5", "PyQt6", "PySide2", "PySide6", "napari", "magicgui", "superqt")
 #: the napari layer: the only modules allowed to import Qt/napari
 NAPARI_LAYER = ("napari_medsam_eval._widgets", "napari_medsam_eval._reader", "napari_medsam_eval._writer",
-                "napari_medsam_eval._sample_data")
+                "napari_medsam_eval._sample_data", "napari_medsam_eval._turns", "napari_medsam_eval._meanwhile")
 
 
 def core_modules() -> list[str]:
