@@ -6,7 +6,10 @@ dock (Segment), the first file through the plugin's reader, the first benchmark 
 of two runs opened. Each is measured as the largest interval between two ticks of a 16 ms timer on the
 GUI thread (:class:`responsiveness.TimerGaps`) from the user's action until its result is on screen.
 
-    python benchmarks/_first_use.py --shared-data DIR   # prints one JSON list: [what, seconds], ...
+    python benchmarks/_first_use.py --shared-data DIR [--profile]   # prints one JSON list: [what, seconds], ...
+
+Open Sample, the dock and the file are run from the event loop (``gui_probe.from_the_event_loop``), as a
+menu choice or a file drop is: napari's sample, reader and dock commands then put their layers in turns.
 """
 from __future__ import annotations
 

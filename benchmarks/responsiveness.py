@@ -21,7 +21,8 @@ frozen. Measured, in a real viewer (Xvfb), widgets docked from the Plugins menu:
   per slice), and how long Cancel takes to end it.
 
 First, in a fresh Python process of its own (:mod:`_first_use`): the first Open Sample, the first dock, the
-first file read, the first benchmark row and the first pair of two runs, each a user's first.
+first file read, the first benchmark row and the first pair of two runs, each a user's first, the first three
+run from the event loop as napari's menu runs them (``--profile`` profiles those too).
 
 Prints the CPU, the load average, each largest gap and its ratio to the idle baseline's,
 and the same as a Markdown table. ``--profile`` adds, per case, the functions that took
@@ -297,16 +298,19 @@ def measure(shared: Path, profile: bool) -> list[tuple[str, float, str, str]]:
     return results
 
 
-def first_use(shared: Path) -> list[tuple[str, float, str, str]]:
+def first_use(shared: Path, profile: bool = False) -> list[tuple[str, float, str, str]]:
     """The first uses (:mod:`_first_use`), each the largest gap of its own, in a fresh Python process (nothing
-    loaded beforehand, as when a user starts napari); its idle baseline is that process's idle viewer."""
+    loaded beforehand, as when a user starts napari); its idle baseline is that process's idle viewer.
+    ``profile``: each case's GUI-thread profile printed (its stderr)."""
     import json
     import subprocess
 
-    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "_first_use.py"), "--shared-data", str(shared)],
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "_first_use.py"), "--shared-data", str(shared),
+                           *(["--profile"] if profile else [])], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the first-use measurement failed:\n{done.stderr[-3000:]}")
+    if profile:
+        print(done.stderr, file=sys.stderr)
     return [(f"first use: {what}", seconds, "", "") for what, seconds in json.loads(done.stdout.splitlines()[-1])]
 
 
@@ -319,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     results: list[tuple[str, float, str, str]] = []
     load_before = os.getloadavg()
     started = time.perf_counter()
-    results.extend(first_use(args.shared_data))  # first: in a fresh process of its own
+    results.extend(first_use(args.shared_data, args.profile))  # first: in a fresh process of its own
     if not args.first_use_only:
         on_display(lambda: results.extend(measure(args.shared_data, args.profile)))
     load_after = os.getloadavg()
