@@ -152,7 +152,7 @@ def test_an_opened_rows_stale_layers_are_retired_in_a_turn_of_their_own(make_nap
         qtbot.waitUntil(ack.is_set, timeout=5_000)
     assert "removed" not in marks and marks["brought into view"] > marks["retired"], marks
     assert stale in viewer.layers and not stale.visible and not np.asarray(stale.data).any()
-    assert stale.name == "unused: error parts" and "role" not in stale.metadata
+    assert stale.name == "unused: why" and "role" not in stale.metadata
     # the next row with a "why" layer fills the retired one again
     why = Labels(np.full((2, 4, 4), 2, np.uint8), name="hippocampus_001 why [label 2]",
                  metadata={_open_row.OPENED_KEY: "error_parts", "role": "error_parts"})

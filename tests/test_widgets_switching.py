@@ -232,7 +232,7 @@ def test_compare_shows_nothing_stale_after_a_switch_of_image(make_napari_viewer,
     assert not any(layer.metadata.get("role") == "overlay" for layer in viewer.layers)
     # the overlay layer is retired, not removed (napari collects garbage in full at a removal): nothing shows
     (retired,) = [layer for layer in viewer.layers if layer.metadata.get(RETIRED_KEY) == "overlay"]
-    assert not retired.visible and not np.asarray(retired.data).any() and retired.name == "unused: overlay"
+    assert not retired.visible and not np.asarray(retired.data).any() and retired.name == "unused: TP/FP/FN"
     assert retired not in [layer for _name, layer in compare.layer_choice.layer_choices()]
     assert compare.plot.line is None and "nothing compared" in compare.status.value
     widget.target_label.value = 1

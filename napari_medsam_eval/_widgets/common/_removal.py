@@ -20,6 +20,9 @@ import numpy as np
 
 #: metadata key of a retired layer (its role then, where it had one: other docks no longer see it)
 RETIRED_KEY = "retired"
+#: what a retired layer held, in the docks' words, by its role (others: the role with spaces)
+HELD_WORDS = {"error_parts": "why", "overlay": "TP/FP/FN", "ab_overlay": "A vs B", "prediction_b": "prediction B",
+              "prompt_boxes": "prompt box", "prompt_points": "prompt points"}
 
 
 def remove_layers(viewer: Any, layers: Iterable[Any]) -> None:
@@ -38,8 +41,9 @@ def retire_layers(layers: Iterable[Any], label: str) -> None:
     for layer in layers:
         if layer.metadata.get(RETIRED_KEY) is not None:
             continue
-        held = str(layer.metadata.get(label, "layer")).replace("_", " ")
-        layer.metadata[RETIRED_KEY] = layer.metadata.pop("role", held)
+        role = str(layer.metadata.get(label, "layer"))
+        held = HELD_WORDS.get(role, role.replace("_", " "))
+        layer.metadata[RETIRED_KEY] = layer.metadata.pop("role", role)
         layer.visible = False
         layer.data = _empty(layer)
         layer.name = f"unused: {held}"
@@ -54,4 +58,4 @@ def _empty(layer: Any) -> Any:
     return np.zeros((1,) * layer.ndim, dtype=np.asarray(layer.data).dtype)
 
 
-__all__ = ["RETIRED_KEY", "remove_layers", "retire_layers"]
+__all__ = ["HELD_WORDS", "RETIRED_KEY", "remove_layers", "retire_layers"]
