@@ -33,7 +33,7 @@ LayerData = tuple[Any, dict[str, Any], str]
 #: how often the local event loop looks whether the job has ended, milliseconds
 POLL_MS = 10
 
-_warmed = threading.Event()
+_warmed = False
 _warm_lock = threading.Lock()
 
 
@@ -108,15 +108,16 @@ def warm_layer_kinds() -> None:
     """Once per process, on the calling thread: what napari sets up when it builds its first Image and Labels
     layer (the unit registry a layer's scale goes through, pandas for a Labels layer's features), so that
     the layers a command returns are built on the GUI thread without it."""
+    global _warmed
     with _warm_lock:
-        if _warmed.is_set():
+        if _warmed:
             return
         import numpy as np
         from napari.layers import Image, Labels
 
         Image(np.zeros((2, 2), np.uint8), scale=(1.0, 1.0))
         Labels(np.zeros((2, 2), np.uint8), scale=(1.0, 1.0))
-        _warmed.set()
+        _warmed = True
 
 
 #: the characters vispy measures before it lays out any text (``_text_to_vbo``): a new text visual's first draw

@@ -121,6 +121,12 @@ def compute_comparison(pred: np.ndarray, gt: np.ndarray, target: int,
     return Computed(comparison, comparison.worst_slices(), layer=layer)
 
 
+def overlay_layers(viewer: Any) -> list[Labels]:
+    """The viewer's TP/FP/FN layers: the one shown (role ``overlay``) and any retired while nothing was compared."""
+    return [layer for layer in viewer.layers if isinstance(layer, Labels)
+            and "overlay" in (layer.metadata.get("role"), layer.metadata.get(RETIRED_KEY))]
+
+
 def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_label: int | None,
                   under: Layer | None = None, new: Labels | None = None) -> Labels:
     """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform
@@ -132,8 +138,7 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
     one, ``new`` (:func:`overlay_layer`, built off the GUI thread) or a layer built here is added.
     """
     name = overlay_layer_name(target_label)
-    overlays = [layer for layer in viewer.layers if isinstance(layer, Labels)
-                and "overlay" in (layer.metadata.get("role"), layer.metadata.get(RETIRED_KEY))]
+    overlays = overlay_layers(viewer)
     layer = next((layer for layer in overlays if layer.ndim == overlay.ndim), None)
     remove_layers(viewer, [other for other in overlays if other is not layer])  # one scene-graph clean-up for all
     if layer is None:
@@ -152,4 +157,4 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
 
 
 __all__ = ["Computed", "NO_RUN", "compute_comparison", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend", "draw_under",
-           "overlay_colormap", "overlay_layer", "overlay_layer_name", "swatch", "write_overlay"]
+           "overlay_colormap", "overlay_layer", "overlay_layer_name", "overlay_layers", "swatch", "write_overlay"]
