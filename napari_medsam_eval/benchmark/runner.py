@@ -211,6 +211,7 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
     memory_ceiling()  # a bad MEDSAM_EVAL_MAX_IMAGE_GB refused now: not a failed row for every case
     dataset, out_dir = config.dataset, config.out_dir
     layout_obj = resolve_layout(dataset, config.layout)
+    root_dataset_json(dataset)  # a dataset.json it cannot obey concerns every case: the run is refused, naming it
     refs = layout_obj.list_cases(dataset)
     if not refs:
         raise DataError(f"no cases found (layout {layout_obj.name}: {layout_obj.summary})", dataset)

@@ -22,12 +22,12 @@ from the folder, and only with a ``labelsTs`` folder.
 from __future__ import annotations
 
 import re
-import json
 from pathlib import Path
 from typing import Any
 
 from ..core.case import Case
 from ..io import read_case
+from ..io.msd_info import read_dataset_json
 from ..io.formats import SITK_SUFFIXES, format_suffix, missing_message, strip_suffix
 from .layouts import find_label_file, label_stem
 from ..core.errors import DataError
@@ -109,14 +109,11 @@ def training_list(root: Path) -> list[tuple[Path, Path | None]] | None:
     """(image, label) of every entry of ``dataset.json``'s ``training`` list, in file-name order.
 
     None when there is no ``dataset.json`` or it has no ``training`` list; a
-    list that is not MSD's shape is a DataError naming the file.
+    file that is not a JSON object, or a list that is not MSD's shape, is a DataError naming the file.
     """
     path = root / "dataset.json"
-    try:
-        info = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    entries = info.get("training") if isinstance(info, dict) else None
+    info = read_dataset_json(path)  # not JSON, or not an object: a DataError naming it (it concerns every case)
+    entries = info.get("training") if info is not None else None
     if entries is None:
         return None
     if not isinstance(entries, list):
