@@ -12,7 +12,7 @@ heavy (no numpy, torch, napari or Qt): each function imports what it needs when 
 >>> session = api.open_session(case, "litemedsam")
 >>> prompt = api.protocol_prompts(case, "medsam2", target_labels=[2])[0]
 >>> result = session.propagate(prompt)
->>> api.score_pair(result.mask, case.label == 2, case.kind, case.spacing)["dice"]
+>>> api.score_pair(result, case=case).dice          # the truth of the prompt's target, the case's spacing
 """
 from __future__ import annotations
 
@@ -176,33 +176,58 @@ def open_session(case: Case, model: SegmentationBackend | str = "litemedsam", **
     return session
 
 
-def score_pair(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
-               tolerance_mm: float | None = None, prompt_slice: int | None = None) -> PairScores:
-    """Score a binary prediction against a binary truth: the one scorer ``medsam-eval score`` and ``run`` use.
+def score_pair(pred: np.ndarray, gt: np.ndarray | None = None, kind: str | None = None,
+               spacing: Spacing | Sequence[float] | None = None, *, case: Case | None = None,
+               target: Target | str | int | None = None, tolerance_mm: float | None = None,
+               prompt_slice: int | None = None, convention: str = "medsam-eval") -> PairScores:
+    """Score a binary prediction against its truth: the one scorer ``medsam-eval score`` and ``run`` use.
 
-    Gives a :class:`PairScores` (fields, ``.to_dict()``, a one-line repr; ``scores["dice"]`` works too):
-    ``dice``, ``iou``, ``nsd`` (at ``tolerance_mm``, default 2 mm), ``hd95``, both voxel counts (ints), and why
-    it missed: the error split into parts adding up to ``1 - dice`` (``error_leak``, ``error_missed_slices``,
+    The truth of a target: ``score_pair(pred, case=case, target=prompt.target)`` takes the target's mask of
+    ``case.label`` (every label it unites: ``"liver=1,3"``, a :class:`Target`, or a label value) and the case's
+    kind and spacing; ``pred`` may be a result (``session.propagate(prompt)``: its mask, and its prompt's target
+    when ``target`` is not given). Or a bare truth: ``score_pair(pred, gt, kind, spacing)`` (``gt`` a binary
+    mask; or a label map with ``target=``). A region's ``prompt.target_label`` is a key, not a label of the
+    case: ``case.label == prompt.target_label`` is empty, and an empty truth under a non-empty prediction
+    gives an ``EmptyTruthWarning`` naming the target and the labels the case holds.
+
+    Gives a :class:`PairScores` (fields, ``.to_dict()``, ``.target``, a one-line repr; ``scores["dice"]`` works
+    too): ``dice``, ``iou``, ``nsd`` (at ``tolerance_mm``, default 2 mm), ``hd95``, both voxel counts (ints), and
+    why it missed: the error split into parts adding up to ``1 - dice`` (``error_leak``, ``error_missed_slices``,
     ``error_off_target``, ``error_over``, ``error_under``), the ``dominant_error`` and its ``error_slices`` (a
-    dict: each part's slice ranges); ``prompt_slice_dice`` when ``prompt_slice`` is given (else NaN). ``spacing`` is a case's ``spacing`` (a ``Spacing``, which
-    says its axis order; a video's frame ``y, x`` are taken from a case's), or a bare sequence only when its
-    values are equal. Refused with an ``InputError`` (a ``MedsamEvalError`` and a ``ValueError``), as the CLI
-    refuses them in files: NaN or infinite values, values other than 0 and 1 (a label map: take one target),
-    masks of two shapes, a bare spacing of unequal values (its order is unknown).
+    dict: each part's slice ranges); ``prompt_slice_dice`` when ``prompt_slice`` is given (else NaN).
+    ``convention`` computes DSC, IoU, NSD and HD95 as ``medsam-eval`` (the default), ``monai`` or ``cvpr25``
+    do (``score --metrics-convention``; images and volumes). ``spacing`` is a case's ``spacing`` (a ``Spacing``,
+    which says its axis order; a video's frame ``y, x`` are taken from a case's), or a bare sequence only when
+    its values are equal. Refused with an ``InputError`` (a ``MedsamEvalError`` and a ``ValueError``), as the
+    CLI refuses them in files: NaN or infinite values, values other than 0 and 1 (a label map: give a target),
+    masks of two shapes, a bare spacing of unequal values (its order is unknown); kind and spacing swapped with
+    an ``InputTypeError``.
 
     Example::
 
-        scores = score_pair(result.mask, case.label == 2, case.kind, case.spacing, prompt_slice=22)
-        scores.dice, scores.dominant_error, scores.error_slices    # or scores["dice"]
+        [prompt] = protocol_prompts(case, "medsam2", targets=["liver=1,3"])
+        scores = score_pair(session.propagate(prompt), case=case)      # the liver's labels 1 and 3
+        scores = score_pair(result.mask, case=case, target=2, prompt_slice=22, convention="monai")
+        scores.dice, scores.target, scores.dominant_error, scores.error_slices    # or scores["dice"]
     """
-    from .evaluation.metrics import array_spacing, binary_mask, score_pair as score
-    from .evaluation.pair_scores import PairScores
+    from .evaluation.metrics import array_spacing, binary_mask
+    from .evaluation.pair_scores import check_kind_spacing, pair_scores, truth_of, warn_empty_truth
     from .evaluation.surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM, as_mask_pair
 
+    check_kind_spacing(kind, spacing)
+    pred, gt, target = truth_of(pred, gt, case=case, target=target)
+    kind = kind if kind is not None else getattr(case, "kind", None)
+    spacing = spacing if spacing is not None else getattr(case, "spacing", None)
+    if kind is None or spacing is None:
+        from .core.errors import InputTypeError
+
+        raise InputTypeError("score_pair needs the kind and spacing of the masks: give case=case, or "
+                             "score_pair(pred, gt, case.kind, case.spacing)")
     pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
+    warn_empty_truth(pred, gt, target, case)
     values = array_spacing(spacing, kind, pred.ndim)
     tolerance = LITEMEDSAM_NSD_TOLERANCE_MM if tolerance_mm is None else tolerance_mm
-    return PairScores.from_row(score(pred, gt, kind, values, tolerance, prompt_slice))
+    return pair_scores(pred, gt, kind, values, tolerance, prompt_slice, convention, target)
 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
@@ -283,26 +308,30 @@ def explain_run(run: str | Path, *, cases: Sequence[str] | None = None, limit: i
             bar.close()
 
 
-def load_table(run: str | Path, lenient: bool = False, *, parsed: bool = True) -> pd.DataFrame:
+def load_table(run: str | Path, lenient: bool = False, *, parsed: bool = True,
+               columns: str | Sequence[str] = "all") -> pd.DataFrame:
     """The typed table of a run folder (or of one results file), one row per case and target, each column of
     the run schema with its dtype (the From Python page lists them): numbers ``float64``, counts nullable
     ``Int64``; with ``parsed`` (the default) the columns the folder stores as JSON text are Python objects:
     ``slice_dice`` (and ``slice_scores``, ``dice_after``, ``nsd_after``, ``sens_dice``) a float array per row,
     NaN where both masks are empty; ``prompt``, ``stops``, ``notes``, ``lesions`` lists; ``attributes`` and
-    ``error_slices`` dicts. ``parsed=False`` keeps the text, as the run folder stores it. ``lenient`` skips
-    (and counts) rows that fail the checks instead of refusing the table.
+    ``error_slices`` dicts; and a ``target`` column of each row's :class:`Target`. ``parsed=False`` keeps the
+    text, as the run folder stores it. ``lenient`` skips (and counts) rows that fail the checks instead of
+    refusing the table. ``columns``: ``"all"`` (the default: every column of the schema), ``"core"`` (who, what
+    and the scores, and every other column some row fills: a plain run's 65 columns come down to about 25), or
+    a list of column names.
 
     Example::
 
-        table = load_table("runs/phantom")
-        table.groupby("target_label")["dice"].describe()
+        table = load_table("runs/phantom", columns="core")
+        table.groupby("label_name")["dice"].describe()
         plt.plot(table.loc[0, "slice_dice"])        # the first row's DSC per slice, NaN off the object
     """
-    from .benchmark.parsed_table import parsed_table
+    from .benchmark.parsed_table import chosen_columns, parsed_table
     from .benchmark.store import load_table as load
 
     table = load(run, lenient)
-    return parsed_table(table) if parsed else table
+    return chosen_columns(parsed_table(table) if parsed else table, columns)
 
 
 def lesion_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
@@ -322,11 +351,14 @@ def lesion_table(run: str | Path, lenient: bool = False) -> pd.DataFrame:
 
 
 def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: int = 1,
-               overwrite: bool = False) -> Path:
+               overwrite: bool = False, names: dict[int, str] | None = None, model: str = "medsam-eval",
+               protocol: str | None = None) -> Path:
     """Write ``mask`` (a bool mask of ``case``'s spatial shape, or an integer label map) to ``path`` with the
     case's geometry (spacing, origin, direction: a mask that lies on its image in any viewer), as
     ``medsam-eval segment --out`` writes it: NIfTI (``.nii.gz``, ``.nii``), NRRD, MetaImage (``.mha``,
-    ``.mhd``), a MedSAM ``.npz`` (``segs`` with ``spacing``, ``origin``, ``direction``) or a 2D image's PNG.
+    ``.mhd``), a MedSAM ``.npz`` (``segs`` with ``spacing``, ``origin``, ``direction``), a 2D image's PNG,
+    or a DICOM SEG (``.dcm``, a case read from a DICOM series only: a segment per label value, named by
+    ``names`` or the case's label names, ``model`` and ``protocol`` recorded as its algorithm).
     A bool mask is written as ``label_value``. The file is read back and checked before it replaces anything;
     a file medsam-eval did not write (or that changed since) is not replaced unless ``overwrite``, nor is the
     case's own image or label, nor a file inside a dataset folder. Returns the path.
@@ -335,6 +367,7 @@ def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: i
 
         write_mask(case, result.mask, "kidney_mask.nii.gz")
         api.read_case("kidney_mask.nii.gz").spacing == case.spacing     # True: the geometry went with it
+        write_mask(dicom_case, result.mask, "kidney.dcm", names={1: "kidney"}, model="litemedsam")  # a DICOM SEG
     """
     import numpy
 
@@ -343,6 +376,7 @@ def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: i
     from .core.ownership import check_may_write
     from .datasets.dataset_roots import dataset_holding
     from .io import write_mask as write
+    from .io.dicom_seg_write import SegAlgorithm
 
     try:
         check_may_write(path, overwrite=overwrite, option="write_mask's path", dataset=dataset_holding(path))
@@ -354,7 +388,10 @@ def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: i
             raise InputError(f"label_value must be a whole number from 1, got {label_value!r}")
         labels = labels.astype(numpy.uint8 if label_value < 256 else numpy.int32)
         labels *= int(label_value)  # in place: one copy
-    written = write(labels, path, case)
+        names = names or {int(label_value): case.label_names.get(int(label_value)) or f"label {label_value}"}
+    elif names is None:
+        names = {int(v): n for v, n in case.label_names.items() if numpy.any(labels == int(v))}
+    written = write(labels, path, case, names=names, algorithm=SegAlgorithm(model, protocol))
     record_written(written.parent, [written.name])  # ours now: writing it again needs no overwrite
     return written
 

@@ -205,6 +205,52 @@ class Case:
     def label_names(self) -> dict[int, str]:
         return dict(self.metadata.get("label_names", {}))
 
+    @property
+    def origin(self) -> tuple[float, ...]:
+        """The position of the first voxel's centre in mm, ITK order (``x, y[, z]``), as the file's header
+        gives it (``metadata["origin"]``); zeros when the file has none."""
+        origin = self.metadata.get("origin")
+        if origin is None or len(origin) != len(self.spacing):
+            return (0.0,) * len(self.spacing)
+        return tuple(float(v) for v in origin)
+
+    @property
+    def direction(self) -> tuple[tuple[float, ...], ...]:
+        """The direction cosines as a matrix of rows, ITK order (``x, y[, z]``; the identity when the file
+        has none): column ``j`` is the world direction of array axis ``x, y, z``'s ``j``."""
+        n = len(self.spacing)
+        flat = self.metadata.get("direction")
+        if flat is None or len(flat) != n * n:
+            return tuple(tuple(float(i == j) for j in range(n)) for i in range(n))
+        flat = [float(v) for v in np.asarray(flat, dtype=float).ravel()]
+        return tuple(tuple(flat[i * n:(i + 1) * n]) for i in range(n))
+
+    def geometry(self) -> dict[str, tuple[float, ...]]:
+        """ITK-order ``spacing`` (the file's own, else :attr:`spacing`'s), ``origin`` and flat ``direction``: what a
+        SimpleITK image (``SetSpacing``, ``SetOrigin``, ``SetDirection``) or a NIfTI header of this case takes."""
+        spacing = self.metadata.get("spacing_xyz")
+        if spacing is None or len(spacing) != len(self.spacing):
+            spacing = self.spacing.xyz()
+        return {"spacing": tuple(float(v) for v in spacing), "origin": self.origin,
+                "direction": tuple(v for row in self.direction for v in row)}
+
+    def to_sitk(self, array: np.ndarray | None = None) -> Any:
+        """``array`` (a mask or label map of the case's spatial shape; default: the image) as a SimpleITK image
+        with the case's geometry (:meth:`geometry`), so it lies on the case's image in any viewer; a bool mask
+        becomes ``uint8``. SimpleITK is imported here, not before.
+
+        Example::
+
+            sitk.WriteImage(case.to_sitk(result.mask), "mask.nii.gz")    # api.write_mask also checks the file
+        """
+        values = self.image if array is None else np.asarray(array)
+        shape = tuple(values.shape[:-1]) if array is None and self.has_channels else tuple(values.shape)
+        if shape != self.spatial_shape:
+            raise InputError(f"case {self.case_id}: an array of shape {tuple(values.shape)} does not fit the case's "
+                             f"{shape_words(self.spatial_shape)} grid")
+        return sitk_image(values.astype(np.uint8) if values.dtype == bool else values, self.geometry(),
+                          vector=array is None and self.has_channels)
+
     def label_values(self) -> list[int]:
         """Foreground label values present in ``label`` (sorted; empty without a label)."""
         return [] if self.label is None else present_label_values(self.label)
@@ -237,6 +283,23 @@ class Case:
         if self.label is None:
             return "none"
         return values_words(_present_values_fast(self.label))
+
+
+def sitk_image(array: np.ndarray, geometry: dict[str, Any], vector: bool = False) -> Any:
+    """A SimpleITK image from a numpy (z, y, x) array and ITK-order ``spacing`` / ``origin`` / ``direction``
+    (each left at ITK's default when None or of another dimension); ``vector``: the last axis is colour.
+    SimpleITK is imported here, not before (the core reads no files)."""
+    import SimpleITK as sitk
+
+    image = sitk.GetImageFromArray(array, isVector=vector)
+    dim = image.GetDimension()
+    if geometry.get("spacing") is not None:
+        image.SetSpacing(tuple(float(v) for v in geometry["spacing"])[:dim])
+    if geometry.get("origin") is not None and len(geometry["origin"]) == dim:
+        image.SetOrigin(tuple(float(v) for v in geometry["origin"]))
+    if geometry.get("direction") is not None and len(geometry["direction"]) == dim * dim:
+        image.SetDirection(tuple(float(v) for v in geometry["direction"]))
+    return image
 
 
 def _present_values_fast(label: np.ndarray) -> list[int]:

@@ -25,6 +25,7 @@ import numpy as np
 
 from .errors import DataError
 from .errors import InputError, InputTypeError
+from .targets import Target, with_keys
 
 Box = tuple[float, float, float, float]
 Point = tuple[float, float]
@@ -78,10 +79,18 @@ class Prompt:
     presence is recorded). ``protocol`` names what made the prompt
     ("medsam2", "manual", ...) and ``info`` holds its free details.
 
+    ``target`` is the :class:`~napari_medsam_eval.core.targets.Target` prompted (its name, the labels it
+    unites, lesion by lesion or not): a protocol's prompts carry theirs, and ``api.score_pair(mask,
+    case=case, target=prompt.target)`` scores against it. ``target_label`` is then the target's key: the
+    label value for a target of one label, for a region a number the run gives (no label of the case: score
+    the target, never ``case.label == prompt.target_label``). A :class:`Target` given as ``target_label``
+    is taken as the target (its key the label).
+
     Example::
 
         Prompt(target_label=2, slice_index=22, boxes=[(63, 50, 75, 69)])             # x0, y0, x1, y1
         Prompt(target_label=1, slice_index=0, points=[(40, 30)], point_labels=[1])  # a positive click
+        Prompt(Target("liver", (1, 3)), slice_index=20, boxes=[(30, 28, 70, 66)])   # a region's prompt
     """
 
     target_label: int
@@ -92,8 +101,16 @@ class Prompt:
     mask: np.ndarray | None = None
     protocol: str = "manual"
     info: dict[str, Any] = field(default_factory=dict)
+    target: Target | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.target_label, Target):
+            if self.target is not None and self.target != self.target_label:
+                raise InputError(f"Prompt given two targets: {self.target_label!r} and {self.target!r}")
+            self.target = self.target_label
+            self.target_label = self.target.key or with_keys([self.target])[0].key
+        if self.target is not None and not isinstance(self.target, Target):
+            self.target = Target.of(self.target)
         boxes = listed(self.boxes, "boxes", "(x0, y0, x1, y1) boxes", "boxes=[(9, 31, 27, 44)]", one="box")
         points = listed(self.points, "points", "(x, y) points", "points=[(40, 30)]", one="point")
         labels = listed(self.point_labels, "point_labels", "labels, one per point (1 positive, 0 negative)",
@@ -122,9 +139,14 @@ class Prompt:
     def labels_array(self) -> np.ndarray:
         return np.asarray(self.point_labels, dtype=np.int64)
 
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+    def to_dict(self, *, target: bool = False) -> dict[str, Any]:
+        """Plain JSON values: the mask's presence only (``has_mask``); the target's text under ``"target"``
+        with ``target=True`` (a run's row holds its target in its own columns, not in its ``prompt``)."""
+        data = asdict(dataclasses.replace(self, target=None, mask=None))
         data.pop("mask")
+        data.pop("target")
+        if target and self.target is not None:
+            data["target"] = self.target.text()
         data["has_mask"] = self.mask is not None
         data["boxes"] = [list(b) for b in self.boxes]
         data["points"] = [list(p) for p in self.points]
@@ -137,7 +159,20 @@ class Prompt:
     def from_dict(cls, data: dict[str, Any]) -> "Prompt":
         data = dict(data)
         data.pop("has_mask", None)
+        if isinstance(data.get("target"), str):  # its text: the key is the prompt's target_label
+            data["target"] = dataclasses.replace(Target.parse(data["target"]), key=int(data["target_label"]))
         return cls(**data)
+
+    def __repr__(self) -> str:
+        """The fields that are set; a target's prompt shows the target, not its key (``target_label``)."""
+        shown = [f"target={self.target!r}" if self.target is not None else f"target_label={self.target_label!r}"]
+        for name in ("slice_index", "boxes", "points", "point_labels", "protocol", "info"):
+            value = getattr(self, name)
+            if value or (name == "slice_index" and value is not None) or name == "protocol":
+                shown.append(f"{name}={value!r}")
+        if self.mask is not None:
+            shown.append(f"mask={'x'.join(str(d) for d in np.shape(self.mask))}")
+        return f"Prompt({', '.join(shown)})"
 
     @classmethod
     def from_json(cls, text: str) -> "Prompt":

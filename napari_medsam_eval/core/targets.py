@@ -20,7 +20,7 @@ No Qt, no napari.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -61,7 +61,8 @@ class Target:
     name: str
     labels: tuple[int, ...]
     lesions: bool = False
-    key: int = 0
+    #: not part of what the target is (equality, hash): two runs may key the same target apart
+    key: int = field(default=0, compare=False)
 
     def __post_init__(self) -> None:
         values = tuple(sorted({_label_value(v, self.name) for v in self.labels}))
@@ -122,6 +123,24 @@ class Target:
     def labels_text(self) -> str:
         """``"1,3"``: the values a row's ``target_labels`` column holds."""
         return ",".join(str(v) for v in self.labels)
+
+    def __repr__(self) -> str:
+        """``Target('liver', (1, 3))``, ``Target('tumour', (3,), lesions=True)``: what makes it, never its key
+        (a number the run gives, not one the case holds)."""
+        extra = ", instances=True" if getattr(self, "instances", False) else ", lesions=True" if self.lesions else ""
+        return f"Target({self.name!r}, {self.labels!r}{extra})"
+
+    @classmethod
+    def of(cls, value: "Target | str | int", names: Mapping[int, str] | None = None) -> "Target":
+        """``value`` as a target: a :class:`Target` as it is, a text as :meth:`parse` reads it, a label value
+        as :meth:`of_label` (named from ``names``); an OptionError otherwise."""
+        if isinstance(value, Target):
+            return value
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            return cls.of_label(int(value), names)
+        if isinstance(value, str):
+            return cls.parse(value, names)
+        raise OptionError(f"a target is a Target, its text ({TARGET_SYNTAX}) or a label value, got {value!r:.80}")
 
 
 def _label_value(value: Any, name: str) -> int:

@@ -4,15 +4,25 @@
 stores them); :class:`PairScores` is the same numbers for a person at a prompt: named fields, voxel counts as
 ints, ``error_slices`` as a dict, a one-line repr. It is still a dict of the row's keys (a ``dict`` subclass),
 so ``scores["dice"]``, ``scores.items()`` and ``pd.DataFrame({name: scores, ...})`` (one column per pair) work
-as they did.
+as they did. Besides the row's keys it knows its ``target`` (the :class:`~napari_medsam_eval.core.targets.Target`
+scored, None when the caller gave a bare truth mask) and its metric ``convention``.
+
+:func:`pair_scores` is what ``api.score_pair`` does: the truth taken from a case and a target (the target's
+labels, never a key), the kind and spacing from the case, the metrics by a convention, and a
+:class:`EmptyTruthWarning` when the truth is empty but the prediction is not (a key taken for a label).
 """
 from __future__ import annotations
 
 import json
 import math
-from typing import Any, Mapping
+import warnings
+from typing import Any, Mapping, Sequence
 
+import numpy as np
+
+from ..core.errors import InputError, InputTypeError
 from ..core.reprs import number_words, one_line
+from ..core.targets import Target
 from .error_parts import PART_COLUMNS, PART_MEANINGS, PARTS
 
 #: every field, in the order of a result row, with what it means
@@ -44,16 +54,19 @@ class PairScores(dict):
         scores.dice, scores.dominant_error, scores.error_slices["over"]["ranges"]
     """
 
-    __slots__ = ()
+    __slots__ = ("target", "convention")
 
     def __init__(self, values: Mapping[str, Any] = {}, /, **fields: Any) -> None:  # noqa: B006 - not mutated
         """The fields as given (:meth:`from_row` types a scorer's columns)."""
         super().__init__(values, **fields)
+        self.target: Target | None = None
+        self.convention = "medsam-eval"
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> "PairScores":
+    def from_row(cls, row: Mapping[str, Any], target: Target | None = None,
+                 convention: str = "medsam-eval") -> "PairScores":
         """From :func:`~.metrics.score_pair`'s columns (``error_slices`` JSON text or a dict), typed: voxel counts
-        as ints, scores as floats, ``error_slices`` as a dict."""
+        as ints, scores as floats, ``error_slices`` as a dict; ``target`` and ``convention`` as given."""
         values = {name: row[name] for name in FIELDS if name in row}
         where = values.get("error_slices", {})
         values["error_slices"] = json.loads(where) if isinstance(where, str) and where.strip() else dict(where or {})
@@ -61,7 +74,9 @@ class PairScores(dict):
         values.update({name: float(values[name]) for name in _FLOATS if name in values})
         values.setdefault("prompt_slice_dice", math.nan)
         values["dominant_error"] = str(values.get("dominant_error", ""))
-        return cls(values)
+        scores = cls(values)
+        scores.target, scores.convention = target, str(convention)
+        return scores
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (``error_slices`` a dict too): for ``json.dumps`` or a table row."""
@@ -82,11 +97,14 @@ class PairScores(dict):
         shown = ["dice", "iou", "nsd", "hd95"]
         if not math.isnan(self.get("prompt_slice_dice", math.nan)):
             shown.append("prompt_slice_dice")
-        words = [f"{name}={number_words(self[name])}" for name in shown if name in self]
+        words = [] if self.target is None else [f"target={self.target.describe()}"]
+        words += [f"{name}={number_words(self[name])}" for name in shown if name in self]
         words.append(f"pred {self.get('pred_voxels')} / truth {self.get('gt_voxels')} voxels")
         dominant = self.get("dominant_error", "")
         if dominant:
             words.append("ok" if dominant == "ok" else f"mostly {dominant}")
+        if self.convention != "medsam-eval":
+            words.append(f"as {self.convention}")
         return one_line("PairScores", words)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython prints a dict subclass as a dict
@@ -95,3 +113,86 @@ class PairScores(dict):
 
 PairScores.__doc__ = (PairScores.__doc__ or "") + "\n    Fields::\n\n" + "".join(
     f"        {name:<20} {meaning}\n" for name, meaning in FIELDS.items())
+
+
+class EmptyTruthWarning(UserWarning):
+    """The truth is empty where the prediction is not: the prediction scores DSC 0 against nothing, which is
+    seldom what was meant (a region's key taken for a label value, a target the case does not hold)."""
+
+
+def truth_of(pred: Any, gt: Any = None, *, case: Any = None, target: Any = None) -> tuple[np.ndarray, Any, Any]:
+    """The prediction's mask, its truth and its target (None where not known), from what ``api.score_pair``
+    was given: ``pred`` a mask or a result (its ``mask``; its ``prompt.target`` when no ``target`` is given);
+    ``gt`` a bool mask, a label map with ``target``, or None with ``case`` and ``target`` (the target's mask
+    of ``case.label``). An :class:`InputTypeError` says what is missing."""
+    if not isinstance(pred, np.ndarray) and hasattr(pred, "mask"):
+        if target is None:
+            target = getattr(getattr(pred, "prompt", None), "target", None)
+        pred = pred.mask
+    names = getattr(case, "label_names", None) or {}
+    if target is not None:
+        target = Target.of(target, names)
+    if gt is None:
+        if case is None or target is None:
+            raise InputTypeError("score_pair needs the truth: score_pair(pred, case=case, target=prompt.target) "
+                                 "(or target=\"liver=1,3\", a label value), or a truth mask "
+                                 "score_pair(pred, gt, kind, spacing)")
+        if getattr(case, "label", None) is None:
+            raise InputError(f"case {getattr(case, 'case_id', '')!r} has no label map to take "
+                             f"{target.describe()} from")
+        return np.asarray(pred), target.mask(case.label), target
+    gt = np.asarray(gt)
+    if target is not None and gt.dtype != bool:
+        gt = target.mask(gt)  # a label map: the target's labels
+    return np.asarray(pred), gt, target
+
+
+def warn_empty_truth(pred: np.ndarray, gt: np.ndarray, target: Target | None, case: Any = None,
+                     stacklevel: int = 3) -> None:
+    """An :class:`EmptyTruthWarning` when ``gt`` is empty and ``pred`` is not, naming the target and the labels
+    ``case`` holds (or how to score a target, when the truth was a bare mask)."""
+    if gt.any() or not pred.any():
+        return
+    voxels = int(np.count_nonzero(pred))
+    label = getattr(case, "label", None)
+    if target is not None:
+        what = f"the truth of target {target.describe()} is empty"
+    else:
+        what = "the truth mask is empty"
+    if label is not None:
+        from ..core.case import present_label_values
+
+        held = ", ".join(str(v) for v in present_label_values(label)) or "none"
+        where = f"; case {getattr(case, 'case_id', '')!r} holds labels {held}"
+    else:
+        where = ("; a region's prompt carries a key, not a label (case.label == prompt.target_label is empty): "
+                 "score its target with score_pair(pred, case=case, target=prompt.target)")
+    warnings.warn(f"{what} while the prediction has {voxels} voxels: DSC 0 against nothing{where}",
+                  EmptyTruthWarning, stacklevel=stacklevel)
+
+
+def pair_scores(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Any, tolerance_mm: float,
+                prompt_slice: int | None = None, convention: str = "medsam-eval",
+                target: Target | None = None) -> PairScores:
+    """:func:`~.metrics.score_pair`'s row as a :class:`PairScores` (binary, same-shape masks; ``spacing`` in
+    array order), DSC, IoU, NSD and HD95 by ``convention`` (:mod:`.conventions`; the error parts stay this
+    tool's, which add up to ``1 - dice`` of the default convention)."""
+    from .conventions import CONVENTIONS, convention_scores
+    from .metrics import score_pair
+
+    if convention not in CONVENTIONS:
+        raise InputError(f"convention must be one of {', '.join(CONVENTIONS)}, got {convention!r}")
+    if convention != CONVENTIONS[0] and kind == "video":
+        raise InputError(f"convention {convention!r}: a video is scored frame by frame here; the conventions are "
+                         "for images and volumes")
+    row = score_pair(pred, gt, kind, spacing, tolerance_mm, prompt_slice)
+    if convention != CONVENTIONS[0]:
+        row = {**row, **convention_scores(pred, gt, tuple(spacing), tolerance_mm, convention)}
+    return PairScores.from_row(row, target=target, convention=convention)
+
+
+def check_kind_spacing(kind: Any, spacing: Any) -> None:
+    """An :class:`InputTypeError` for a kind that is not text or a spacing that is (the two given swapped)."""
+    if isinstance(spacing, str) or (kind is not None and not isinstance(kind, str)):
+        raise InputTypeError(f"score_pair takes kind then spacing (score_pair(pred, gt, case.kind, case.spacing)), "
+                             f"got kind={kind!r:.60} and spacing={spacing!r:.60}; or give case=case")

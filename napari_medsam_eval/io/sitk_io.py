@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import SimpleITK as sitk
 
-from ..core.case import Case, CaseKind
+from ..core.case import Case, CaseKind, sitk_image
 from ..core.errors import DataError
 from .case_builder import check_kind, make_case, spacing_for_kind
 from .formats import format_suffix, looks_like_text, require_file
@@ -243,16 +243,9 @@ def array_of(image: sitk.Image, path: str | Path) -> np.ndarray:
 
 
 def image_from_array(array: np.ndarray, geometry: dict[str, Any]) -> sitk.Image:
-    """A SimpleITK image from a numpy (z, y, x) array and ITK-order ``spacing``/``origin``/``direction``."""
-    image = sitk.GetImageFromArray(array)
-    dim = image.GetDimension()
-    if geometry.get("spacing") is not None:
-        image.SetSpacing(tuple(float(v) for v in geometry["spacing"])[:dim])
-    if geometry.get("origin") is not None and len(geometry["origin"]) == dim:
-        image.SetOrigin(tuple(float(v) for v in geometry["origin"]))
-    if geometry.get("direction") is not None and len(geometry["direction"]) == dim * dim:
-        image.SetDirection(tuple(float(v) for v in geometry["direction"]))
-    return image
+    """A SimpleITK image from a numpy (z, y, x) array and ITK-order ``spacing``/``origin``/``direction``
+    (:func:`~napari_medsam_eval.core.case.sitk_image`, which ``Case.to_sitk`` uses too)."""
+    return sitk_image(array, geometry)
 
 
 def case_from_sitk(

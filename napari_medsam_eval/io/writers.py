@@ -177,12 +177,8 @@ def verify_written(temp: Path, labels: np.ndarray, path: Path) -> None:
 
 
 def mask_geometry(reference: Case) -> dict[str, tuple[float, ...]]:
-    """ITK-order geometry for a mask of ``reference``: its file's header, else its Spacing."""
-    metadata = reference.metadata
-    spacing = metadata.get("spacing_xyz")
-    if spacing is None or len(spacing) != len(reference.spacing):
-        spacing = reference.spacing.xyz()
-    return {"spacing": tuple(spacing), "origin": metadata.get("origin"), "direction": metadata.get("direction")}
+    """ITK-order geometry for a mask of ``reference``: its file's header, else its Spacing (``Case.geometry``)."""
+    return reference.geometry()
 
 
 def write_mask(mask: np.ndarray, path: str | Path, reference: Case) -> Path:

@@ -166,6 +166,18 @@ def present_slices(mask: np.ndarray) -> np.ndarray:
     return np.flatnonzero(np.asarray(mask).reshape(mask.shape[0], -1).any(axis=1))
 
 
+def carry_targets(prompts: list[Prompt], targets: Sequence[Target] | None, source: Any = None) -> list[Prompt]:
+    """``prompts``, each given its target (``Prompt.target``) where it has none: the keyed ``targets``'
+    one of its ``target_label``, else its label as a target of one label (named from ``source``'s
+    ``label_names`` when it is a Case)."""
+    by_key = {t.key: t for t in targets or []}
+    names = getattr(source, "label_names", None) or {}
+    for prompt in prompts:
+        if prompt.target is None and int(prompt.target_label) > 0:
+            prompt.target = by_key.get(int(prompt.target_label)) or Target.of_label(int(prompt.target_label), names)
+    return prompts
+
+
 def empty_prompt(protocol: str, target_label: int, slice_index: int | None = None, **info: Any) -> Prompt:
     """The "nothing to prompt, score NaN" marker for a target."""
     return Prompt(target_label=target_label, slice_index=slice_index, protocol=protocol, info={"empty": True, **info})
@@ -232,13 +244,16 @@ class PromptProtocol:
         """The prompts of every target (``targets``, else each of ``target_labels``, else each label present).
 
         A target taken lesion by lesion (``Target.lesions``) is prompted once per lesion, each lesion as
-        a target of its own under the target's key, ``info["lesion"]`` its number (1, 2, ...)."""
+        a target of its own under the target's key, ``info["lesion"]`` its number (1, 2, ...).
+        Every prompt carries its :class:`~napari_medsam_eval.core.targets.Target` (:func:`carry_targets`)."""
+        if targets is not None and any(not t.key for t in targets):
+            targets = with_keys(targets)
         target = resolve_source(source, kind, target_labels, targets)
         if target.kind not in self.kinds:
             raise InputError(f"protocol {self.name!r} is defined for {self.kinds}, not for a {target.kind}")
         by_lesion = {t.key: t for t in (targets or []) if t.lesions}
         if not by_lesion:
-            return self._prompts(target)
+            return carry_targets(self._prompts(target), targets, source)
         out: list[Prompt] = []
         for key in target.labels:
             if key not in by_lesion:
@@ -249,7 +264,7 @@ class PromptProtocol:
                     if not prompt.info.get("empty"):
                         prompt.info["lesion"] = number
                     out.append(prompt)
-        return out
+        return carry_targets(out, targets, source)
 
     def _prompts(self, target: PromptSource) -> list[Prompt]:  # pragma: no cover - abstract
         raise NotImplementedError

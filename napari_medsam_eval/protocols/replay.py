@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from ..core.prompt import Prompt
 from .prompt_log import LoggedPrompt, read_log
-from .base import PromptProtocol, PromptSource, resolve_source
+from .base import PromptProtocol, PromptSource, carry_targets, resolve_source
 
 
 @dataclass
@@ -58,7 +58,7 @@ class ReplayProtocol(PromptProtocol):
     def prompts(self, source, kind=None, target_labels=None, targets=None) -> list[Prompt]:  # type: ignore[override]
         image_path = str(getattr(source, "metadata", {}).get("image_path", "") or "")
         target = resolve_source(source, kind, target_labels, targets)
-        return self._replay(target, image_path)
+        return carry_targets(self._replay(target, image_path), targets, source)
 
     def _replay(self, target: PromptSource, image_path: str) -> list[Prompt]:
         rows = self.logged(target.case_id, image_path)
