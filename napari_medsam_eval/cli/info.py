@@ -52,6 +52,12 @@ def describe_case(case: Case) -> dict:
             }
             for v, n in zip(values, counts)
         ]
+    if case.label is not None and case.metadata.get("targets"):
+        facts["targets"] = [{"number": t.key, "name": t.name, "labels": list(t.labels),
+                             "voxels": int(np.count_nonzero(t.mask(case.label)))} for t in case.metadata["targets"]]
+        facts["source"] = case.metadata.get("dicom_objects")
+    if case.metadata.get("notes"):
+        facts["notes"] = list(case.metadata["notes"])
     return facts
 
 
@@ -94,6 +100,12 @@ def format_text(facts: dict) -> str:
             lines.append(f"  {row['value']:>4}{name}: {row['voxels']} voxels{extra}")
     else:
         lines.append("labels    none")
+    if "targets" in facts:  # a SEG's segments or an RTSTRUCT's ROIs: each its own mask, overlaps included
+        lines.append(f"targets   ({facts.get('source') or 'objects'}: each its own mask)")
+        for row in facts["targets"]:
+            shared = f" (labels {', '.join(map(str, row['labels']))})" if len(row["labels"]) > 1 else ""
+            lines.append(f"  {row['number']:>4} {row['name']}: {row['voxels']} voxels{shared}")
+    lines.extend(f"note      {note}" for note in facts.get("notes", []))
     return "\n".join(lines)
 
 

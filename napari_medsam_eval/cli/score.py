@@ -12,6 +12,10 @@ be silently wrong):
   labels (beside the file, or one folder up: ``<dataset>/labelsTr/x.nii.gz``)
   and either file holds a value it does not declare;
 * the NSD tolerance is not a positive number of mm.
+
+A DICOM SEG or RTSTRUCT ground truth is scored segment by segment (ROI by ROI), each its own mask (nested
+and overlapping ones too), labelled by its number; its image series must be beside it
+(:mod:`napari_medsam_eval.io.dicom_objects`).
 """
 from __future__ import annotations
 
@@ -174,6 +178,9 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     if convention != CONVENTIONS[0] and kind == "video":
         raise MedsamEvalError(f"--metrics-convention {convention}: a video is scored frame by frame here; the "
                               "conventions are for images and volumes")
+    if gt.info.get("targets") and not targets and not labels:
+        return [_by_convention(row, pred_mask, t.mask(gt.array), spacing, tolerance_mm, convention)
+                for row, pred_mask, t in _object_rows(gt, pred, spacing, kind, tolerance_mm)]
     if targets:
         chosen = parse_targets(targets, names)
         check_targets(chosen, (set(np.unique(gt.array).tolist()) | set(declared)) - {0}, f"the ground truth ({gt_path.name})")
@@ -213,6 +220,24 @@ def _target_row(target: Target, pred: np.ndarray, gt: np.ndarray, spacing: tuple
     if target.lesions:
         row.update(match_lesions(p, g, spacing, kind, rule).columns())
     return row
+
+
+def _object_rows(gt: LabelFile, pred: LabelFile, spacing: tuple, kind: str, tolerance_mm: float) -> list:
+    """A DICOM SEG's or RTSTRUCT's ground truth: a row per segment or ROI (labelled by its number), with the
+    prediction's mask of it: the same-named segment/ROI of a SEG or RTSTRUCT prediction, else the voxels of a
+    label map holding its number (as ``run --save-predictions`` writes a target)."""
+    by_name = {t.name: t for t in pred.info.get("targets") or []}
+    out = []
+    for target in gt.info["targets"]:
+        if pred.info.get("targets"):
+            own = by_name.get(target.name)
+            pred_mask = own.mask(pred.array) if own is not None else np.zeros(pred.array.shape, dtype=bool)
+        else:
+            pred_mask = pred.array == target.key
+        row = {"label": target.key, "name": target.name, "kind": kind,
+               **score_pair(pred_mask, target.mask(gt.array), kind, spacing, tolerance_mm)}
+        out.append((row, pred_mask, target))
+    return out
 
 
 def format_lesions(rows: list[dict]) -> list[str]:

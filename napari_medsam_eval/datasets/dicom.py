@@ -4,8 +4,14 @@
 
     <root>/<case>/image/*.dcm          one DICOM series (files may lack the .dcm suffix)
     <root>/<case>/label.nii.gz         its ground truth (.nii, .nrrd, .mha, .mhd too),
-                                       or <root>/<case>/label/ holding a DICOM label series
+                                       or <root>/<case>/label/ holding a DICOM label series,
+                                       or <root>/<case>/<any name>.dcm: a DICOM SEG or RTSTRUCT of the series
     [<root>/dataset.json]              optional, MSD style: label names ("labels": {"1": "liver"})
+
+A clinical study exported from a PACS or a planning system fits as it is: each case folder holds the
+image series in ``image/`` and its SEG (``seg.dcm``) or RTSTRUCT (``RS.<uid>.dcm``) beside it. Each segment
+(by its Segment Label) or ROI (by its ROI Name) is then a target of the case, nested and overlapping ones
+each with its own mask (:mod:`napari_medsam_eval.io.dicom_objects`); ``--targets`` is not needed.
 
 Every visible sub-folder of the root is a case (id = its name), so a case
 folder lacking its series or its label is listed and fails on loading with the
@@ -24,7 +30,9 @@ from pathlib import Path
 
 from ..core.case import Case
 from ..core.errors import DataError
+from ..core.targets import Target
 from ..io import read_case
+from ..io.dicom_objects import ground_truth_kind
 from ..io.formats import SITK_SUFFIXES, format_suffix, is_dicom_file, listed_file, missing_message, strip_suffix
 from .base import CaseRef, DatasetLayout, unique_case_ids, visible_dirs, visible_files
 
@@ -37,9 +45,10 @@ _SNIFF = 5
 
 
 def label_candidates(case_folder: Path) -> list[Path]:
-    """``label.<suffix>`` files (any single-file volume format) and a ``label/`` folder of ``case_folder``."""
-    files = [p for p in visible_files(case_folder)
-             if strip_suffix(p) == LABEL_NAME and format_suffix(p) in SITK_SUFFIXES and listed_file(p)]
+    """``label.<suffix>`` files (any single-file volume format), ``.dcm`` files (a SEG or RTSTRUCT: checked when
+    read) and a ``label/`` folder of ``case_folder``."""
+    files = [p for p in visible_files(case_folder) if listed_file(p) and (
+        (strip_suffix(p) == LABEL_NAME and format_suffix(p) in SITK_SUFFIXES) or format_suffix(p) == ".dcm")]
     folder = case_folder / LABEL_NAME
     return files + ([folder] if folder.is_dir() else [])
 
@@ -97,6 +106,19 @@ class DicomSeriesLayout(DatasetLayout):
         if "label" not in ref.paths:
             found = label_candidates(folder)
             problem = (f"several label files ({', '.join(p.name for p in found)}); keep one" if found else
-                       f"no label file ({LABEL_NAME}.nii.gz, .nrrd, .mha or a {LABEL_NAME}/ DICOM folder)")
+                       f"no label file ({LABEL_NAME}.nii.gz, .nrrd, .mha, a {LABEL_NAME}/ DICOM folder or a "
+                       "SEG or RTSTRUCT .dcm)")
             raise DataError(f"case {ref.case_id}: {problem}", folder)
-        return read_case(image, ref.paths["label"], kind="volume", case_id=ref.case_id)
+        label = Path(ref.paths["label"])
+        if format_suffix(label) == ".dcm" and strip_suffix(label) != LABEL_NAME and not ground_truth_kind(label):
+            raise DataError(f"case {ref.case_id}: {label.name} is not a DICOM SEG or RTSTRUCT (a case folder holds "
+                            f"its series in {IMAGE_FOLDER}/ and one ground truth beside it)", label)
+        return read_case(image, label, kind="volume", case_id=ref.case_id)
+
+    def targets(self, ref: CaseRef, case: Case, requested: list[Target] | None = None) -> list[Target]:
+        """A SEG's segments or an RTSTRUCT's ROIs (each its own mask) unless ``--targets`` names others; the
+        base rules for a label map."""
+        objects = case.metadata.get("targets")
+        if objects and not requested:
+            return list(objects)
+        return super().targets(ref, case, requested)

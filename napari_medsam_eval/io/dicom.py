@@ -2,9 +2,14 @@
 
 GDCM finds the series in a folder and sorts each series' slices along the
 slice normal. A folder with several series needs ``series_id`` (the error
-lists them); a folder with none is an error. Missing, duplicated or unevenly
-spaced slices are an error here, because ITK only prints a warning and
-stretches the spacing to cover the gap (the volume would be silently wrong).
+lists them); a folder with none is an error. Derived objects in the folder
+(a DICOM SEG, an RTSTRUCT, a dose or a report: :data:`OBJECT_MODALITIES`) are
+not image series: they are left out of the listing, and a SEG or RTSTRUCT
+there is the series' ground truth (:mod:`.dicom_objects`). Missing,
+duplicated or unevenly spaced slices are an error here, because ITK only
+prints a warning and stretches the spacing to cover the gap (the volume would
+be silently wrong); so are slices of two in-plane pixel spacings (ITK takes
+the first slice's for all).
 """
 from __future__ import annotations
 
@@ -22,6 +27,27 @@ from .sitk_io import array_of, case_from_sitk, declared_size, geometry_of, short
 _TAG_POSITION = "0020|0032"
 _TAG_ORIENTATION = "0020|0037"
 _TAG_MODALITY = "0008|0060"
+_TAG_PIXEL_SPACING = "0028|0030"
+#: modalities of DICOM objects that are not image slices (never taken for a series to read)
+OBJECT_MODALITIES = ("SEG", "RTSTRUCT", "RTDOSE", "RTPLAN", "RTRECORD", "SR", "PR", "KO", "REG")
+
+
+def dicom_modality(path: str | Path) -> str:
+    """The Modality (0008,0060) of a DICOM file, '' when it has none or cannot be read (headers only)."""
+    import pydicom
+
+    try:
+        header = pydicom.dcmread(str(path), stop_before_pixels=True, specific_tags=["Modality"])
+    except Exception:  # pydicom raises many kinds on a file that is not DICOM; the series reader says why
+        return ""
+    return str(header.get("Modality", "") or "").strip().upper()
+
+
+def image_series_ids(folder: Path) -> list[str]:
+    """GDCM's series UIDs in ``folder`` less those of derived objects (a SEG is listed by GDCM as a series)."""
+    ids = list(sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(folder)))
+    return [uid for uid in ids
+            if dicom_modality(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), uid)[0]) not in OBJECT_MODALITIES]
 
 
 def dicom_series_files(folder: str | Path, series_id: str | None = None) -> tuple[list[str], str]:
@@ -30,7 +56,7 @@ def dicom_series_files(folder: str | Path, series_id: str | None = None) -> tupl
     Several series need ``series_id``; the error lists them with their slice counts.
     """
     folder = Path(folder)
-    ids = list(sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(folder)))
+    ids = image_series_ids(folder)
     if not ids:
         raise DataError("no DICOM series found in folder (no readable DICOM slices)", folder)
     if series_id is None:
@@ -52,6 +78,7 @@ def read_dicom_series(folder: str | Path, series_id: str | None = None) -> tuple
     files, series_id = dicom_series_files(folder, series_id)
     headers = [_read_header(Path(f)) for f in files]
     _check_slice_positions(files, headers, folder)
+    _check_pixel_spacing(files, headers, folder)
     _check_series_size(files, folder)
     reader = sitk.ImageSeriesReader()
     reader.SetFileNames(files)
@@ -70,8 +97,26 @@ def _read_header(path: Path) -> dict[str, str]:
         reader.ReadImageInformation()
     except RuntimeError as error:
         raise DataError(f"unreadable DICOM slice: {short_sitk_message(error)}", path) from None
-    return {key: reader.GetMetaData(key) for key in (_TAG_POSITION, _TAG_ORIENTATION, _TAG_MODALITY)
+    return {key: reader.GetMetaData(key) for key in (_TAG_POSITION, _TAG_ORIENTATION, _TAG_MODALITY, _TAG_PIXEL_SPACING)
             if reader.HasMetaDataKey(key)}
+
+
+def _check_pixel_spacing(files: list[str], headers: list[dict[str, str]], folder: Path) -> None:
+    """Raise when the slices do not share one in-plane Pixel Spacing (ITK would use the first slice's for all)."""
+    found: dict[tuple[float, ...], list[str]] = {}
+    for name, header in zip(files, headers):
+        if _TAG_PIXEL_SPACING in header:
+            try:
+                value = tuple(round(float(v), 6) for v in header[_TAG_PIXEL_SPACING].strip().split("\\"))
+            except ValueError:
+                raise DataError(f"DICOM slice has an unreadable Pixel Spacing {header[_TAG_PIXEL_SPACING]!r}",
+                                name) from None
+            found.setdefault(value, []).append(Path(name).name)
+    if len(found) > 1:
+        listing = "; ".join(f"{' x '.join(f'{v:g}' for v in value)} mm on {len(names)} slice"
+                            f"{'s' if len(names) > 1 else ''} (e.g. {names[0]})" for value, names in found.items())
+        raise DataError(f"DICOM slices have {len(found)} different in-plane pixel spacings: {listing}; one series "
+                        "has one pixel grid (ITK would read every slice with the first slice's spacing)", folder)
 
 
 def _check_series_size(files: list[str], folder: Path) -> None:
@@ -120,7 +165,8 @@ def read_dicom_case(folder: str | Path, *, series_id: str | None = None, kind: C
         kind=kind,
         modality=modality or info["modality"],
         case_id=case_id,
-        metadata={"dicom_series_id": info["series_id"], "n_files": info["n_files"]},
+        metadata={"dicom_series_id": info["series_id"], "n_files": info["n_files"],
+                  "dicom_series_folder": str(Path(folder).resolve())},
     )
 
 

@@ -4,7 +4,8 @@
 input                                  read as
 =====================================  ==========================================
 ``.nii[.gz]``, ``.nrrd``, ``.mha/.mhd``  2D -> image, 3D -> volume (``*_sequence`` -> video)
-folder of DICOM files                  volume (one series; ``series_id`` picks one)
+folder of DICOM files                  volume (one series; ``series_id`` picks one), with the one
+                                       SEG or RTSTRUCT of the series in the folder as its label
 MedSAM ``.npz``                        volume or 2D image, with its ``gts`` label
 ``.png/.jpg/.tif/.bmp``                2D image
 folder of PNG/JPEG frames              video
@@ -14,7 +15,9 @@ folder of PNG/JPEG frames              video
 ``kind`` overrides the guess where the data allow it (a 3D NIfTI that is a
 video: ``kind="video"``). Labels are read by :func:`read_label` and checked
 against the image by :func:`pair_image_label` (shape always, geometry when both
-files carry one; tolerances in :mod:`.validation`).
+files carry one; tolerances in :mod:`.validation`). A DICOM SEG or RTSTRUCT label
+is placed on the image's series (:mod:`.dicom_objects`): its segments or ROIs
+become the case's label and ``targets``.
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ import numpy as np
 from ..core.case import Case, CaseKind
 from ..core.errors import DataError, UnknownFormatError
 from .dicom import read_dicom_case, read_dicom_label
+from .dicom_objects import folder_ground_truth, ground_truth_kind, object_label_file
 from .formats import detect_format
 from .image2d import read_image2d, read_mask2d
 from .msd_info import msd_dataset_info
@@ -52,16 +56,23 @@ class LabelFile:
 
 
 def read_image(path: str | Path, *, kind: CaseKind | None = None, modality: str | None = None,
-               case_id: str | None = None, series_id: str | None = None) -> Case:
-    """Read an image file or folder as a Case (with its label only if the file embeds one: npz)."""
+               case_id: str | None = None, series_id: str | None = None, folder_label: bool = True) -> Case:
+    """Read an image file or folder as a Case (with its label only if the file embeds one: npz, or, with
+    ``folder_label``, a DICOM series folder holding the series' one SEG or RTSTRUCT)."""
     fmt = detect_format(path)
     options = dict(kind=kind, modality=modality, case_id=case_id)
+    if fmt == "sitk" and ground_truth_kind(path):
+        raise DataError(f"is a DICOM {ground_truth_kind(path)} (a ground truth, not an image): open its image series "
+                        "folder, with the object in it or given as the label (--label)", path)
     if fmt == "sitk":
         if kind is None and is_sequence_name(path):
             options["kind"] = "video"
         case = read_sitk_case(path, **options)
     elif fmt == "dicom_folder":
         case = read_dicom_case(path, series_id=series_id, **options)
+        found = folder_ground_truth(case) if folder_label else None
+        if found is not None:
+            case = pair_image_label(case, read_label(found, reference=case))
     elif fmt == "npz":
         case = read_medsam_npz(path, **options)
     elif fmt == "image2d":
@@ -92,7 +103,9 @@ def read_label(path: str | Path, reference: Case | None = None) -> LabelFile:
     fmt = detect_format(path)
     geometry: dict[str, Any] = {}
     info: dict[str, Any] = {}
-    if fmt == "sitk":
+    if fmt == "sitk" and ground_truth_kind(path):
+        array, geometry, info = object_label_file(path, reference)
+    elif fmt == "sitk":
         array, geometry = read_sitk_label(path)
     elif fmt == "dicom_folder":
         array, geometry = read_dicom_label(path)
@@ -148,7 +161,8 @@ def read_case(image_path: str | Path, label_path: str | Path | None = None, *, k
     picks one series in a DICOM folder holding several. A MedSAM npz brings its
     own ``gts`` label; ``label_path`` replaces it.
     """
-    case = read_image(image_path, kind=kind, modality=modality, case_id=case_id, series_id=series_id)
+    case = read_image(image_path, kind=kind, modality=modality, case_id=case_id, series_id=series_id,
+                      folder_label=label_path is None)
     if label_path is None:
         return case
     return pair_image_label(case, read_label(label_path, reference=case))
