@@ -89,13 +89,14 @@ def test_boxes_clicks_and_scores_equal_the_challenge_script(shared_data, expecte
                 (z, y, x), foreground = click
                 assert [z, y, x] == wanted["zyx"] and ("fg" if foreground else "bg") == wanted["kind"]
                 preds[value] = corrected(preds[value], case.label == value, (z, y, x))
-        segs = _label_map(preds, case.label.shape)
+        segs = cvpr25.class_map(preds)  # the case's one map, as the script scores it
+        assert np.array_equal(segs, _label_map(preds, case.label.shape))
+        scores = cvpr25.case_scores(segs, {v: case.label == v for v in classes}, spacing)
         for value in classes:
-            scores = cvpr25.step_scores(segs == value, case.label == value, spacing)
-            dice_steps[value].append(scores["dice"])
-            nsd_steps[value].append(scores["nsd"])
-        assert np.mean([dice_steps[v][-1] for v in classes]) == pytest.approx(expected["dice"][step], abs=1e-12)
-        assert np.mean([nsd_steps[v][-1] for v in classes]) == pytest.approx(expected["nsd"][step], abs=1e-12)
+            dice_steps[value].append(scores["classes"][value]["dice"])
+            nsd_steps[value].append(scores["classes"][value]["nsd"])
+        assert scores["dice"] == pytest.approx(expected["dice"][step], abs=1e-12)
+        assert scores["nsd"] == pytest.approx(expected["nsd"][step], abs=1e-12)
     for value in classes:
         wanted = expected["classes"][str(value)]
         assert dice_steps[value] == pytest.approx(wanted["dice"], abs=1e-12)

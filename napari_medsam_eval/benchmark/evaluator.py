@@ -44,7 +44,7 @@ from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, prompts_to_json
 from ..core.intensity import case_intensity, prepare_image
 from ..propagation import PropagationRecord, PropagationResult, official_result, segment_official, segment_prompts
-from ..evaluation import cvpr25
+from .cvpr25_case import challenge_case
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
 from ..protocols.corrections import CorrectionsProtocol
@@ -155,6 +155,8 @@ class CaseEvaluator:
         self.protocol = protocol
         self.config = config
         self.lesion_rule = config.lesion_rule()
+        #: cvpr25-interactive: the case's classes run together, each target's final mask and columns by key
+        self._challenge: dict[int, tuple[np.ndarray, dict[str, Any]]] = {}
         if protocol.sensitivity and (isinstance(protocol, CorrectionsProtocol) or protocol.name == OFFICIAL_3D_PROTOCOL):
             raise InputError(f"protocol {protocol.name!r}: the sensitivity option perturbs one prompt and propagates "
                              "it; it is not available with the corrections or the official 3D box protocol")
@@ -201,6 +203,10 @@ class CaseEvaluator:
         try:
             try:
                 joint = self._official_joint(case, image, prompts, targets, report("all targets", 0, 1))
+                if self.protocol.clicks_in_3d:  # one label map per case, as the challenge scores it
+                    self._challenge = challenge_case(self.backend, self.protocol, case, image, prompts, targets,
+                                                     rules=self.config.propagation, progress=lambda t, i: report(
+                                                         t.name, i, len(targets)))
             except Cancelled:
                 raise
             except Exception as error:  # noqa: BLE001 - the joint run's failure is each of its targets'
@@ -210,6 +216,7 @@ class CaseEvaluator:
                                                          predictions, joint.get(target.key),
                                                          report(target.name, index, len(targets)))
         finally:
+            self._challenge = {}
             self.backend.clear_cache()
             if hasattr(self.backend, "set_ground_truth"):
                 self.backend.set_ground_truth(None)
@@ -305,16 +312,15 @@ class CaseEvaluator:
         """The ``corrections`` protocol on one target: its final mask; ``row`` gets the scores after
         every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``.
         ``progress`` sees every pass (the first propagation, then each correction's) and may cancel."""
+        if self.protocol.clicks_in_3d:  # cvpr25-interactive: run with the case's other classes (cvpr25_case)
+            pred, columns = self._challenge[int(prompt.target_label)]
+            row.update(columns)
+            return pred
         scoring = {"seconds": 0.0}
-        challenge = self.protocol.clicks_in_3d  # cvpr25-interactive: the challenge's step scores
-        spacing = cvpr25.scoring_spacing(case, getattr(self.protocol, "nsd_spacing", "array")) if challenge else None
 
         def score(mask: np.ndarray) -> dict[str, float]:
             start = time.perf_counter()
-            if challenge:
-                scores = cvpr25.step_scores(mask, gt, spacing)
-            else:
-                scores = score_target(mask, gt, case, self.config.tolerance_mm)
+            scores = score_target(mask, gt, case, self.config.tolerance_mm)
             scoring["seconds"] += time.perf_counter() - start
             return {"dice": float(scores["dice"]), "nsd": float(scores["nsd"])}
 
@@ -330,8 +336,6 @@ class CaseEvaluator:
                     "nsd_after": json_dumps([None if step["nsd"] != step["nsd"] else round(step["nsd"], 4)
                                              for step in steps]),
                     **noc_columns([step["dice"] for step in steps])})
-        if challenge:
-            row.update(cvpr25.columns([step["dice"] for step in steps], [step["nsd"] for step in steps]))
         return pred
 
     def _sensitivity(self, case: Case, image: np.ndarray, prompt: Prompt, gt: np.ndarray,

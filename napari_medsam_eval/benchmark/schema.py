@@ -60,8 +60,16 @@ and read on its own. Column meanings:
 ``noc90``              never reached (NaN for other protocols)
 ``dsc_auc``            ``cvpr25-interactive`` only (NaN otherwise): the CVPR 2025 challenge's
 ``nsd_auc``            AUC of DSC / NSD over the 5 click steps and the final DSC / NSD,
-``dsc_final``          by its script's rules (:mod:`napari_medsam_eval.evaluation.cvpr25`;
-``nsd_final``          ``dice_after`` / ``nsd_after`` then hold its per-step scores)
+``dsc_final``          by its script's rules (:mod:`napari_medsam_eval.evaluation.cvpr25`), of
+``nsd_final``          this class in the case's one label map, NSD gated on the case's mean
+                       DSC (``dice_after`` / ``nsd_after`` then hold its per-step scores; the
+                       case's figure is the mean of its rows)
+``case_dsc_auc`` ...   ``cvpr25-interactive`` only: the script's own row for the case (the mean
+``case_nsd_final``     over its classes in the map), the same on each of the case's rows
+``own_dice_after``     ``cvpr25-interactive`` only: the class's own mask, overlaps with other
+``own_nsd_after``      classes allowed, NSD gated on its own DSC: per step (JSON lists) and
+``own_dsc_auc`` ...    its AUCs and final DSC / NSD (not the challenge's figures)
+``own_nsd_final``
 ``sens_runs``          protocol option ``sensitivity`` = N only (NaN / ``""``
 ``sens_dice``          otherwise): N perturbed copies of the prompt were segmented
 ``sens_dice_min``      as the prompt was (:mod:`napari_medsam_eval.studies.sensitivity`);
@@ -107,6 +115,10 @@ from ..core.targets import Target
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
 from ..core.errors import InputTypeError
 
+#: cvpr25-interactive: the script's row for the case, the class's own mask's (:mod:`.cvpr25_case`)
+CVPR25_CASE_COLUMNS = ("case_dsc_auc", "case_nsd_auc", "case_dsc_final", "case_nsd_final")
+CVPR25_OWN_COLUMNS = ("own_dice_after", "own_nsd_after", "own_dsc_auc", "own_nsd_auc", "own_dsc_final",
+                      "own_nsd_final")
 #: a lesion-by-lesion target's counts (:mod:`napari_medsam_eval.evaluation.lesions`)
 LESION_COUNT_COLUMNS = ("lesions_true", "lesions_found", "lesions_missed", "lesions_false")
 
@@ -116,13 +128,13 @@ COLUMNS: tuple[str, ...] = (
     "slice_dice", "prompt", "stops", "slice_scores", "time_encoder_s", "time_decoder_s", "time_total_s",
     "time_other_s", "attributes", "seed",
     "prediction_path", "prediction_sha256", "dice_after", "nsd_after", "noc80", "noc85", "noc90",
-    "dsc_auc", "nsd_auc", "dsc_final", "nsd_final", "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
+    "dsc_auc", "nsd_auc", "dsc_final", "nsd_final", *CVPR25_CASE_COLUMNS, *CVPR25_OWN_COLUMNS, "sens_runs", "sens_dice", "sens_dice_min", "sens_dice_median", "sens_dice_max", "sens_spread", "notes",
     *ROW_COLUMNS, "target_labels", *LESION_COUNT_COLUMNS, "lesion_f1", "lesion_dice", "lesions", "input_sha256",
 )
 INT_COLUMNS = ("target_label", "gt_voxels", "pred_voxels", "n_slices", "prompt_slice", "seed", *LESION_COUNT_COLUMNS)
 FLOAT_COLUMNS = ("dice", "iou", "nsd", "hd95", "nsd_tolerance_mm", "time_encoder_s", "time_decoder_s",
                  "time_total_s", "time_other_s", "noc80", "noc85", "noc90", "dsc_auc", "nsd_auc", "dsc_final",
-                 "nsd_final", "sens_runs", "sens_dice_min", "sens_dice_median",
+                 "nsd_final", *CVPR25_CASE_COLUMNS, *CVPR25_OWN_COLUMNS[2:], "sens_runs", "sens_dice_min", "sens_dice_median",
                  "sens_dice_max", "sens_spread", *PART_COLUMNS, "prompt_slice_dice", "lesion_f1", "lesion_dice")
 TEXT_COLUMNS = tuple(c for c in COLUMNS if c not in INT_COLUMNS + FLOAT_COLUMNS)
 TIME_COLUMNS = ("time_encoder_s", "time_decoder_s", "time_total_s", "time_other_s")
