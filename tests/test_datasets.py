@@ -26,8 +26,35 @@ SHARED = {
 }
 
 
+#: shared folders that are no dataset of a layout: what they hold and the tests that read them
+NOT_LAYOUTS = {
+    "dicom_seg_rtstruct": "DICOM SEG and RTSTRUCT files beside their series (test_dicom_seg_read.py, test_rtstruct.py)",
+}
+
+
 def test_every_shared_dataset_is_covered(shared_data: Path) -> None:
-    assert {p.name for p in shared_data.iterdir() if p.is_dir()} == set(SHARED)
+    assert {p.name for p in shared_data.iterdir() if p.is_dir()} == set(SHARED) | set(NOT_LAYOUTS)
+
+
+def test_dicom_seg_rtstruct_objects_known_and_no_layout(shared_data: Path) -> None:
+    """Every SEG and RTSTRUCT of the folder is taken for a ground truth, never for an image series (a folder of
+    a CT slice and five SEGs is one series); the folder itself is no dataset layout, and says so."""
+    from napari_medsam_eval.io.dicom import image_series_ids
+    from napari_medsam_eval.io.dicom_objects import ground_truth_kind
+
+    root = shared_data / "dicom_seg_rtstruct"
+    kinds = {str(p.relative_to(root)): ground_truth_kind(p) for p in sorted(root.rglob("*")) if p.is_file()}
+    assert sorted(k for k, v in kinds.items() if v == "SEG") == [
+        "dcmqi/23x38x3/seg/label.seg", "dcmqi/24x38x3/seg/label.seg", "dcmqi/liver.dcm", "dcmqi/partial_overlaps.dcm",
+        "dcmqi/sparse-labelmap-noppv.dcm", "dcmqi/sparse-labelmap-ppv5.dcm", "highdicom/seg_image_ct_binary.dcm",
+        "highdicom/seg_image_ct_binary_fractional.dcm", "highdicom/seg_image_ct_binary_overlap.dcm",
+        "highdicom/seg_image_ct_binary_single_frame.dcm", "highdicom/seg_image_ct_true_fractional.dcm"]
+    assert sorted(k for k, v in kinds.items() if v == "RTSTRUCT") == [
+        "dicompyler/rtss.dcm", "rt_utils/empty/dummy_rt.dcm", "rt_utils/mock_data/invalid_reference_rt.dcm",
+        "rt_utils/mock_data/non_existent_reference_rt.dcm", "rt_utils/mock_data/rt.dcm"]
+    assert len(image_series_ids(root / "highdicom")) == 1
+    with pytest.raises(DataError, match="no known dataset layout"):
+        detect_layout(root)
 
 
 @pytest.mark.parametrize("name", sorted(SHARED))

@@ -83,3 +83,18 @@ def test_folder_without_series(tmp_path: Path) -> None:
     (folder / "junk.dcm").write_bytes(b"\x00" * 200)
     with pytest.raises(DataError, match="not_dicom: no DICOM series found"):
         read_case(folder)
+
+
+def test_two_in_plane_pixel_spacings_refused(shared_data: Path, tmp_path: Path) -> None:
+    """Issue 67: five slices at 0.8 mm and five at 1.2 mm were read with the first slice's spacing."""
+    import pydicom
+
+    volume = _source_volume(shared_data)[:, :, :10]
+    files = write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.67")
+    for path in files[5:]:
+        ds = pydicom.dcmread(str(path))
+        ds.PixelSpacing = [1.2, 1.2]
+        ds.save_as(str(path))
+    with pytest.raises(DataError, match=r"2 different in-plane pixel spacings: 0\.8 x 0\.9 mm on 5 slices "
+                                        r"\(e\.g\. slice000\.dcm\); 1\.2 x 1\.2 mm on 5 slices"):
+        read_case(tmp_path / "series")

@@ -1,0 +1,162 @@
+"""RTSTRUCT as ground truth: each ROI rasterised on its series' grid, checked against rt-utils and refused
+with a message naming the ROI when it does not fit (../shared/data/dicom_seg_rtstruct, PROVENANCE.md)."""
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pydicom
+import pytest
+import SimpleITK as sitk
+from dicom_series import write_series
+from scipy import ndimage
+
+from napari_medsam_eval.core.errors import DataError
+from napari_medsam_eval.datasets import detect_layout
+from napari_medsam_eval.io import read_case, read_label
+from napari_medsam_eval.io.dicom_objects import DicomObjectWarning
+from napari_medsam_eval.io.rtstruct import fill_contours
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "phantom_ct"
+
+
+@pytest.fixture(scope="module")
+def rt_data(shared_data: Path) -> Path:
+    return shared_data / "dicom_seg_rtstruct"
+
+
+def _phantom_objects() -> dict[str, np.ndarray]:
+    label = sitk.GetArrayFromImage(sitk.ReadImage(str(SAMPLE / "label.nii.gz")))
+    return {"liver": np.isin(label, (1, 3)), "kidney": label == 2, "lesion": label == 3}
+
+
+@pytest.fixture(scope="module")
+def phantom_series(tmp_path_factory) -> Path:
+    """The CT phantom written as a DICOM series with an RTSTRUCT of its three objects (the lesion inside the
+    liver), written by rt-utils."""
+    from rt_utils import RTStructBuilder
+
+    folder = tmp_path_factory.mktemp("phantom") / "series"
+    image = sitk.Cast(sitk.ReadImage(str(SAMPLE / "image.nii.gz")), sitk.sitkInt16)
+    write_series(image, folder, "1.2.826.0.1.3680043.2.1125.7.1")
+    builder = RTStructBuilder.create_new(dicom_series_path=str(folder))
+    for name, mask in _phantom_objects().items():
+        builder.add_roi(mask=np.moveaxis(mask, 0, 2), name=name)  # rt-utils takes (rows, columns, slices)
+    builder.save(str(folder / "rs.dcm"))
+    return folder
+
+
+def test_phantom_rtstruct_reads_back_each_object_exactly(phantom_series: Path) -> None:
+    """rt-utils traces each object through its boundary pixels' centres; a centre on the contour belongs to
+    the ROI (the documented rule), so every object comes back voxel for voxel, the lesion inside the liver too."""
+    case = read_case(phantom_series)  # the series folder holding its RTSTRUCT: the RTSTRUCT is the label
+    assert case.metadata["dicom_objects"] == "RTSTRUCT"
+    targets = {t.name: t for t in case.metadata["targets"]}
+    assert list(targets) == ["liver", "kidney", "lesion"]
+    for name, expected in _phantom_objects().items():
+        np.testing.assert_array_equal(targets[name].mask(case.label), expected, err_msg=name)
+    liver, lesion = targets["liver"].mask(case.label), targets["lesion"].mask(case.label)
+    assert lesion.sum() == 441 and (liver & lesion).sum() == 441  # nested: the liver keeps the lesion's voxels
+
+
+def test_rt_utils_reads_the_same_phantom_masks(phantom_series: Path) -> None:
+    from rt_utils import RTStructBuilder
+
+    ours = read_case(phantom_series)
+    theirs = RTStructBuilder.create_from(str(phantom_series), str(phantom_series / "rs.dcm"))
+    for target in ours.metadata["targets"]:
+        mask = np.moveaxis(theirs.get_roi_mask_by_name(target.name), 2, 0)
+        np.testing.assert_array_equal(target.mask(ours.label), mask, err_msg=target.name)
+
+
+def test_mock_rtstruct_agrees_with_rt_utils_within_one_pixel(rt_data: Path) -> None:
+    """rt-utils' mock contour runs between pixel centres: rt-utils rounds its vertices and fills with OpenCV,
+    taking the pixels the outline passes through; we take the centres inside it. Its mask holds ours, and adds
+    only the one-pixel ring around our boundary (1443 vs 1660 voxels: docs/clinical-dicom.md)."""
+    from rt_utils import RTStructBuilder
+
+    folder = rt_data / "rt_utils" / "mock_data"
+    with pytest.warns(DicomObjectWarning, match="frame of reference .* is not its series'"):
+        case = read_case(folder, folder / "rt.dcm")
+    ours = case.metadata["targets"][0].mask(case.label)
+    theirs = np.moveaxis(RTStructBuilder.create_from(str(folder), str(folder / "rt.dcm"))
+                         .get_roi_mask_by_name("ROI-1"), 2, 0)
+    assert (ours.sum(), theirs.sum()) == (1443, 1660)
+    assert not (ours & ~theirs).any()
+    ring = ndimage.binary_dilation(ours, structure=np.ones((1, 3, 3), bool)) & ~ours
+    assert not (theirs & ~ours & ~ring).any()
+
+
+def test_even_odd_rule_makes_a_hole_and_counts_centres_on_the_edge() -> None:
+    outer = (np.array([1.0, 1.0, 8.0, 8.0]), np.array([1.0, 8.0, 8.0, 1.0]))
+    inner = (np.array([3.0, 3.0, 6.0, 6.0]), np.array([3.0, 6.0, 6.0, 3.0]))
+    mask = fill_contours([outer, inner], (10, 10))
+    expected = np.zeros((10, 10), bool)
+    expected[1:9, 1:9] = True
+    expected[3:7, 3:7] = False  # the inner contour is a hole, its edge pixels with it
+    np.testing.assert_array_equal(mask, expected)
+    between = (np.array([1.5, 1.5, 3.5, 3.5]), np.array([1.5, 3.5, 3.5, 1.5]))
+    assert fill_contours([between], (10, 10)).sum() == 4  # centres (2..3, 2..3) only
+
+
+@pytest.mark.parametrize("name, message", [
+    ("mock_data/invalid_reference_rt.dcm", r"ROI 'ROI-1': 1 of 3 contours lie on slices the series does not have "
+                                           r"\(z 70 mm\).*ROI 'ROI-4'"),
+    ("mock_data/non_existent_reference_rt.dcm", r"ROI 'ROI-1': 1 of 3 contours lie on slices the series does not "
+                                                r"have \(z 70 mm\)"),
+])
+def test_invalid_rt_utils_files_refused_naming_the_roi(rt_data: Path, name: str, message: str) -> None:
+    with pytest.raises(DataError, match=message):
+        read_case(rt_data / "rt_utils" / "mock_data", rt_data / "rt_utils" / name)
+
+
+def test_dicompyler_plan_on_one_slice_refused_naming_rois(rt_data: Path) -> None:
+    with pytest.raises(DataError, match=r"ROI 'BODY': 137 of 141 contours lie on slices the series does not have.*"
+                                        r"ROI 'Borders': 2 of 2"):
+        read_case(rt_data / "dicompyler", rt_data / "dicompyler" / "rtss.dcm")
+
+
+def test_rtstruct_whose_series_is_absent_or_another(rt_data: Path, tmp_path: Path) -> None:
+    shutil.copy(rt_data / "rt_utils" / "empty" / "dummy_rt.dcm", tmp_path / "dummy_rt.dcm")
+    with pytest.raises(DataError, match=r"its image series 2\.16\.840\.1\.114362.*is not there \(looked in"):
+        read_label(tmp_path / "dummy_rt.dcm")
+    with pytest.raises(DataError, match=r"the RTSTRUCT belongs to another series: it references series "
+                                        r"2\.16\.840\.1\.114362.*the image is series 1\.2\.392"):
+        read_case(rt_data / "dcmqi" / "ct-3slice", rt_data / "rt_utils" / "mock_data" / "rt.dcm")
+
+
+def test_roi_without_contour_is_said_not_an_empty_target(phantom_series: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "series"
+    shutil.copytree(phantom_series, folder)
+    ds = pydicom.dcmread(str(folder / "rs.dcm"))
+    kidney = next(r.ROINumber for r in ds.StructureSetROISequence if r.ROIName == "kidney")
+    for item in ds.ROIContourSequence:
+        if item.ReferencedROINumber == kidney:
+            del item.ContourSequence
+    ds.save_as(str(folder / "rs.dcm"))
+    with pytest.warns(DicomObjectWarning, match="ROI 'kidney' has no closed contour: not a target"):
+        case = read_case(folder)
+    assert [t.name for t in case.metadata["targets"]] == ["liver", "lesion"]
+    assert any("kidney" in note for note in case.metadata["notes"])
+
+
+def test_dicom_dataset_of_studies_scores_each_roi(phantom_series: Path, rt_data: Path, tmp_path: Path) -> None:
+    """The DICOM layout with a SEG or RTSTRUCT beside each case's series: each segment/ROI a target."""
+    root = tmp_path / "studies"
+    shutil.copytree(phantom_series, root / "phantom" / "image", ignore=shutil.ignore_patterns("rs.dcm"))
+    shutil.copy(phantom_series / "rs.dcm", root / "phantom" / "RS.phantom.dcm")
+    shutil.copytree(rt_data / "dcmqi" / "ct-3slice", root / "liver3" / "image")
+    shutil.copy(rt_data / "dcmqi" / "partial_overlaps.dcm", root / "liver3" / "seg.dcm")
+    layout = detect_layout(root)
+    assert layout.name == "dicom"
+    refs = layout.list_cases(root)
+    found = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DicomObjectWarning)
+        for ref in refs:
+            case = layout.load(ref)
+            found[ref.case_id] = [(t.name, t.key, int(t.mask(case.label).sum())) for t in layout.targets(ref, case)]
+    assert found["phantom"] == [("liver", 1, 21762), ("kidney", 2, 1938), ("lesion", 3, 441)]
+    assert [name for name, _, _ in found["liver3"]] == ["GREEN", "ORANGE", "PURPLE", "LIGHT_BLUE", "DARK_BLUE"]
