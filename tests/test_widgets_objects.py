@@ -182,5 +182,7 @@ def test_the_benchmark_dock_opens_a_missed_lesion_at_its_slice(make_napari_viewe
     qtbot.waitUntil(lambda: not widget.opener.busy and "opened" in widget.status.value, timeout=60_000)
     ground_truth = widget.opened["ground_truth"]
     assert current_index(viewer, ground_truth) == missed["largest_slice"]
-    assert f"lesion {missed['number']} (" in widget.status.value and "was missed" in widget.status.value
+    assert f"lesion {missed['number']} (" in widget.status.value
+    # what the IoU rule saw (issue 68): the merged blob lies on it, below the match, or nothing does
+    assert ("below the IoU 0.5 match" in widget.status.value) != ("no predicted lesion touches it" in widget.status.value)
     assert opener is not None

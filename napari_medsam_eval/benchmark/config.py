@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from numbers import Integral
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +30,11 @@ RESUME_DEFAULTS = {"intensity": "auto", "propagation": None, "targets": None, "l
 #: manifest keys that name a field under another name
 _MANIFEST_NAMES = {"dataset": "dataset_path"}
 #: fields that describe this invocation, not the run's results (never in the manifest's config)
-_NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision")
+_NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision", "overwrite")
 #: fields recorded only when they differ from the default (older manifests lack them)
 _RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
 #: fields recorded only when set, whatever the executor
-_RECORDED_WHEN_TRUE = ("allow_outside", "targets", "lesions")
+_RECORDED_WHEN_TRUE = ("allow_outside", "targets", "lesions", "cases")
 
 
 @dataclass(frozen=True)
@@ -44,9 +44,12 @@ class RunConfig:
     ``model`` is a registry name (``napari_medsam_eval.models.BACKENDS``) or
     ``"package.module:builder"``; ``model_options`` go to its builder and
     ``protocol_options`` to the protocol. ``layout`` None detects the dataset's
-    layout. ``limit`` takes the first K cases in the layout's order;
+    layout. ``cases`` takes those case ids only (refusing one the dataset does not
+    list), ``limit`` the first K cases (of those) in the layout's order;
     ``resume`` continues a run folder (same dataset, model, options, protocol
-    and seed). ``seed`` seeds the protocol. ``intensity``
+    and seed); ``overwrite`` replaces an earlier run in ``out_dir`` (the files
+    the run and its report wrote; a folder holding anything else is refused,
+    naming it). ``seed`` seeds the protocol. ``intensity``
     (:data:`~napari_medsam_eval.core.intensity.INTENSITY_MODES`) overrides what the
     readers record of the cases' intensities. ``propagation``: the rules of
     per-slice models (a preset name, a dict of options, or None for each
@@ -58,10 +61,14 @@ class RunConfig:
     ``Target`` objects; None: the dataset's regions, else each label); ``lesions``: how lesions are matched
     and sized (:class:`~napari_medsam_eval.evaluation.lesions.LesionRule` options; None: its defaults).
 
+    It prints as one line (dataset, run folder, model, protocol and the options that differ from their
+    defaults); :meth:`details` lists every field.
+
     Example::
 
         config = RunConfig("sample_data/phantom_video", "runs/video", model="litemedsam", protocol="medsam2")
         run_benchmark(config.replace(workers=2))
+        run_benchmark(config.replace(cases=["seq01"], overwrite=True))   # one case again, into the same folder
     """
 
     dataset: Path
@@ -92,6 +99,10 @@ class RunConfig:
     targets: tuple[str, ...] | None = None
     #: lesion matching and size options (``LesionRule``'s); None: its defaults
     lesions: dict[str, Any] | None = None
+    #: the case ids to run (in the layout's order); None: every case
+    cases: tuple[str, ...] | None = None
+    #: replace an earlier run in ``out_dir`` (its files only) instead of refusing a folder that is not empty
+    overwrite: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dataset", Path(self.dataset))
@@ -104,6 +115,10 @@ class RunConfig:
             object.__setattr__(self, "targets", tuple(t.text() for t in parse_targets(self.targets)))
         if self.lesions is not None:
             object.__setattr__(self, "lesions", dict(self.lesions))
+        if self.cases is not None:
+            if isinstance(self.cases, (str, bytes)) or not all(isinstance(c, str) for c in self.cases):
+                raise OptionError(f"cases takes a list of case ids, e.g. cases=['hippocampus_001'], got {self.cases!r}")
+            object.__setattr__(self, "cases", tuple(dict.fromkeys(self.cases)))
 
     def replace(self, **changes: Any) -> "RunConfig":
         return replace(self, **changes)
@@ -130,6 +145,11 @@ class RunConfig:
             raise InputError(f"intensity must be one of {INTENSITY_MODES}, got {self.intensity!r}")
         if self.limit is not None and self.limit < 1:
             raise InputError(f"limit must be >= 1, got {self.limit}")
+        if self.cases is not None and not self.cases:
+            raise OptionError("cases is empty: give the case ids to run, or None for every case")
+        if self.overwrite and self.resume:
+            raise OptionError("overwrite and resume contradict each other: resume continues the earlier run, "
+                              "overwrite replaces it; give one")
         if self.lesions is not None:
             self.lesion_rule()
         if self.protocol_options.get("seed", self.seed) != self.seed:
@@ -146,6 +166,44 @@ class RunConfig:
             return LesionRule(**(self.lesions or {}))
         except TypeError as error:
             raise InputError(f"lesions: {error}; its options are match, threshold, small_ml, large_ml") from None
+
+    def selected(self, refs: list[Any]) -> list[Any]:
+        """The case references this run takes of ``refs`` (each with a ``case_id``, in the layout's order):
+        those of :attr:`cases`, then the first :attr:`limit`; an OptionError naming a case the dataset does not
+        list (and a few it does)."""
+        if self.cases is not None:
+            listed = {ref.case_id for ref in refs}
+            missing = [c for c in self.cases if c not in listed]
+            if missing:
+                some = ", ".join(ref.case_id for ref in refs[:5]) + (", ..." if len(refs) > 5 else "")
+                raise OptionError(f"cases: the dataset lists no case {', '.join(map(repr, missing))} "
+                                  f"({len(refs)} cases: {some})")
+            wanted = set(self.cases)
+            refs = [ref for ref in refs if ref.case_id in wanted]
+        return refs[:self.limit] if self.limit else refs
+
+    def __repr__(self) -> str:
+        """``RunConfig(hippocampus_mri -> runs/hippo, model=box, protocol=medsam2, limit=2)``: the dataset's and
+        run folder's names, model, protocol and every option that differs from its default (:meth:`details`
+        lists them all)."""
+        from ..core.reprs import one_line
+
+        named = {"model": self.model, "protocol": self.protocol}
+        for item in fields(self):
+            if item.name in ("dataset", "out_dir", "model", "protocol", "precision", "tolerance_mm"):
+                continue
+            value = getattr(self, item.name)
+            default = item.default_factory() if item.default_factory is not MISSING else item.default
+            if value != default:
+                named[item.name] = _short(value)
+        return one_line("RunConfig", [f"{self.dataset.name} -> {self.out_dir}"], named)
+
+    def details(self) -> str:
+        """Every field, one a line (``name: value``): what :meth:`__repr__` leaves out."""
+        return "\n".join(f"{item.name}: {getattr(self, item.name)!r}" for item in fields(self))
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # IPython: the one line, not the dataclass's
+        printer.text(repr(self))
 
     def resolved(self, layout: str, protocol: Any) -> "RunConfig":
         """The config as the run records it: the layout found, the protocol's name and all its options."""
@@ -181,6 +239,13 @@ def config_differences(before: dict[str, Any], now: dict[str, Any]) -> list[str]
     before, now = {**RESUME_DEFAULTS, **before}, {**RESUME_DEFAULTS, **now}
     return [f"{key}: {_shown(before.get(key))} -> {_shown(now.get(key))}"
             for key in RESUME_KEYS if _normalised(before.get(key)) != _normalised(now.get(key))]
+
+
+def _short(value: Any) -> str:
+    """A field's value in a repr: a tuple or list as its items joined, the rest as ``repr``."""
+    if isinstance(value, (tuple, list)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value) if isinstance(value, (str, Path)) else repr(value)
 
 
 def _normalised(value: Any) -> Any:

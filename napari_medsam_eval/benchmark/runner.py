@@ -57,14 +57,16 @@ from .local_executor import ParallelExecutor, SerialExecutor, build_evaluator, b
 from .ray_executor import RayExecutor
 from .config import RunConfig
 from .files import LOCK_FILE, LOG_FILE
+from .run_replace import clear_earlier_run, earlier_run_entries
 from ..core.errors import InputError, InputTypeError
 
 
 logger = logging.getLogger("napari_medsam_eval.benchmark")
 
 
-def _check_out_dir(out_dir: Path, resume: bool) -> None:
-    """The run folder is a folder (or can be made), writable, and empty unless resumed.
+def _check_out_dir(out_dir: Path, resume: bool, overwrite: bool = False) -> None:
+    """The run folder is a folder (or can be made), writable, and empty unless resumed or replaced
+    (``overwrite``: a run folder holding nothing but an earlier run's files, :mod:`.run_replace`).
 
     Called before the lock (a clear error early) and again under it (another
     run may have written into the folder in between); the lock file alone
@@ -74,9 +76,12 @@ def _check_out_dir(out_dir: Path, resume: bool) -> None:
         raise DataError("the run output path exists and is not a folder", out_dir)
     check_writable_folder(out_dir)
     held = out_dir.is_dir() and any(p.name != LOCK_FILE for p in out_dir.iterdir())
+    if held and not resume and overwrite:
+        earlier_run_entries(out_dir)  # refuses (removing nothing) a folder holding more than a run
+        return
     if held and not resume:
-        raise DataError("the run folder is not empty; resume it with --resume (resume=True) "
-                        "or choose a new folder", out_dir)
+        raise DataError("the run folder is not empty; resume it with --resume (resume=True), replace the earlier "
+                        "run with overwrite=True, or choose a new folder", out_dir)
     if held:
         check_run_folder(out_dir)  # only a folder holding our manifest is resumed; nothing else is touched
 
@@ -217,7 +222,7 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
         raise DataError(f"no cases found (layout {layout_obj.name}: {layout_obj.summary})", dataset)
     if config.allow_outside:  # files the dataset lists outside its folder are read (refused per case otherwise)
         refs = [dataclasses.replace(ref, allow_outside=True) for ref in refs]
-    listed, refs = refs, (refs[:config.limit] if config.limit else refs)
+    listed, refs = refs, config.selected(refs)
     for ref in refs:  # a name SimpleITK would abort on, or no table could hold: refused before any work
         for path in ref.files():
             check_name_encoding(path)
@@ -230,11 +235,13 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
 
         calibration_set(config.model_options.get("calibration")).check_apart(
             (p for r in listed for p in r.files()), dataset)
-    _check_out_dir(out_dir, config.resume)
+    _check_out_dir(out_dir, config.resume, config.overwrite)
     created = _make_out_dir(out_dir)
     with RunLock(out_dir):  # first: one writer per folder, before any model work
         try:
-            _check_out_dir(out_dir, config.resume)  # again under the lock: another run may have written in between
+            _check_out_dir(out_dir, config.resume, config.overwrite)  # again under the lock: another run may have written in between
+            if config.overwrite and (out_dir / MANIFEST_FILE).exists():  # the earlier run replaced (run_replace)
+                clear_earlier_run(out_dir)
             backend = build_model(config.model, config.model_options)
             _check_model_protocol(protocol_obj.name, backend)
         except BaseException:

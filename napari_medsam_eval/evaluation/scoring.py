@@ -73,3 +73,44 @@ def result_notes(image: np.ndarray, prediction: np.ndarray) -> list[str]:
     if not np.asarray(prediction).any():
         notes.append(NOTE_EMPTY_PREDICTION)
     return notes
+
+
+def lesion_overlap(truth: np.ndarray, prediction: np.ndarray, number: int) -> tuple[float, float]:
+    """DSC and IoU of true lesion ``number`` (the ``number``-th connected component of the bool mask ``truth``,
+    scan order, as :func:`~.lesions.components` numbers them; or, when ``truth`` is an instance map, its value
+    ``number``) with the predicted lesion (a component of ``prediction``) that overlaps it most by IoU;
+    ``(0.0, 0.0)`` when no predicted voxel lies on it. What a matching rule saw of a lesion it counted missed."""
+    from scipy import ndimage
+
+    from .lesions import components
+
+    truth = np.asarray(truth)
+    lesions = components(truth.astype(bool))[0] if truth.dtype == bool else truth
+    lesion = lesions == int(number)
+    box = ndimage.find_objects(lesion.astype(np.uint8))
+    if not box or box[0] is None:
+        return 0.0, 0.0
+    predicted, _ = components(np.asarray(prediction, dtype=bool))
+    touching = np.unique(predicted[lesion])
+    touching = touching[touching > 0]
+    if touching.size == 0:
+        return 0.0, 0.0
+    sizes = np.bincount(predicted.ravel())
+    size = int(lesion.sum())
+    best = (0.0, 0.0)
+    for p in touching:
+        shared = int(np.count_nonzero(predicted[lesion] == p))
+        iou = shared / (size + int(sizes[p]) - shared)
+        if iou > best[1]:
+            best = (2.0 * shared / (size + int(sizes[p])), iou)
+    return best
+
+
+def missed_words(dice: float, iou: float, threshold: float = 0.5, match: str = "iou") -> str:
+    """What the matching rule saw of a true lesion it counted missed: ``"found at DSC 0.54 (IoU 0.37), below the
+    IoU 0.5 match"`` when a predicted lesion overlaps it, ``"missed: no predicted lesion touches it"`` when none
+    does (the only way to miss under the ``overlap`` rule)."""
+    if iou <= 0.0:
+        return "missed: no predicted lesion touches it"
+    below = f"below the IoU {threshold:g} match" if match == "iou" else "not matched"
+    return f"found at DSC {dice:.2f} (IoU {iou:.2f}), {below}"

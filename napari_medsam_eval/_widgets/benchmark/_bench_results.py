@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from psygnal import Signal
 from magicgui.widgets import Container
 from napari.utils.notifications import show_warning
@@ -174,7 +175,7 @@ class ResultsBrowser(Container):
             size = f"{missed['size']}, " if missed.get("size") else ""
             volume = f"{missed['volume_ml']:.2f} mL, " if missed.get("volume_ml") is not None else ""
             where += (f"; on {unit} {loaded.view_slice}: lesion {missed['number']} ({size}{volume}"
-                      f"{missed['voxels']} voxels) was missed")
+                      f"{missed['voxels']} voxels) {what_the_rule_saw(loaded, missed, self.rows_dir)}")
         elif loaded.view_slice is not None and loaded.prediction is not None:
             why = str(loaded.row.get("dominant_error") or "")
             said = f"its main error ({in_units(part_name(why), unit)}) is largest" if why and why != "ok" else "most errors"
@@ -183,6 +184,28 @@ class ResultsBrowser(Container):
         self.fix.show_row(self.rows_dir, loaded)  # what would have fixed it, read in a worker
         if loaded.note:
             show_warning(f"{loaded.case.case_id}: {loaded.note}")
+
+
+def what_the_rule_saw(loaded: _open_row.RunCase, missed: dict[str, Any], run_dir: Any) -> str:
+    """How a true lesion the run counted missed met the prediction (``found at DSC 0.54 (IoU 0.37), below the
+    IoU 0.5 match``, :func:`~napari_medsam_eval.evaluation.scoring.missed_words`); ``was missed`` without a
+    prediction to look at."""
+    from napari_medsam_eval.benchmark.manifest import read_manifest
+    from napari_medsam_eval.benchmark.schema import row_target
+    from napari_medsam_eval.evaluation.mask_comparison import binary_target
+    from napari_medsam_eval.evaluation.scoring import lesion_overlap, missed_words
+    from napari_medsam_eval.report.lesion_section import rule_of
+
+    target = row_target(loaded.row)
+    if loaded.prediction is None or loaded.case.label is None or target is None:
+        return "was missed"
+    truth = target.mask(loaded.case.label)
+    if getattr(target, "instances", False):  # an instance map: each value one lesion
+        truth = np.where(truth, loaded.case.label, 0)
+    rule = rule_of((read_manifest(run_dir) if run_dir is not None else None) or {})
+    predicted = binary_target(loaded.prediction, target.labels, binary_fallback=True)
+    dice, iou = lesion_overlap(truth, predicted, int(missed["number"]))
+    return missed_words(dice, iou, rule.threshold, rule.match)
 
 
 def read_run_rows(out_dir: str | Path) -> tuple[list[dict[str, Any]], list[Any], tuple]:
