@@ -51,7 +51,7 @@ def test_readme_is_short_and_starts_with_the_two_commands():
     assert tuple(first_block) == SET_UP
     assert text.index("```bash") < text.index("\n## ")  # before any section
     assert "make test-quick" in text and "make reproduce" in text
-    linked = set(re.findall(r"\]\(docs/(\w+\.md)\)", text))
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)\)", text))
     assert linked == {p.name for p in PAGES} - {"index.md"}  # a link into every page
     targets = set(re.findall(r"^([\w-]+):", (REPO / "Makefile").read_text(), re.M))
     assert {"demo", "test", "test-quick", "reproduce", "docs"} <= targets
@@ -59,7 +59,7 @@ def test_readme_is_short_and_starts_with_the_two_commands():
 
 def test_every_page_is_in_the_navigation():
     config = (REPO / "mkdocs.yml").read_text()
-    assert {p.name for p in PAGES} == set(re.findall(r":\s+(\w+\.md)$", config, re.M))
+    assert {p.name for p in PAGES} == set(re.findall(r":\s+([\w-]+\.md)$", config, re.M))
 
 
 @pytest.mark.parametrize("path", MARKDOWN, ids=lambda p: p.relative_to(REPO).as_posix())

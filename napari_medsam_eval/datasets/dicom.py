@@ -77,7 +77,8 @@ class DicomSeriesLayout(DatasetLayout):
 
     name = "dicom"
     kind = "volume"
-    summary = "<case>/image/ (a DICOM series) + <case>/label.nii.gz (or label/ DICOM), one folder per case"
+    summary = ("<case>/image/ (a DICOM series) + <case>/label.nii.gz (or label/ DICOM, or a SEG or RTSTRUCT .dcm), "
+               "one folder per case")
 
     def detect(self, path: str | Path) -> bool:
         cases = visible_dirs(Path(path))[:_SAMPLE]
