@@ -92,9 +92,7 @@ def read_case(image_path: str | Path, label_path: str | Path | None = None, *, k
               modality: str | None = None, case_id: str | None = None) -> Case:
     """Read an image and, if given, its label map into one validated ``Case``, in any format ``medsam-eval info``
     and ``segment`` read: NIfTI/NRRD/MetaImage, a DICOM series folder, a MedSAM npz (its ``gts`` are the label
-    unless ``label_path`` replaces them), PNG/JPEG/TIFF, a frame folder or a video file. A DICOM SEG or
-    RTSTRUCT label (or one in the series folder) is placed on its series: ``case.metadata["targets"]`` are its
-    segments / ROIs, each ``target.mask(case.label)`` its own mask (docs/clinical-dicom.md).
+    unless ``label_path`` replaces them), PNG/JPEG/TIFF, a frame folder or a video file.
 
     ``kind`` (``"volume"``, ``"video"``, ``"image"``) overrides the guessed kind where the data allow it.
     The case has ``image``, ``label``, ``spacing``, ``kind``, ``case_id``, ``modality`` and ``metadata``.

@@ -17,7 +17,6 @@ names none). Given an image case (``info IMAGE --label SEG``), that series must 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,34 +24,12 @@ import numpy as np
 
 from ..core.case import Case
 from ..core.errors import DataError
-from ..core.targets import Target, clean_name
+from ..core.targets import Target
 from .dicom_grid import SeriesGrid, series_grid
+from .dicom_masks import DicomObjects, DicomObjectWarning, ObjectMask
 
 #: the DICOM objects read as ground truth, by Modality
 GROUND_TRUTH_MODALITIES = ("SEG", "RTSTRUCT")
-
-
-class DicomObjectWarning(UserWarning):
-    """Something the reader decided about a SEG or RTSTRUCT that the user should know (also in ``notes``)."""
-
-
-@dataclass
-class ObjectMask:
-    """One segment or ROI: its number, its name and its mask on the series' grid (bool, z, y, x)."""
-
-    number: int
-    name: str
-    mask: np.ndarray
-
-
-@dataclass
-class DicomObjects:
-    """What a SEG or RTSTRUCT holds on one series' grid, with the reader's notes."""
-
-    kind: str
-    objects: list[ObjectMask]
-    grid: SeriesGrid
-    notes: list[str] = field(default_factory=list)
 
 
 def ground_truth_kind(path: str | Path) -> str | None:
@@ -104,14 +81,6 @@ def object_label(objects: list[ObjectMask], shape: tuple[int, ...]) -> tuple[np.
         values = sorted(int(value_of[c]) for c, key in enumerate(members) if obj.number in key)
         targets.append(Target(obj.name, tuple(values or [obj.number]), key=obj.number))
     return label, label_names, targets
-
-
-def unique_names(objects: list[ObjectMask]) -> list[ObjectMask]:
-    """``objects`` with names a target can take (cleaned), a repeated name followed by its number."""
-    cleaned = [clean_name(o.name) for o in objects]
-    for obj, name in zip(objects, cleaned):
-        obj.name = f"{name}_{obj.number}" if cleaned.count(name) > 1 else name
-    return objects
 
 
 def grid_of_case(case: Case) -> SeriesGrid | None:
@@ -252,4 +221,4 @@ def folder_ground_truth(case: Case) -> Path | None:
 
 __all__ = ["DicomObjectWarning", "DicomObjects", "GROUND_TRUTH_MODALITIES", "ObjectMask", "find_series",
            "folder_ground_truth", "ground_truth_kind", "grid_of_case", "object_label", "object_label_file",
-           "read_objects", "referenced_series", "unique_names"]
+           "read_objects", "referenced_series"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from .dicom_grid import SeriesGrid
-from .dicom_objects import DicomObjects, ObjectMask, unique_names
+from .dicom_masks import DicomObjects, ObjectMask, unique_names
 
 #: how far (pixels) a frame's in-plane origin may be from its slice's
 _IN_PLANE_TOLERANCE = 0.01

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from .dicom_grid import SeriesGrid
-from .dicom_objects import DicomObjects, ObjectMask, unique_names
+from .dicom_masks import DicomObjects, ObjectMask, unique_names
 
 #: a pixel centre this close (pixels) to a contour's edge is on the contour
 ON_EDGE = 1e-3

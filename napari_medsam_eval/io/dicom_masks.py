@@ -1,0 +1,47 @@
+"""What a DICOM SEG or RTSTRUCT holds once placed on its series: named masks, and the reader's notes.
+
+The readers (:mod:`.dicom_seg`, :mod:`.rtstruct`) return a :class:`DicomObjects`; :mod:`.dicom_objects`
+turns it into a case's label and targets. No pixel reading here.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.targets import clean_name
+from .dicom_grid import SeriesGrid
+
+
+class DicomObjectWarning(UserWarning):
+    """Something the reader decided about a SEG or RTSTRUCT that the user should know (also in ``notes``)."""
+
+
+@dataclass
+class ObjectMask:
+    """One segment or ROI: its number, its name and its mask on the series' grid (bool, z, y, x)."""
+
+    number: int
+    name: str
+    mask: np.ndarray
+
+
+@dataclass
+class DicomObjects:
+    """What a SEG or RTSTRUCT holds on one series' grid, with the reader's notes."""
+
+    kind: str
+    objects: list[ObjectMask]
+    grid: SeriesGrid
+    notes: list[str] = field(default_factory=list)
+
+
+def unique_names(objects: list[ObjectMask]) -> list[ObjectMask]:
+    """``objects`` with names a target can take (cleaned), a repeated name followed by its number."""
+    cleaned = [clean_name(o.name) for o in objects]
+    for obj, name in zip(objects, cleaned):
+        obj.name = f"{name}_{obj.number}" if cleaned.count(name) > 1 else name
+    return objects
+
+
+__all__ = ["DicomObjectWarning", "DicomObjects", "ObjectMask", "unique_names"]
