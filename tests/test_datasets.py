@@ -32,8 +32,32 @@ NOT_LAYOUTS = {
 }
 
 
+#: shared instance-map datasets -> (layout, number of cases, instance values of the first case)
+INSTANCE_DATASETS = {
+    "ctc_nuclei_gowt1": ("ctc", 6, 23),
+}
+
+
 def test_every_shared_dataset_is_covered(shared_data: Path) -> None:
-    assert {p.name for p in shared_data.iterdir() if p.is_dir()} == set(SHARED) | set(NOT_LAYOUTS)
+    assert {p.name for p in shared_data.iterdir() if p.is_dir()} == set(SHARED) | set(NOT_LAYOUTS) | set(
+        INSTANCE_DATASETS)
+
+
+@pytest.mark.parametrize("name", sorted(INSTANCE_DATASETS))
+def test_instance_dataset_detected_listed_and_its_target_is_every_instance(shared_data: Path, name: str) -> None:
+    """Cell Tracking Challenge nuclei: an instance map a case; the target takes its values one by one."""
+    from napari_medsam_eval.evaluation.lesions import instance_numbers
+
+    layout_name, n_cases, n_instances = INSTANCE_DATASETS[name]
+    root = shared_data / name
+    layout = detect_layout(root)
+    refs = layout.list_cases(root)
+    assert layout.name == layout_name and len({r.case_id for r in refs}) == n_cases
+    assert refs == layout.list_cases(root), "listing must be deterministic"
+    case = layout.load(refs[0])
+    assert case.kind == "image" and len(instance_numbers(case.label)) == n_instances
+    (target,) = layout.targets(refs[0], case)
+    assert target.instances and target.text() == "nuclei=instances"
 
 
 def test_dicom_seg_rtstruct_objects_known_and_no_layout(shared_data: Path) -> None:
@@ -221,7 +245,7 @@ def test_detect_errors_name_the_candidates(tmp_path: Path, shared_data: Path) ->
     assert get_layout("folder2d").detect(root)
     with pytest.raises(ValueError, match="unknown dataset layout 'nope'; known: npz, msd"):
         get_layout("nope")
-    assert set(LAYOUTS) == {"npz", "msd", "camus", "sunseg", "folder2d", "sammed2d", "dicom"}
+    assert set(LAYOUTS) == {"npz", "msd", "camus", "sunseg", "folder2d", "sammed2d", "dicom", "ctc"}
 
 
 def test_npz_label_names_from_file_names() -> None:

@@ -35,7 +35,7 @@ from ..core.case import Case, present_label_values
 from ..core.checksum import sha256_file
 from ..core.targets import Target, label_targets, parse_targets
 from ..datasets import CaseRef, DatasetLayout, task_name
-from ..evaluation.lesions import components, match_lesions
+from ..evaluation.lesions import lesion_boxes, lesion_labels, match_lesions
 from ..core.errors import Cancelled
 from ..io import write_mask
 from .prediction_files import prediction_files, prediction_suffix, safe_file_stem
@@ -133,8 +133,10 @@ def oracle_masks(label_map: np.ndarray, targets: list[Target]) -> dict:
         if target.key != target.value:
             masks[target.key] = mask
         if target.lesions:
-            lesions, count = components(mask)
-            masks.update({(target.key, n): lesions == n for n in range(1, count + 1)})
+            lesions, numbers = lesion_labels(label_map, target)
+            for number, box in lesion_boxes(lesions, numbers):
+                masks[(target.key, number)] = one = np.zeros(mask.shape, dtype=bool)
+                one[box] = lesions[box] == number
     return masks
 
 
@@ -203,7 +205,7 @@ class CaseEvaluator:
         try:
             try:
                 joint = self._official_joint(case, image, prompts, targets, report("all targets", 0, 1))
-                if self.protocol.clicks_in_3d:  # one label map per case, as the challenge scores it
+                if getattr(self.protocol, "clicks_in_3d", False):  # one label map per case, as the challenge scores it
                     self._challenge = challenge_case(self.backend, self.protocol, case, image, prompts, targets,
                                                      rules=self.config.propagation, progress=lambda t, i: report(
                                                          t.name, i, len(targets)))
@@ -284,9 +286,10 @@ class CaseEvaluator:
                 row["notes"] = json_dumps(result_notes(case.image, pred))
                 predictions[target.key] = pred
                 return row
+            instances = None
             if done is None:
                 with SegmentTimer(self.backend) as timer:
-                    result = self._segment_all(case, image, prompts, progress)
+                    result, instances = self._segment_all(case, image, prompts, progress, target.instances)
                 row.update(timer.columns())
             else:
                 result, times = done
@@ -296,7 +299,7 @@ class CaseEvaluator:
             row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
             row["notes"] = json_dumps(result_notes(case.image, pred))
             if target.lesions:
-                lesions = match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns()
+                lesions = self._lesions(case, target, pred, gt, instances)
                 row.update({**lesions, "lesions": json_dumps(lesions["lesions"])})
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))
@@ -312,7 +315,7 @@ class CaseEvaluator:
         """The ``corrections`` protocol on one target: its final mask; ``row`` gets the scores after
         every interaction, NoC and the anchors. Scoring the steps is not counted in ``time_total_s``.
         ``progress`` sees every pass (the first propagation, then each correction's) and may cancel."""
-        if self.protocol.clicks_in_3d:  # cvpr25-interactive: run with the case's other classes (cvpr25_case)
+        if getattr(self.protocol, "clicks_in_3d", False):  # cvpr25-interactive: run with the case's other classes (cvpr25_case)
             pred, columns = self._challenge[int(prompt.target_label)]
             row.update(columns)
             return pred
@@ -355,10 +358,35 @@ class CaseEvaluator:
                 "sens_dice_max": spread["dice_max"], "sens_spread": spread["dice_spread"]}
 
     def _segment_all(self, case: Case, image: np.ndarray, prompts: list[Prompt],
-                     progress: SliceProgress | None = None) -> PropagationResult:
-        """The target's prompt segmented, or each lesion's and their masks united (:func:`segment_prompts`)."""
-        return segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
-                               rules=self.config.propagation, progress=progress)
+                     progress: SliceProgress | None = None, instances: bool = False
+                     ) -> tuple[PropagationResult, np.ndarray | None]:
+        """The target's prompt segmented, or each lesion's and their masks united (:func:`segment_prompts`),
+        one lesion at a time; with ``instances`` also the predicted instance map: each lesion's mask under its
+        number (its prompt's ``info["lesion"]``), a later lesion's over an earlier one's where they overlap."""
+        if not instances:
+            return segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
+                                   rules=self.config.propagation, progress=progress), None
+        top = max([int(p.info.get("lesion") or 0) for p in prompts] + [1])
+        numbered = np.zeros(case.spatial_shape, dtype=np.min_scalar_type(top))
+
+        def number(prompt: Prompt, mask: np.ndarray) -> None:
+            numbered[np.asarray(mask, dtype=bool)] = int(prompt.info.get("lesion") or 0)
+        result = segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
+                                 rules=self.config.propagation, progress=progress, each=number)
+        return result, numbered
+
+    def _lesions(self, case: Case, target: Target, pred: np.ndarray, gt: np.ndarray,
+                 instances: np.ndarray | None) -> dict[str, Any]:
+        """A lesion target's lesion columns (:func:`match_lesions`): connected components, or an instance
+        target's instance maps (the truth's values inside its mask; the prediction's numbered map, or for a
+        joint run without one, its mask's connected components each an instance)."""
+        if not target.instances:
+            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns()
+        truth, _numbers = lesion_labels(case.label, target)
+        if instances is None:
+            instances = lesion_labels(pred.astype(np.uint8), Target("prediction", (1,), lesions=True))[0]
+        return match_lesions(instances, truth, case.spacing.values, case.kind, self.lesion_rule,
+                             instances=True).columns()
 
     def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

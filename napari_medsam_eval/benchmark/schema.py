@@ -111,7 +111,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError
-from ..core.targets import Target
+from ..core.targets import INSTANCES_SUFFIX, Target
 from ..evaluation.error_parts import PART_COLUMNS, ROW_COLUMNS
 from ..core.errors import InputTypeError
 
@@ -240,6 +240,9 @@ def row_target(row: Any) -> Target | None:
         return row.get(column) if hasattr(row, "get") else getattr(row, column, None)
 
     text = get("target_labels")
+    if not is_missing(text) and str(text).strip() == INSTANCES_SUFFIX:  # every value of an instance map
+        name = get("label_name")
+        return Target(str(name) if not is_missing(name) and str(name) else INSTANCES_SUFFIX, (), instances=True)
     values = [int(v) for v in str(text).split(",") if v.strip()] if not is_missing(text) and str(text).strip() else []
     if not values:
         label = get("target_label")

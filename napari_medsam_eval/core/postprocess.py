@@ -48,9 +48,16 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
         return mask
-    labels, count = ndimage.label(mask, structure=np.ones((3,) * mask.ndim, dtype=bool))
+    # in the mask's bounding box (the same components, in the same raster order): a small object's step
+    # costs its box, not the volume (thousands of lesions, each propagated on its own)
+    box = tuple(slice(int(np.argmax(hit)), len(hit) - int(np.argmax(hit[::-1])))
+                for hit in (mask.any(axis=tuple(a for a in range(mask.ndim) if a != axis))
+                            for axis in range(mask.ndim)))
+    labels, count = ndimage.label(mask[box], structure=np.ones((3,) * mask.ndim, dtype=bool))
     if count == 1:
         return mask
     sizes = np.bincount(labels.ravel())
     sizes[0] = 0
-    return labels == int(np.argmax(sizes))
+    kept = np.zeros_like(mask)
+    kept[box] = labels == int(np.argmax(sizes))
+    return kept

@@ -8,6 +8,9 @@ The field's targets are not always one label value:
 * **lesions** take a region's connected components one by one: each lesion is prompted on its own and
   the result is judged lesion by lesion (:mod:`napari_medsam_eval.evaluation.lesions`), besides the
   region's DSC.
+* **instances** take an instance map's values one by one (nuclei, cells, a lesion instance map: each object
+  its own value, touching objects touching): each value is one lesion, so touching objects stay apart.
+  ``"nuclei=instances"`` takes every non-zero value, ``"cells=1,2,5:instances"`` the values listed.
 
 Targets come from three places, all read here: ``dataset.json`` (nnU-Net v2 lists a region as a list of
 values, ``"whole tumor": [1, 2, 3]``; MSD maps each value to its name), a ``--targets`` option
@@ -28,9 +31,12 @@ import numpy as np
 from .errors import OptionError
 
 #: how one target is written (``--targets``, the widget's field, the API)
-TARGET_SYNTAX = "NAME=V[,V...][:lesions]"
+TARGET_SYNTAX = "NAME=V[,V...][:lesions|:instances] or NAME=instances"
 #: the suffix that takes a target's connected components one by one
 LESIONS_SUFFIX = "lesions"
+#: the suffix (or, alone, the value) that takes an instance map's values one by one, each value one lesion
+INSTANCES_SUFFIX = "instances"
+_ALL_INSTANCES = re.compile(r"^\s*(?P<name>[^=]+?)\s*=\s*instances\s*$", re.IGNORECASE)
 _SPEC = re.compile(r"^\s*(?:(?P<name>[^=]+?)\s*=\s*)?(?P<values>[0-9][0-9\s,]*?)\s*(?::\s*(?P<mode>\w+)\s*)?$")
 
 
@@ -63,11 +69,16 @@ class Target:
     lesions: bool = False
     #: not part of what the target is (equality, hash): two runs may key the same target apart
     key: int = field(default=0, compare=False)
+    #: lesions are the label map's values one by one (an instance map), not connected components; with no
+    #: ``labels``, every non-zero value is one (``NAME=instances``)
+    instances: bool = False
 
     def __post_init__(self) -> None:
         values = tuple(sorted({_label_value(v, self.name) for v in self.labels}))
-        if not values:
+        if not values and not self.instances:
             raise OptionError(f"target {self.name!r} names no label value")
+        if self.instances:
+            object.__setattr__(self, "lesions", True)
         object.__setattr__(self, "labels", values)
         object.__setattr__(self, "name", clean_name(self.name))
         if not self.key:
@@ -84,18 +95,22 @@ class Target:
 
         An OptionError names the text and the syntax when it cannot be read.
         """
+        every = _ALL_INSTANCES.match(str(text))
+        if every is not None:
+            return cls(every["name"], (), lesions=True, instances=True)
         match = _SPEC.match(str(text))
         if match is None:
             raise OptionError(f"target {text!r}: write it as {TARGET_SYNTAX}, e.g. \"liver=1,3\", \"tumour=3\" "
                               "or \"lesion=1:lesions\"")
         values = tuple(int(v) for v in re.split(r"[\s,]+", match["values"].strip()) if v)
         mode = (match["mode"] or "").lower()
-        if mode and mode != LESIONS_SUFFIX:
-            raise OptionError(f"target {text!r}: after ':' only '{LESIONS_SUFFIX}' is understood "
-                              f"(its connected components one by one), got {match['mode']!r}")
+        if mode and mode not in (LESIONS_SUFFIX, INSTANCES_SUFFIX):
+            raise OptionError(f"target {text!r}: after ':' only '{LESIONS_SUFFIX}' (its connected components one "
+                              f"by one) or '{INSTANCES_SUFFIX}' (its values one by one, an instance map) is "
+                              f"understood, got {match['mode']!r}")
         name = match["name"] or (label_name(names or {}, values[0]) if len(values) == 1
                                  else "+".join(str(v) for v in values))
-        return cls(name, values, lesions=bool(mode))
+        return cls(name, values, lesions=bool(mode), instances=mode == INSTANCES_SUFFIX)
 
     @property
     def value(self) -> int | None:
@@ -103,8 +118,11 @@ class Target:
         return self.labels[0] if len(self.labels) == 1 else None
 
     def mask(self, label_map: np.ndarray) -> np.ndarray:
-        """Where ``label_map`` holds one of the target's labels (bool, the map's shape)."""
+        """Where ``label_map`` holds one of the target's labels (bool, the map's shape); every non-zero value
+        for ``NAME=instances``."""
         array = np.asarray(label_map)
+        if not self.labels:
+            return array != 0
         if self.value is not None:
             return array == self.value
         return np.isin(array, self.labels)
@@ -112,17 +130,21 @@ class Target:
     def text(self) -> str:
         """The target as :data:`TARGET_SYNTAX` writes it (``parse(t.text())`` gives it back, key aside)."""
         values = ",".join(str(v) for v in self.labels)
+        if self.instances:
+            return f"{self.name}={values}:{INSTANCES_SUFFIX}" if values else f"{self.name}={INSTANCES_SUFFIX}"
         return f"{self.name}={values}" + (f":{LESIONS_SUFFIX}" if self.lesions else "")
 
     def describe(self) -> str:
         """``liver (labels 1, 3)``, ``tumour (label 3, lesion by lesion)``: in words, for messages."""
         values = ", ".join(str(v) for v in self.labels)
-        words = f"label{'s' if len(self.labels) > 1 else ''} {values}"
+        words = f"label{'s' if len(self.labels) > 1 else ''} {values}" if values else "every non-zero value"
+        if self.instances:
+            return f"{self.name} ({words}, instance by instance)"
         return f"{self.name} ({words}{', lesion by lesion' if self.lesions else ''})"
 
     def labels_text(self) -> str:
-        """``"1,3"``: the values a row's ``target_labels`` column holds."""
-        return ",".join(str(v) for v in self.labels)
+        """``"1,3"``: the values a row's ``target_labels`` column holds (``"instances"`` for every value)."""
+        return ",".join(str(v) for v in self.labels) if self.labels else INSTANCES_SUFFIX
 
     def __repr__(self) -> str:
         """``Target('liver', (1, 3))``, ``Target('tumour', (3,), lesions=True)``: what makes it, never its key
@@ -240,5 +262,5 @@ def check_targets(targets: Sequence[Target], known: Iterable[int], where: str) -
                               f"{', '.join(str(v) for v in missing)} (its labels: {listing})")
 
 
-__all__ = ["LESIONS_SUFFIX", "TARGET_SYNTAX", "Target", "check_targets", "clean_name", "dataset_json_targets",
+__all__ = ["INSTANCES_SUFFIX", "LESIONS_SUFFIX", "TARGET_SYNTAX", "Target", "check_targets", "clean_name", "dataset_json_targets",
            "label_name", "label_targets", "labels_of", "parse_targets", "regions_only", "with_keys"]

@@ -15,6 +15,7 @@ name           folder                                                       kind
 ``folder2d``   ``images/`` + ``masks/``, one mask per image                  image
 ``sammed2d``   ``images/`` + ``masks/<stem>_<object>_<n>.png``               image
 ``dicom``      ``<case>/image/`` (DICOM series) + ``<case>/label.nii.gz``     volume
+``ctc``        ``img/t<NN>.tif`` + ``gt/man_seg<NN>.tif`` (instance maps)     image
 =============  ===========================================================  =======
 
 A task is ``"<dataset folder name>/<label name>"``; see :mod:`.base`.
@@ -31,6 +32,7 @@ from ..io.formats import missing_message
 from ..core.targets import label_name
 from .base import CaseRef, DatasetLayout, task_name
 from .camus import CAMUS_LABELS, CAMUSLayout
+from .ctc import CellTrackingLayout
 from .dicom import DicomSeriesLayout
 from .folder2d import ImageMaskFolderLayout
 from .links import DatasetWarning
@@ -46,7 +48,7 @@ from ..core.errors import InputError
 LAYOUTS: dict[str, DatasetLayout] = {
     layout.name: layout
     for layout in (MedSAMNpzLayout(), MSDLayout(), CAMUSLayout(), SunSegLayout(), ImageMaskFolderLayout(),
-                   SAMMed2DLayout(), DicomSeriesLayout())
+                   SAMMed2DLayout(), DicomSeriesLayout(), CellTrackingLayout())
 }
 #: other names people use for a layout
 ALIASES = {"nnunet": "msd", "medsam": "npz", "cvpr": "npz", "sun-seg": "sunseg", "sun_seg": "sunseg",
@@ -99,6 +101,7 @@ __all__ = [
     "ALIASES",
     "CAMUSLayout",
     "CAMUS_LABELS",
+    "CellTrackingLayout",
     "CaseRef",
     "DatasetLayout",
     "DatasetWarning",

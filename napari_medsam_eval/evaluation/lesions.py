@@ -7,6 +7,11 @@ false-negative volumes), besides its DSC over the whole case:
 * **Lesions** are the connected components of the target's mask, in the ground truth and in the
   prediction, with full connectivity (26 neighbours in 3D, 8 in 2D; a video's components run across
   frames). Components are numbered in scan order (``scipy.ndimage.label``).
+* **Instances** (a target ``NAME=instances`` or ``NAME=V,...:instances``; ``instances=True`` here): the
+  lesions are an instance map's values one by one, on both sides: each value is one lesion numbered by its
+  value, whatever its connectivity, so touching objects stay apart (Panoptica's instance pairs).
+* **Memory**: every lesion is scored in its bounding box (``scipy.ndimage.find_objects``), so the work
+  holds the case's label maps and one lesion's crop, never a full-size mask per lesion.
 * **Matching** (:class:`LesionRule` ``match``), both as the field defines them:
 
   - ``"iou"`` (default; Panoptica's naive threshold matching, Metrics Reloaded's "IoU > 0.5" localisation
@@ -34,6 +39,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import ndimage
 from ..core.errors import InputError
+from ..core.targets import Target
 
 #: the matching rules (:class:`LesionRule` ``match``)
 MATCH_RULES = ("iou", "overlap")
@@ -153,8 +159,48 @@ class LesionResult:
 def components(mask: np.ndarray) -> tuple[np.ndarray, int]:
     """The connected components of a bool mask with full connectivity, numbered 1..n in scan order."""
     mask = np.asarray(mask, dtype=bool)
-    labels, count = ndimage.label(mask, structure=np.ones((3,) * mask.ndim, dtype=bool))
+    structure = np.ones((3,) * mask.ndim, dtype=bool)
+    try:  # 2 bytes a voxel while the count allows (memory bounded by the case, thousands of lesions)
+        labels, count = ndimage.label(mask, structure=structure, output=np.uint16)
+    except RuntimeError:  # more than 65,535 components
+        labels, count = ndimage.label(mask, structure=structure)
     return labels, int(count)
+
+
+def instance_numbers(labels: np.ndarray) -> list[int]:
+    """The non-zero values an instance map holds, ascending (a map of integers >= 0)."""
+    array = np.asarray(labels)
+    if array.size == 0:
+        return []
+    if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
+        raise InputError(f"an instance map holds whole numbers (each object its value), got {array.dtype}")
+    if int(array.min()) < 0:
+        raise InputError(f"an instance map holds values >= 0 (0 the background), got {int(array.min())}")
+    top = int(array.max())
+    if top < 1 << 24:  # a count per value: linear, no sort
+        return [int(v) for v in np.flatnonzero(np.bincount(array.ravel(), minlength=top + 1))[1:]]
+    return [int(v) for v in np.unique(array) if v]
+
+
+def lesion_labels(label_map: np.ndarray, target: Target) -> tuple[np.ndarray, list[int]]:
+    """``target``'s lesions in ``label_map`` numbered, and their numbers: connected components 1..n (scan
+    order) of its mask, or, for an instance target, the map's values inside its mask (each its number)."""
+    label_map = np.asarray(label_map)
+    if target.instances:
+        labels = np.where(target.mask(label_map), label_map, 0) if target.labels else label_map
+        return labels, instance_numbers(labels)
+    labels, count = components(target.mask(label_map))
+    return labels, list(range(1, count + 1))
+
+
+def lesion_boxes(labels: np.ndarray, numbers: Sequence[int]):
+    """``(number, box)`` of each lesion of a numbered map, one at a time (``find_objects`` boxes): what lets
+    a caller make one lesion's mask at a time (``labels[box] == number``) instead of one per lesion at once."""
+    boxes = ndimage.find_objects(np.asarray(labels)) if len(numbers) else []
+    for number in numbers:
+        box = boxes[number - 1] if number - 1 < len(boxes) else None
+        if box is not None:
+            yield number, box
 
 
 def _voxel_ml(spacing: Sequence[float], kind: str) -> float | None:
@@ -183,40 +229,54 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
 def _overlaps(true_labels: np.ndarray, pred_labels: np.ndarray) -> dict[tuple[int, int], int]:
     """Voxels shared by each (true, predicted) pair of lesions that touch."""
     both = (true_labels > 0) & (pred_labels > 0)
-    pairs, counts = np.unique(np.stack([true_labels[both], pred_labels[both]]), axis=1, return_counts=True)
-    return {(int(t), int(p)): int(c) for (t, p), c in zip(pairs.T, counts)}
+    wide = int(pred_labels.max()) + 1 if pred_labels.size else 1
+    pairs, counts = np.unique(true_labels[both].astype(np.int64) * wide + pred_labels[both], return_counts=True)
+    return {(int(pair) // wide, int(pair) % wide): int(c) for pair, c in zip(pairs, counts)}
+
+
+def _numbered(mask: np.ndarray, instances: bool) -> tuple[np.ndarray, list[int]]:
+    """A side's lesions numbered: its instance map as it is, or its mask's connected components."""
+    if instances:
+        labels = np.asarray(mask)
+        return labels, instance_numbers(labels)
+    labels, count = components(mask)
+    return labels, list(range(1, count + 1))
 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], kind: str,
-                  rule: LesionRule = LesionRule()) -> LesionResult:
+                  rule: LesionRule = LesionRule(), *, instances: bool = False) -> LesionResult:
     """Every true and predicted lesion of one case, matched by ``rule`` (module doc); ``spacing`` in array
-    order (mm; a video's is its frames' and is only used for volumes' sizes)."""
-    pred, gt = np.asarray(pred, dtype=bool), np.asarray(gt, dtype=bool)
+    order (mm; a video's is its frames' and is only used for volumes' sizes).
+
+    ``pred`` and ``gt`` are masks (their connected components are the lesions), or with ``instances`` two
+    instance maps (each non-zero value one lesion, numbered by its value). Each lesion is scored in its
+    bounding box: memory is the two numbered maps and one lesion's crop, whatever the lesion count."""
+    pred, gt = np.asarray(pred), np.asarray(gt)
     if pred.shape != gt.shape:
         raise InputError(f"prediction shape {pred.shape} != ground truth shape {gt.shape}")
-    true_labels, n_true = components(gt)
-    pred_labels, n_pred = components(pred)
+    true_labels, true_numbers = _numbered(gt, instances)
+    pred_labels, pred_numbers = _numbered(pred, instances)
     overlaps = _overlaps(true_labels, pred_labels)
-    true_sizes = np.bincount(true_labels.ravel(), minlength=n_true + 1)
-    pred_sizes = np.bincount(pred_labels.ravel(), minlength=n_pred + 1)
+    true_sizes = np.bincount(true_labels.ravel(), minlength=(true_numbers or [0])[-1] + 1)
+    pred_sizes = np.bincount(pred_labels.ravel(), minlength=(pred_numbers or [0])[-1] + 1)
     if rule.match == "iou":
         matches = _iou_matches(overlaps, true_sizes, pred_sizes, rule.threshold)
     else:
         matches = {pair: 0.0 for pair in overlaps}
-    true_of: dict[int, list[int]] = {t: [] for t in range(1, n_true + 1)}
-    pred_of: dict[int, list[int]] = {p: [] for p in range(1, n_pred + 1)}
+    true_of: dict[int, list[int]] = {t: [] for t in true_numbers}
+    pred_of: dict[int, list[int]] = {p: [] for p in pred_numbers}
     for t, p in matches:
         true_of[t].append(p)
         pred_of[p].append(t)
     voxel_ml = _voxel_ml(spacing, kind)
-    true_boxes, pred_boxes = ndimage.find_objects(true_labels), ndimage.find_objects(pred_labels)
+    true_boxes, pred_boxes = dict(lesion_boxes(true_labels, true_numbers)), dict(lesion_boxes(pred_labels, pred_numbers))
     lesions = []
-    for t in range(1, n_true + 1):
-        box = _union_box([true_boxes[t - 1]] + [pred_boxes[p - 1] for p in true_of[t]])
+    for t in true_numbers:
+        box = _union_box([true_boxes[t]] + [pred_boxes[p] for p in true_of[t]])
         lesions.append(_lesion("true", t, true_labels[box] == t, np.isin(pred_labels[box], true_of[t]), true_of[t],
                                voxel_ml, kind, rule, box))
-    for p in range(1, n_pred + 1):
-        box = _union_box([pred_boxes[p - 1]] + [true_boxes[t - 1] for t in pred_of[p]])
+    for p in pred_numbers:
+        box = _union_box([pred_boxes[p]] + [true_boxes[t] for t in pred_of[p]])
         lesions.append(_lesion("predicted", p, pred_labels[box] == p, np.isin(true_labels[box], pred_of[p]),
                                pred_of[p], voxel_ml, kind, rule, box))
     return LesionResult(lesions, rule)
@@ -264,4 +324,4 @@ def _lesion(source: str, number: int, mask: np.ndarray, other: np.ndarray, match
 
 
 __all__ = ["FALSE_POSITIVE", "FOUND", "Lesion", "MATCHED", "LesionResult", "LesionRule", "MATCH_RULES", "MISSED", "SIZES",
-           "components", "match_lesions"]
+           "components", "instance_numbers", "lesion_boxes", "lesion_labels", "match_lesions"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Hashable, Literal
+from typing import Any, Callable, Hashable, Literal
 
 import numpy as np
 
@@ -224,24 +224,40 @@ def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: l
 
 def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, prompts: list[Prompt], *,
                     case_id: Hashable = None, progress: SliceProgress | None = None,
+                    each: Callable[[Prompt, np.ndarray], None] | None = None,
                     **options: Any) -> PropagationResult:
     """One target's prompts segmented as a benchmark run does: a prompt replayed on one slice
     (``info["operation"] == "slice"``) on that slice, any other propagated; several prompts (a target's
-    lesions) each on its own, their results united (:func:`united_result`). Empty prompts are skipped.
+    lesions) each on its own, their results united as they come (:func:`united_result`'s rules: one running
+    mask, so thousands of lesions hold one mask, not one each). ``each(prompt, mask)`` sees every prompt's own
+    mask before it is dropped (an instance target numbers its lesions so). Empty prompts are skipped.
     ``options`` go to :func:`segment_by_kind` (``rules``, ``z_limits``, ``end_frame``). A cancel raises
     :class:`Cancelled` with the partial mask."""
     asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
     if not asked:
         raise InputError("the target has no prompt to segment")
-    results = []
+    united: PropagationResult | None = None
     for prompt in asked:
         how = "slice" if prompt.info.get("operation") == "slice" else "propagate"
         result = segment_by_kind(backend, image, kind, prompt, case_id=case_id, how=how, progress=progress,
                                  **options)
         if result.cancelled:
-            raise Cancelled(result.mask, result.done, result.total)
-        results.append(result)
-    return results[0] if len(results) == 1 else united_result(results)
+            raise Cancelled(result.mask if united is None else united.mask | result.mask, result.done, result.total)
+        if each is not None:
+            each(prompt, result.mask)
+        if united is None:  # several: a copy of the first (its own record) to unite the others into
+            united = result if len(asked) == 1 else united_result([result])
+        else:
+            _unite_into(united, result)
+    return united
+
+
+def _unite_into(united: PropagationResult, result: PropagationResult) -> None:
+    """``result`` united into ``united`` in place (:func:`united_result`'s rules)."""
+    united.mask |= np.asarray(result.mask, dtype=bool)
+    united.record.stops.extend(result.record.stops)
+    for z, value in result.record.scores.items():
+        united.record.scores[z] = max(value, united.record.scores.get(z, value))
 
 
 def united_result(results: list[PropagationResult]) -> PropagationResult:
@@ -253,7 +269,9 @@ def united_result(results: list[PropagationResult]) -> PropagationResult:
         record.stops.extend(result.record.stops)
         for z, value in result.record.scores.items():
             record.scores[z] = max(value, record.scores.get(z, value))
-    mask = np.logical_or.reduce([np.asarray(r.mask, dtype=bool) for r in results])
+    mask = np.array(results[0].mask, dtype=bool)  # a copy: the running union of segment_prompts writes in it
+    for result in results[1:]:
+        mask |= np.asarray(result.mask, dtype=bool)
     return PropagationResult(mask, results[0].prompt, record=record, made_by=results[0].made_by)
 
 

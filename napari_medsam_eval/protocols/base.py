@@ -23,14 +23,14 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence
 
 import numpy as np
 
 from ..core.case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..core.prompt import Prompt
 from ..core.targets import Target, with_keys
-from ..evaluation.lesions import components
+from ..evaluation.lesions import lesion_boxes, lesion_labels
 from ..core.errors import InputError, InputTypeError
 
 
@@ -149,16 +149,21 @@ def check_labels_held(source: Case | np.ndarray, target_labels: Any) -> None:
     raise InputError(f"{what} holds no label {', '.join(map(str, missing))}: it holds {holds}")
 
 
-def lesion_sources(source: PromptSource, target: Target) -> list[PromptSource]:
-    """One source per lesion of ``target`` in ``source`` (its mask's connected components, in scan order,
-    :func:`~napari_medsam_eval.evaluation.lesions.components`), each holding that lesion alone under the
-    target's key; one empty source when the target has no lesion here (its empty prompt)."""
-    lesions, count = components(target.mask(source.label_map))
-    if count == 0:
-        return [PromptSource(source.label_map, source.kind, [target.key], source.case_id,
-                             {target.key: np.zeros(source.label_map.shape, dtype=bool)})]
-    return [PromptSource(source.label_map, source.kind, [target.key], source.case_id, {target.key: lesions == n})
-            for n in range(1, count + 1)]
+def lesion_sources(source: PromptSource, target: Target) -> Iterator[tuple[int, PromptSource]]:
+    """``(number, source)`` for each lesion of ``target`` in ``source`` (its mask's connected components in
+    scan order, or an instance target's values: :func:`~napari_medsam_eval.evaluation.lesions.lesion_labels`),
+    each source holding that lesion alone under the target's key; ``(0, an empty source)`` when the target has
+    no lesion here (its empty prompt). One at a time: a lesion's mask is made when its turn comes and dropped
+    after, so thousands of lesions cost one mask, not one each."""
+    lesions, numbers = lesion_labels(source.label_map, target)
+    if not numbers:
+        yield 0, PromptSource(source.label_map, source.kind, [target.key], source.case_id,
+                              {target.key: np.zeros(source.label_map.shape, dtype=bool)})
+        return
+    for number, box in lesion_boxes(lesions, numbers):
+        mask = np.zeros(source.label_map.shape, dtype=bool)  # calloc'd: only the lesion's box is touched
+        mask[box] = lesions[box] == number
+        yield number, PromptSource(source.label_map, source.kind, [target.key], source.case_id, {target.key: mask})
 
 
 def present_slices(mask: np.ndarray) -> np.ndarray:
@@ -259,7 +264,7 @@ class PromptProtocol:
             if key not in by_lesion:
                 out.extend(self._prompts(dataclasses.replace(target, labels=[key])))
                 continue
-            for number, lesion in enumerate(lesion_sources(target, by_lesion[key]), start=1):
+            for number, lesion in lesion_sources(target, by_lesion[key]):
                 for prompt in self._prompts(lesion):
                     if not prompt.info.get("empty"):
                         prompt.info["lesion"] = number
