@@ -160,3 +160,29 @@ def test_dicom_dataset_of_studies_scores_each_roi(phantom_series: Path, rt_data:
             found[ref.case_id] = [(t.name, t.key, int(t.mask(case.label).sum())) for t in layout.targets(ref, case)]
     assert found["phantom"] == [("liver", 1, 21762), ("kidney", 2, 1938), ("lesion", 3, 441)]
     assert [name for name, _, _ in found["liver3"]] == ["GREEN", "ORANGE", "PURPLE", "LIGHT_BLUE", "DARK_BLUE"]
+
+
+def test_score_against_an_rtstruct_scores_each_roi(phantom_series: Path) -> None:
+    """`score PRED RS.dcm`: the series is found beside the RTSTRUCT; each ROI a row by its number, the label map's
+    value of that number its prediction (the phantom's label: the liver's value 1 leaves out the lesion's 3)."""
+    from napari_medsam_eval.cli.score import score_files
+
+    rows = {row["name"]: row for row in score_files(SAMPLE / "label.nii.gz", phantom_series / "rs.dcm")}
+    assert [(name, row["label"]) for name, row in rows.items()] == [("liver", 1), ("kidney", 2), ("lesion", 3)]
+    assert rows["kidney"]["dice"] == pytest.approx(1.0) and rows["lesion"]["dice"] == pytest.approx(1.0)
+    assert rows["liver"]["dice"] == pytest.approx(2 * 21321 / (21321 + 21762))
+
+
+def test_grid_maps_points_as_itk_does_on_an_oblique_series(rt_data: Path) -> None:
+    """rt-utils' oriented series (oblique rows and columns, 3.5 x 2.5 mm pixels): a patient point goes to the
+    same slice, row and column as ITK's index transform says."""
+    from napari_medsam_eval.io.dicom import dicom_series_files, read_dicom_series
+    from napari_medsam_eval.io.dicom_grid import series_grid
+
+    folder = rt_data / "rt_utils" / "oriented_data"
+    image, _ = read_dicom_series(folder)
+    grid = series_grid(dicom_series_files(folder)[0])
+    for x, y, z in [(0.0, 0.0, 0), (99.0, 49.0, 2), (37.25, 11.5, 1), (3.5, 44.75, 2)]:
+        point = np.array(image.TransformContinuousIndexToPhysicalPoint((x, y, float(z))))
+        assert grid.slice_of(float(point @ grid.normal)) == z
+        np.testing.assert_allclose(grid.to_index(point[np.newaxis], z)[0], (y, x), atol=1e-4)
