@@ -22,7 +22,7 @@ from napari_medsam_eval.api import read_case
 from napari_medsam_eval.cli import main
 from napari_medsam_eval.core.errors import MedsamEvalError
 
-HIPPO = ("hippocampus_001", "hippocampus_003")
+HIPPO = ("hippocampus_001", "hippocampus_004")
 
 
 def _one_line_error(capsys) -> str:
@@ -83,3 +83,173 @@ def test_a_dataset_json_declaring_regions_is_obeyed(tmp_path, shared_data):
     assert [t.text() for t in layout.dataset_targets(root)] == ["whole=1,2", "back=2"]
     root.joinpath("dataset.json").unlink()
     assert layout.dataset_targets(root) is None  # no file: no error, nothing declared
+
+
+# ------------------------------------------------------------------- npz: hostile prompt pickles and members
+GiB = 1 << 30
+#: what a child process may map: a hostile member that is read or expanded ends in MemoryError under it
+ADDRESS_LIMIT = 2 * GiB
+
+
+def _stored_zip(path: Path, members: list[tuple[str, bytes, int, bytes]]) -> Path:
+    """A zip of stored (uncompressed) members, each ``prefix + zeros * b"\\0" + suffix``, the zeros left as a
+    hole in the file (sparse: a 2 GiB member costs no disk). The CRC of a member with zeros is not computed
+    (a hostile file's may be anything; nothing refused here reads that far)."""
+    import struct
+    import zlib
+
+    central, offset = b"", 0
+    with open(path, "wb") as handle:
+        for name, prefix, zeros, suffix in members:
+            size = len(prefix) + zeros + len(suffix)
+            crc = 0 if zeros else zlib.crc32(prefix + suffix)
+            raw = name.encode()
+            local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0x21, crc, size, size, len(raw), 0) + raw
+            handle.write(local + prefix)
+            handle.seek(zeros, 1)
+            handle.write(suffix)
+            central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0x21, crc, size, size,
+                                   len(raw), 0, 0, 0, 0, 0, offset) + raw
+            offset += len(local) + size
+        handle.write(central)
+        handle.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), offset, 0))
+    return path
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.save(buffer, array, allow_pickle=True)
+    return buffer.getvalue()
+
+
+def _object_array(*items) -> np.ndarray:
+    array = np.empty(len(items), dtype=object)
+    for index, item in enumerate(items):
+        array[index] = item
+    return array
+
+
+def _small_imgs() -> tuple[str, bytes, int, bytes]:
+    return ("imgs.npy", _npy(np.zeros((3, 8, 8), np.uint8)), 0, b"")
+
+
+def _bounded_cli(tmp_path: Path, *args: str) -> tuple[int, str]:
+    """``medsam-eval *args`` in a child process that may map at most :data:`ADDRESS_LIMIT` (exit status, stderr)."""
+    script = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_AS, ({ADDRESS_LIMIT}, {ADDRESS_LIMIT}))
+        from napari_medsam_eval.cli import main
+        sys.exit(main({list(args)!r}))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    return done.returncode, done.stderr
+
+
+def _shared_list_bomb(levels: int) -> list:
+    value: list = [1]
+    for _ in range(levels):
+        value = [value, value]  # a few hundred bytes pickled (shared references), 2**40 items copied
+    return value
+
+
+def _nested(levels: int) -> list:
+    value: list = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _self_reference() -> list:
+    value: list = ["clicks"]
+    value.append(value)
+    return value
+
+
+class _ShortObjectState:
+    """Pickles as an object array of 10 elements whose state lists 2 (numpy reads past the list: a crash)."""
+
+    def __reduce__(self):
+        rebuild = np.ndarray.__reduce__(np.zeros(1))[0]
+        return rebuild, (np.ndarray, (0,), b"b"), (1, (10,), np.dtype(object), False, [1, 2])
+
+
+class _HugeShape:
+    """Pickles as an array of a terabyte of float64 (numpy would allocate it)."""
+
+    def __reduce__(self):
+        rebuild = np.ndarray.__reduce__(np.zeros(1))[0]
+        return rebuild, (np.ndarray, (1 << 37,), b"f8")
+
+
+HOSTILE_PROMPTS = {
+    "[x, x] nested 40 levels": (lambda: _object_array(_shared_list_bomb(40)), "more than 32 levels"),
+    "[x, x] nested 25 levels": (lambda: _object_array(_shared_list_bomb(25)), "values once its shared references"),
+    "a list holding itself": (lambda: _object_array(_self_reference()), "holds itself"),
+    "nested 200 levels": (lambda: _object_array(_nested(200)), "more than 32 levels"),
+    "object state shorter than its shape": (lambda: _object_array(_ShortObjectState()), "one item per element"),
+    "a terabyte array shape": (lambda: _object_array(_HugeShape()), "above the 67.1 MB a prompt array may take"),
+    "1.1 million objects": (lambda: _object_array([None] * 1_100_000), "more than 1,000,000 operations"),
+}
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE_PROMPTS))
+def test_a_hostile_prompt_pickle_is_refused_before_it_costs_anything(tmp_path, kind):
+    """Under a 2 GiB address-space limit the read ends with one line naming the file and the key, not
+    MemoryError, RecursionError or a crash (all of which 5e84dbe gave)."""
+    build, words = HOSTILE_PROMPTS[kind]
+    path = _stored_zip(tmp_path / "CT_hostile.npz", [_small_imgs(), ("clicks.npy", _npy(build()), 0, b"")])
+    code, err = _bounded_cli(tmp_path, "info", str(path))
+    assert code == 2, err
+    assert f"error: {path}: array 'clicks' is a pickle beyond what a prompt key holds" in err and words in err, err
+    with pytest.raises(MedsamEvalError, match="array 'clicks'"):
+        read_case(path)
+
+
+def test_a_2_gib_bytes_prompt_is_refused_before_it_is_read(tmp_path):
+    marker = b"MARKER"
+    whole = _npy(_object_array(marker))
+    cut = whole.index(b"C\x06" + marker)  # SHORT_BINBYTES "MARKER" -> BINBYTES of 2 GiB
+    size = 2 * GiB - 64
+    prefix = whole[:cut] + b"B" + size.to_bytes(4, "little")
+    path = _stored_zip(tmp_path / "CT_bytes.npz", [_small_imgs(), ("boxes.npy", prefix, size, whole[cut + 8:])])
+    code, err = _bounded_cli(tmp_path, "info", str(path))
+    assert code == 2, err
+    assert f"error: {path}: array 'boxes' holds a pickle of 2.1 GB, above the 67.1 MB a prompt key may hold" in err, err
+
+
+def test_the_challenge_prompts_are_still_read_within_the_bounds(tmp_path):
+    """What the challenge writes: boxes and clicks as lists of dictionaries of numpy integers."""
+    box = {"z_min": 1, "z_max": 4, "z_mid": 3, "z_mid_x_min": 9, "z_mid_y_min": 8, "z_mid_x_max": 25, "z_mid_y_max": 23}
+    path = tmp_path / "CT_case.npz"
+    np.savez_compressed(path, imgs=np.zeros((6, 40, 40), np.uint8), boxes=[{k: np.int64(v) for k, v in box.items()}],
+                        clicks=[{"fg": [[3, 15, 15]], "bg": []}], clicks_order=[["fg"]])
+    case = read_case(path)
+    assert case.metadata["cvpr25_boxes"] == [box] and case.metadata["clicks"] == [{"fg": [[3, 15, 15]], "bg": []}]
+
+
+def test_a_cvpr_box_with_a_nan_z_mid_names_file_and_key(tmp_path, capsys):
+    box = {"z_min": 1, "z_max": 4, "z_mid": float("nan"), "z_mid_x_min": 9, "z_mid_y_min": 8, "z_mid_x_max": 25,
+           "z_mid_y_max": 23}
+    path = tmp_path / "CT_nan.npz"
+    np.savez_compressed(path, imgs=np.zeros((6, 40, 40), np.uint8), boxes=[box])
+    assert main(["info", str(path)]) == 2
+    line = _one_line_error(capsys)
+    assert line == f"error: {path}: array 'boxes' box 0 (class 1): z_mid is nan, not a whole number of voxels", line
+
+
+@pytest.mark.parametrize("member", ["a 2 GiB member that is not an array", "an array named without .npy"])
+def test_every_npz_member_counts_against_the_decoded_size_limit(tmp_path, member):
+    if member.startswith("a 2 GiB"):
+        members = [_small_imgs(), ("notes", b"not an array", 2 * GiB, b"")]
+        words = "the largest: member 'notes' of 2.1 GB that is not an array"
+    else:
+        header = _npy(np.zeros((1100, 1000, 1000), np.uint8)[:0])  # the header of an empty array...
+        header = header.replace(b"(0, 1000, 1000)", b"(1100, 1000, 1000)")  # ...declaring 1.1 GB, held as a hole
+        members = [("imgs", header, 1100 * 1000 * 1000, b"")]
+        words = "the largest: array 'imgs' of shape (1100, 1000, 1000) uint8 (1.1 GB)"
+    path = _stored_zip(tmp_path / "CT_members.npz", members)
+    code, err = _bounded_cli(tmp_path, "info", str(path), "--max-decoded-gb", "1")
+    assert code == 2, err
+    assert words in err and "above the memory ceiling of 1.0 GB (set by --max-decoded-gb 1.0)" in err, err

@@ -34,6 +34,9 @@ MEMORY_FRACTION = 0.4
 CEILING_ENV = "MEDSAM_EVAL_MAX_IMAGE_GB"
 #: the command-line option that sets :data:`CEILING_ENV` for one command
 CEILING_OPTION = "--max-decoded-gb"
+#: names the option that set :data:`CEILING_ENV` (``--max-decoded-gb 1.0``) while it is the one in force, so a
+#: refusal names what the user gave, in worker processes too
+CEILING_SOURCE_ENV = "MEDSAM_EVAL_MAX_IMAGE_GB_SET_BY"
 #: how a refusal says to raise the ceiling
 RAISE_HINT = f"raise it with {CEILING_OPTION} GB or {CEILING_ENV}=GB"
 _CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
@@ -75,7 +78,9 @@ def memory_ceiling() -> tuple[int, str]:
         if not math.isfinite(gigabytes) or gigabytes <= 0:
             raise OptionError(f"{CEILING_ENV}={value!r} must be a positive number of GB (e.g. 8), or unset for "
                               "the default")
-        return int(gigabytes * 1e9), f"set by {CEILING_ENV}"
+        given_by = os.environ.get(CEILING_SOURCE_ENV, "")
+        return int(gigabytes * 1e9), (f"set by {CEILING_OPTION} {value}" if given_by == f"{CEILING_OPTION} {value}"
+                                      else f"set by {CEILING_ENV}")
     limit, what = _memory_limit()
     return int(limit * MEMORY_FRACTION), f"{MEMORY_FRACTION:.0%} of {what}, {human_bytes(limit)}"
 
@@ -90,16 +95,20 @@ def check_ceiling(declared: int, description: str, path: str | Path) -> None:
 
 @contextlib.contextmanager
 def ceiling_set_to(gigabytes: float | None) -> Iterator[None]:
-    """:data:`CEILING_ENV` set to ``gigabytes`` inside the block (unchanged when None), restored after."""
+    """:data:`CEILING_ENV` set to ``gigabytes`` inside the block (unchanged when None), restored after; a refusal
+    inside says the limit was set by :data:`CEILING_OPTION` (:data:`CEILING_SOURCE_ENV`)."""
     if gigabytes is None:
         yield
         return
-    before = os.environ.get(CEILING_ENV)
-    os.environ[CEILING_ENV] = repr(float(gigabytes))
+    before = {name: os.environ.get(name) for name in (CEILING_ENV, CEILING_SOURCE_ENV)}
+    value = repr(float(gigabytes))
+    os.environ[CEILING_ENV] = value
+    os.environ[CEILING_SOURCE_ENV] = f"{CEILING_OPTION} {value}"
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(CEILING_ENV, None)
-        else:
-            os.environ[CEILING_ENV] = before
+        for name, previous in before.items():
+            if previous is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = previous

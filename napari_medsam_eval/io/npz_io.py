@@ -148,8 +148,9 @@ def read_medsam_npz(path: str | Path, *, kind: CaseKind | None = None, modality:
         metadata["spacing_xyz"] = geometry["spacing"]
     metadata["spacing_unit"] = "mm" if "spacing" in geometry else "pixel"
     if "boxes" in data or "bbox" in data:
-        boxes = data["boxes"] if "boxes" in data else data["bbox"]
-        challenge = challenge_boxes(boxes)
+        key = "boxes" if "boxes" in data else "bbox"
+        boxes = data[key]
+        challenge = challenge_boxes(boxes, path, key)
         if challenge is not None:  # CVPR 2025: one box dictionary per class (the cvpr25-interactive protocol)
             metadata["cvpr25_boxes"] = challenge
         else:

@@ -146,22 +146,34 @@ def _member_header(member: IO[bytes]) -> tuple[tuple[int, ...], np.dtype] | None
 def check_npz_sizes(path: Path) -> None:
     """Refuse an npz whose array headers declare more data than their members hold, or than the ceiling.
 
-    Only headers are read. Errors of the archive itself (not a zip, a bad
+    Every member counts against the ceiling: an array (named ``x.npy`` or just ``x``: ``np.load`` reads both) by
+    its header, a pickled array or a member that is not an array (``np.load`` reads it whole, as bytes) by its
+    uncompressed size. Only headers are read. Errors of the archive itself (not a zip, a bad
     header) propagate as zipfile/ValueError exceptions, which the caller
     reports as an unreadable archive.
     """
     total, largest = 0, (0, "no arrays")
     with zipfile.ZipFile(path) as archive:
         for info in archive.infolist():
-            if not info.filename.endswith(".npy"):
-                continue
             with archive.open(info) as member:
+                name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+                if not info.filename.endswith(".npy") and member.read(6) != b"\x93NUMPY":
+                    declared = info.file_size  # np.load reads a member that is not an array whole, as bytes
+                    description = f"member '{info.filename}' of {human_bytes(declared)} that is not an array"
+                    total += declared
+                    largest = max(largest, (declared, description))
+                    continue
+                if not info.filename.endswith(".npy"):
+                    member.seek(0)  # an array under a name without .npy: np.load reads it as one
                 header = _member_header(member)
-                if header is None or header[1].hasobject:
-                    continue  # pickled arrays are refused by np.load(allow_pickle=False)
+                if header is None or header[1].hasobject:  # pickled (read within bounds: npz_objects), or 3.0
+                    declared = info.file_size
+                    total += declared
+                    largest = max(largest, (declared, f"pickled array '{name}' of {human_bytes(declared)}"))
+                    continue
                 shape, dtype = header
                 declared = math.prod(shape) * dtype.itemsize
-                description = f"array '{info.filename[:-4]}' of shape {shape} {dtype} ({human_bytes(declared)})"
+                description = f"array '{name}' of shape {shape} {dtype} ({human_bytes(declared)})"
                 if info.file_size - member.tell() < declared:
                     raise DataError(f"header declares {description}, but its archive member holds only "
                                     f"{human_bytes(info.file_size - member.tell())} of data: the file is cut short "
