@@ -56,10 +56,11 @@ def test_round_trip_and_default_path(tmp_path, monkeypatch):
         append_row(path, {"dsc": 1})
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", str(tmp_path / "x.csv"))
     assert default_log_path() == tmp_path / "x.csv"
-    monkeypatch.delenv("MEDSAM_EVAL_PROMPT_LOG")
-    assert default_log_path().name == "prompt_log.csv" and not logging_off()
+    assert not logging_off()
+    monkeypatch.delenv("MEDSAM_EVAL_PROMPT_LOG")  # no file named: off, and no place of ours (never the home folder)
+    assert default_log_path() is None and logging_off()
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")
-    assert logging_off() and default_log_path().name == "prompt_log.csv"
+    assert logging_off() and default_log_path() is None
 
 
 def _append_many(args):

@@ -16,6 +16,8 @@ from napari_medsam_eval.evaluation.mask_comparison import OVERLAY_FN, OVERLAY_FP
 from napari_medsam_eval.studies.sensitivity import SensitivityResult
 from napari_medsam_eval._widgets.common._prompt_layers import adopt_point_layer, make_box_layer, make_point_layer
 from napari_medsam_eval._widgets.compare._sensitivity import show_result
+from napari_medsam_eval._widgets.common._canvas import show_view
+from napari_medsam_eval._widgets.common._canvas_style import legend_shown
 from test_widgets_compare import viewer_with_pair  # noqa: F401 - shared fixture
 
 pytestmark = pytest.mark.gui
@@ -69,8 +71,15 @@ def test_the_agreement_legend_shows_the_colours_drawn(viewer_with_pair):
     # the worst run: the colour its chip shows, as a contour over the map
     np.testing.assert_allclose(worst.get_color(1), _rgba(worst_color), atol=1e-6)
     assert worst.contour > 0 and worst_color == palette.HIGHLIGHT
-    order = list(viewer.layers)  # the prediction's contour and the worst run's are drawn over the map
-    assert order.index(gt_layer) < order.index(agreement) < order.index(pred_layer) < order.index(worst)
+    # the sensitivity view: the map alone over its image (the contours on it hid the bands), its bins named on
+    # the canvas; the worst run is a view of its own, beside the prediction
+    order = list(viewer.layers)
+    assert order.index(agreement) == 1 and agreement.visible and not worst.visible and not pred_layer.visible
+    assert [color for _t, color in legend_shown(viewer)] == [c.upper() for _low, c in palette.AGREEMENT_BINS]
+    image = order[0]
+    show_view(viewer, "worst run", image)
+    assert worst.visible and pred_layer.visible and not agreement.visible
+    assert order.index(pred_layer) < list(viewer.layers).index(worst)
 
 
 def test_the_overlay_leaves_the_prediction_contour_on_top(viewer_with_pair):
@@ -80,7 +89,12 @@ def test_the_overlay_leaves_the_prediction_contour_on_top(viewer_with_pair):
         compare.update_comparison()
         overlay = compare.overlay_layer
         order = list(viewer.layers)
-        assert order.index(gt_layer) < order.index(overlay) < order.index(pred_layer)
+        image = order[0]
+        # the TP / FP / FN view (the canvas composer): directly above its image, the truth's fill and the
+        # prediction's outline (whose colours it shows as TP + FN and TP + FP) hidden, its three colours named
+        assert order.index(overlay) == order.index(image) + 1 and overlay.visible
+        assert not gt_layer.visible and not pred_layer.visible
+        assert [text for text, _c in legend_shown(viewer)] == ["TP: found", "FP: leak (not true)", "FN: missed"]
     colors = overlay.colormap.map(np.array([OVERLAY_TP, OVERLAY_FP, OVERLAY_FN]))
     expected = [palette.TRUE_POSITIVE, palette.FALSE_POSITIVE, palette.FALSE_NEGATIVE]
     np.testing.assert_allclose(colors, [_rgba(c) for c in expected], atol=1e-6)

@@ -20,6 +20,8 @@ from napari_medsam_eval.studies.counterfactuals import VARIANTS
 from napari_medsam_eval._widgets.benchmark._counterfactuals import (
     ROLE, SHORT_WORDS, choice_text, fitted, fix_sentence, fix_summary, variant_name)
 from napari_medsam_eval._widgets.benchmark._open_row import OPENED_KEY
+from napari_medsam_eval._widgets.common._canvas_style import legend_shown
+from napari_medsam_eval.evaluation.mask_comparison import ab_overlay, binary_target
 
 pytestmark = pytest.mark.gui
 
@@ -87,15 +89,23 @@ def test_an_opened_row_tells_what_would_fix_it_and_shows_a_variant_beside_the_pr
     fix.activated.emit(index)
     qtbot.waitUntil(lambda: ROLE in widget.opened, timeout=TIMEOUT_MS)
     layer, image = widget.opened[ROLE], widget.opened["image"]
-    assert _variant_layers(viewer) == [layer] and layer.name == "true box on every slice (hippocampus_001 anterior)"
+    assert _variant_layers(viewer) == [layer]
+    assert layer.name == "prediction vs true box on every slice (hippocampus_001 anterior)"
     saved = read_label(explained_run / explained["mask_oracle_box"]).array
-    np.testing.assert_array_equal(np.asarray(layer.data), saved)
+    prediction = binary_target(np.asarray(widget.opened["prediction"].data), 1, binary_fallback=True)
+    # a pair against the prediction (prediction only 1, variant only 2, both 3), never drawn over it
+    np.testing.assert_array_equal(np.asarray(layer.data),
+                                  ab_overlay(prediction, binary_target(saved, 1, binary_fallback=True)))
+    assert not widget.opened["prediction"].visible and layer.visible
+    legend = [text for text, _color in legend_shown(viewer)]
+    assert legend == ["prediction only", "true box on every slice only", "both"], legend
     assert layer.data.shape == image.data.shape and "prediction" in widget.opened
     np.testing.assert_array_equal(layer.scale, image.scale)
     np.testing.assert_array_equal(layer.translate, image.translate)
     assert layer.metadata["case_id"] == "hippocampus_001" and layer.metadata["label_name"] == "anterior"
     assert layer.metadata["variant"] == "oracle_box" and layer.metadata["target_label"] == 1
-    assert layer.contour > 0  # drawn as the prediction is: an outline, not a fill
+    order = list(viewer.layers)
+    assert order.index(layer) == order.index(image) + 1  # directly above its image
 
     # (c) another row opened: the anterior mask is gone, the chosen variant shows the posterior's own
     _open(qtbot, widget, rows["posterior"])
@@ -104,9 +114,11 @@ def test_an_opened_row_tells_what_would_fix_it_and_shows_a_variant_beside_the_pr
     posterior = widget.opened[ROLE]
     assert fix.currentData() == "oracle_box"
     assert fix.currentText() == f"true box {_told(by_target['posterior'], 'oracle_box')}"
+    saved = read_label(explained_run / by_target["posterior"]["mask_oracle_box"]).array
+    prediction = binary_target(np.asarray(widget.opened["prediction"].data), 2, binary_fallback=True)
     np.testing.assert_array_equal(np.asarray(posterior.data),
-                                  read_label(explained_run / by_target["posterior"]["mask_oracle_box"]).array)
-    assert posterior.name == "true box on every slice (hippocampus_001 posterior)"
+                                  ab_overlay(prediction, binary_target(saved, 2, binary_fallback=True)))
+    assert posterior.name == "prediction vs true box on every slice (hippocampus_001 posterior)"
     assert not any("anterior" in layer.name for layer in _variant_layers(viewer))
 
     # the prediction only: the variant's layer removed

@@ -80,9 +80,8 @@ COLUMNS: tuple[str, ...] = (
 #: what a row's ``operation`` may be; the replay runs ``slice`` and ``propagate`` rows
 OPERATIONS = ("slice", "propagate", "correct")
 REPLAYABLE = ("slice", "propagate")
-#: the environment variable naming the log file (else :data:`DEFAULT_LOG`)
+#: the environment variable naming the log file (unset: no log until the user names one)
 LOG_ENV = "MEDSAM_EVAL_PROMPT_LOG"
-DEFAULT_LOG = Path("~") / "medsam-eval" / "prompt_log.csv"
 
 _THREAD_LOCK = threading.Lock()  # flock is per open file: threads of one process take this too
 
@@ -91,10 +90,11 @@ class PromptLogError(DataError, ValueError):
     """A prompt log that cannot be read or written (the message names the file and the line)."""
 
 
-def default_log_path() -> Path:
-    """``$MEDSAM_EVAL_PROMPT_LOG`` when set (to a file), else ``~/medsam-eval/prompt_log.csv``."""
+def default_log_path() -> Path | None:
+    """``$MEDSAM_EVAL_PROMPT_LOG`` when it names a file, else None: nothing is written where the user did not say
+    (the home folder was the default once: a log nobody asked for, and propagations run for it in the background)."""
     named = os.environ.get(LOG_ENV, "").strip()
-    return Path(named).expanduser() if named and not logging_off() else DEFAULT_LOG.expanduser()
+    return Path(named).expanduser() if named and not logging_off() else None
 
 
 def shown_path(path: Path) -> str:
@@ -106,8 +106,9 @@ def shown_path(path: Path) -> str:
 
 
 def logging_off() -> bool:
-    """``$MEDSAM_EVAL_PROMPT_LOG=off``: the widget starts with logging off (the test suite sets it)."""
-    return os.environ.get(LOG_ENV, "").strip().lower() == "off"
+    """Whether the widget starts with logging off: unless ``$MEDSAM_EVAL_PROMPT_LOG`` names a file, it does."""
+    named = os.environ.get(LOG_ENV, "").strip()
+    return not named or named.lower() == "off"
 
 
 # -- geometry -------------------------------------------------------------------
@@ -375,6 +376,6 @@ def _json_list(values: dict[str, str], column: str) -> list:
 
 
 __all__ = [
-    "COLUMNS", "DEFAULT_LOG", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError",
+    "COLUMNS", "LOG_ENV", "OPERATIONS", "REPLAYABLE", "LoggedPrompt", "PromptLogError",
     "append_row", "box_iou", "centre_offset", "default_log_path", "logging_off", "make_row", "prompt_centre", "read_log",
     "slice_dice", "whole_mask", "shown_path"]

@@ -20,36 +20,25 @@ from qtpy.QtCore import Qt
 from qtpy.QtGui import QFontMetrics
 from qtpy.QtWidgets import QComboBox, QHBoxLayout, QStyle, QStyleOptionComboBox, QStylePainter, QWidget
 
-from napari_medsam_eval._layer_style import style_prediction
 from napari_medsam_eval.benchmark.explain import EXPLAIN_FILE, explained_row, variant_column, variant_dice, \
     variant_mask_path
 from napari_medsam_eval.benchmark.open_row import RunCase
-from napari_medsam_eval.core.palette import BLUISH_GREEN
-from napari_medsam_eval.io import read_label
-from napari_medsam_eval.studies.counterfactuals import STAGE_WORDS, VARIANT_WORDS, VARIANTS
-from napari_medsam_eval._widgets.benchmark._open_row import OPENED_KEY, OpenStep, apply_step, row_object
+from napari_medsam_eval.studies.counterfactuals import STAGE_WORDS, VARIANTS
+from napari_medsam_eval._widgets.benchmark._open_row import OpenStep, apply_step
+from napari_medsam_eval._widgets.benchmark._variant_layer import ROLE, variant_layer, variant_name
 from napari_medsam_eval._widgets.common._layers import transform_kwargs
-from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
+from napari_medsam_eval._widgets.common._canvas import compose, show_view
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import in_units, unit_of
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 from napari_medsam_eval._widgets.common._removal import remove_layers
 
-#: the role (and :data:`OPENED_KEY` value) of a variant's layer
-ROLE = "counterfactual"
 #: each variant in a few words (:data:`VARIANT_WORDS` without its article or "on every slice")
 SHORT_WORDS = {"oracle_extent": "true extent", "oracle_prompt_slice": "best prompt slice", "oracle_box": "true box"}
 #: each variant in a word or two, for the gains all on one shut combo box
 GAIN_WORDS = {"oracle_extent": "extent", "oracle_prompt_slice": "prompt slice", "oracle_box": "box"}
-#: a variant's outline: not the prediction's warm colours (two runs draw what B adds in it too)
-VARIANT_COLOR = BLUISH_GREEN
 #: the first choice's text without a gain to tell
 NOT_MEASURED = "fix: not measured"
-
-
-def variant_name(variant: str, unit: str = "slice") -> str:
-    """``true box on every slice``: a variant in words, in ``unit``."""
-    return in_units(VARIANT_WORDS[variant].removeprefix("the "), unit)
 
 
 def choice_text(explained: dict[str, Any], variant: str, unit: str = "slice") -> str:
@@ -99,20 +88,6 @@ def read_explained(run_dir: Path, loaded: RunCase, variant: str | None, image_na
     if explained is None or variant is None:
         return explained, None
     return explained, variant_layer(run_dir, explained, variant, loaded, image_name, transform)
-
-
-def variant_layer(run_dir: Path, explained: dict[str, Any], variant: str, loaded: RunCase, image_name: str,
-                  transform: dict[str, Any]) -> Layer | None:
-    """Worker: ``variant``'s saved mask as an outlined labels layer over the image (None when not saved)."""
-    path = variant_mask_path(run_dir, explained, variant)
-    if path is None:
-        return None
-    row, case = loaded.row, loaded.case
-    metadata = {"role": ROLE, "variant": variant, "image": image_name, "case_id": case.case_id,
-                "label_name": row.get("label_name"), OPENED_KEY: ROLE, **row_object(row)}
-    name = f"{variant_name(variant, unit_of(case.kind))} ({case.case_id} {row.get('label_name')})"
-    layer = OutlinedLabels(read_label(path, reference=case).array, name=name, metadata=metadata, **transform)
-    return style_prediction(layer, VARIANT_COLOR)
 
 
 class FixChoice(QComboBox):
@@ -225,11 +200,18 @@ class FixChoice(QComboBox):
             if old is not None:
                 remove_layers(self.viewer, [old])
             opened.pop(ROLE, None)
+            image = opened.get("image")
+            if image is not None and image in self.viewer.layers:
+                show_view(self.viewer, "truth & prediction", image)
             return None
         image = opened.get("image")
         if image is None or image not in self.viewer.layers or tuple(image.data.shape[:layer.ndim]) != layer.data.shape:
             return None  # the row's image is gone (another view took its layers)
-        return apply_step(self.viewer, OpenStep(ROLE, layer), opened)  # the last variant's layer reused
+        shown = apply_step(self.viewer, OpenStep(ROLE, layer), opened)  # the last variant's layer reused
+        unit = unit_of(getattr(self._loaded.case, "kind", "volume")) if self._loaded is not None else "slice"
+        compose(self.viewer, "variant", image, {ROLE: shown},
+                words={ROLE: variant_name(str(shown.metadata.get("variant")), unit)})
+        return shown
 
 
 def beside(anchor: QWidget, widget: QWidget) -> None:
@@ -244,5 +226,5 @@ def beside(anchor: QWidget, widget: QWidget) -> None:
     layout.insertLayout(index, line)
 
 
-__all__ = ["FixChoice", "NOT_MEASURED", "ROLE", "GAIN_WORDS", "SHORT_WORDS", "VARIANT_COLOR", "beside", "choice_text",
+__all__ = ["FixChoice", "NOT_MEASURED", "ROLE", "GAIN_WORDS", "SHORT_WORDS", "beside", "choice_text",
            "fitted", "fix_sentence", "fix_summary", "fix_tooltip", "read_explained", "variant_layer", "variant_name"]

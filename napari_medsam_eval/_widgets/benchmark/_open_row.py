@@ -36,7 +36,6 @@ from typing import Any, Callable, Generator
 
 import numpy as np
 from napari.layers import Image, Labels, Layer, Points, Shapes
-
 from napari.utils.colormaps import DirectLabelColormap
 
 from napari_medsam_eval._layer_style import ERROR_PART_LAYER_COLORS, PREDICTION_CONTOUR as WHY_CONTOUR, style_prediction
@@ -53,9 +52,8 @@ from napari_medsam_eval._widgets.common._prompt_layers import make_box_layer, ma
 from napari_medsam_eval._widgets.common._removal import remove_layers, retire_layers
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._view import bring_into_view
+from napari_medsam_eval._widgets.common._canvas import OPENED_KEY, show_view
 
-#: metadata key marking the layers a benchmark row opened; its value is the layer's role in the row
-OPENED_KEY = "benchmark_row"
 #: seconds the job waits for the GUI to apply a step before it goes on regardless (a closed viewer)
 ACK_TIMEOUT_S = 30.0
 
@@ -216,6 +214,8 @@ def finish_open(viewer: Any, loaded: RunCase, shown: dict[str, Layer], index: in
         index = loaded.view_slice if loaded.view_slice is not None else getattr(loaded.prompt, "slice_index", None)
     if "image" in shown:
         bring_into_view(viewer, shown["image"], index, shown.values())
+        # truth and prediction first; its why and the Compare dock's TP / FP / FN are views of the canvas choice
+        show_view(viewer, "truth & prediction", shown["image"], **{k: v for k, v in shown.items() if k != "image"})
     return dict(shown)
 
 

@@ -37,6 +37,7 @@ from napari_medsam_eval._widgets.common._theme import theme_colors
 from napari_medsam_eval._widgets.benchmark._two_runs_view import TwoRunsView
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
 from napari_medsam_eval._widgets.compare._result_layers import swatch
+from napari_medsam_eval._widgets.common._canvas import compose
 from napari_medsam_eval._widgets.common._viewer import real_viewer
 
 if TYPE_CHECKING:
@@ -176,6 +177,8 @@ class TwoRunsWidget(Container):
         self.case_pair = pair
         # in view where A and B differ most (the target's slices first); without both predictions, the prompt's
         self.opened = _open_row.finish_open(self.viewer, pair.run_case(), shown, pair.slice_index)
+        if "ab_overlay" in self.opened and "image" in self.opened:  # the pair's own view: A vs B, named on the canvas
+            compose(self.viewer, "A vs B", self.opened["image"], {"ab_overlay": self.opened["ab_overlay"]})
         where = "" if pair.slice_index is None else f", slice {pair.slice_index} (where A and B differ most)"
         self.status.value = f"opened {pair.case.case_id}{where}" + "".join(f"; {n}" for n in pair.notes)
         self.legend.visible = "ab_overlay" in self.opened

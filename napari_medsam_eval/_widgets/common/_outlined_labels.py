@@ -44,6 +44,20 @@ def outline_ring(contours: np.ndarray, background: int, width: int = OUTLINE_PIX
 class OutlinedLabels(Labels):
     """A :class:`napari.layers.Labels` whose contours are drawn with a dark ring around them."""
 
+    #: whether the dark rings are drawn (the canvas composer turns them off for an object small on screen, where
+    #: a ring a data pixel wide would cover it)
+    _rings: bool = True
+
+    @property
+    def rings(self) -> bool:
+        return self._rings
+
+    @rings.setter
+    def rings(self, value: bool) -> None:
+        if bool(value) != self._rings:
+            self._rings = bool(value)
+            self.refresh()
+
     @property
     def _type_string(self) -> str:
         """``labels``, as napari's own: its menus, icons, writers and layer data tuples go by this name."""
@@ -73,7 +87,7 @@ class OutlinedLabels(Labels):
 
     def _calculate_contour(self, labels: np.ndarray, data_slice: tuple[slice, ...]) -> np.ndarray | None:
         contours = super()._calculate_contour(labels, data_slice)
-        if contours is None or not isinstance(self.colormap, DirectLabelColormap):
+        if contours is None or not self._rings or not isinstance(self.colormap, DirectLabelColormap):
             return contours
         ring = ring_value(contours.dtype)
         if ring not in self.colormap.color_dict:

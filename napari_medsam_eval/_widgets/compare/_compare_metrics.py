@@ -160,12 +160,12 @@ class ComparisonSection(Container):
 
     def compare(self) -> Comparison | None:
         """The Compare button: :meth:`update_comparison`, with a notification when there is no pair."""
-        comparison = self.update_comparison()
+        comparison = self.update_comparison(asked=True)
         if None in self.choice.pair:
             show_warning(f"Compare: {self.status.value}")
         return comparison
 
-    def update_comparison(self, notify: bool = True) -> Comparison | None:
+    def update_comparison(self, notify: bool = True, asked: bool = False) -> Comparison | None:
         """Compare the chosen layers now: overlay layer, DSC labels, plot; None (the status line says
         why) without a prediction and a ground truth, or when they do not match (``notify``: an error
         notification too; not for automatic updates, e.g. between two layers of a row being replaced)."""
@@ -185,12 +185,13 @@ class ComparisonSection(Container):
             if notify:
                 show_error(message)
             return None
-        self._show(comparison, pred, gt, target)
+        self._show(comparison, pred, gt, target, asked)
         return comparison
 
-    def _show(self, comparison: Comparison, pred: Labels, gt: Labels, target: int) -> None:
-        """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``, now."""
-        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred)
+    def _show(self, comparison: Comparison, pred: Labels, gt: Labels, target: int, asked: bool = False) -> None:
+        """The overlay, the DSC labels, the worst slices and the plot of a new ``comparison``, now (``asked``: by
+        the user: the canvas shows the TP / FP / FN view whatever it showed)."""
+        self.overlay_layer = write_overlay(self.viewer, gt, comparison.overlay, target, under=pred, asked=asked)
         self._show_numbers_now(comparison, comparison.worst_slices(), pred, gt, target)
 
     def _show_numbers_now(self, comparison: Comparison, worst: np.ndarray, pred: Labels, gt: Labels,

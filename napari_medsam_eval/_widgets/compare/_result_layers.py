@@ -3,8 +3,8 @@ prediction: :mod:`._prediction_layer`).
 
 :func:`compute_comparison` compares a pair off the GUI thread (the comparison, its worst slices and,
 the first time, the overlay's layer model). The overlay is a Labels layer with its reference's transform and the metadata ``role``
-``overlay`` that the widgets pick it by; writing again replaces its data. It is drawn under the
-prediction compared (:func:`draw_under`), so the prediction's contour stays on top of the fill.
+``overlay`` that the widgets pick it by; writing again replaces its data. Where it is drawn, and what else is
+shown with it, the canvas composer decides (:mod:`.._canvas`: the *TP / FP / FN* view).
 
 The agreement map of a prompt sensitivity is drawn opaque in the bins of
 :data:`~napari_medsam_eval.core.palette.AGREEMENT_BINS` (:func:`agreement_colormap`), so its legend
@@ -23,6 +23,7 @@ from napari.utils.colormaps import Colormap, DirectLabelColormap
 from napari_medsam_eval._layer_style import OVERLAY_COLORS
 from napari_medsam_eval.core.palette import AGREEMENT_BINS, BLACK, WHITE, hex_to_rgb
 from napari_medsam_eval.evaluation.mask_comparison import Comparison, binary_target, compare_masks
+from napari_medsam_eval._widgets.common._canvas import compose, image_of, layers_for, offer
 from napari_medsam_eval._widgets.common._layers import add_inactive, transform_kwargs
 from napari_medsam_eval._widgets.common._removal import RETIRED_KEY, remove_layers
 
@@ -71,19 +72,6 @@ def swatch(text: str, color: str) -> str:
     return f'<span style="background-color:{color}; color:{ink}">&nbsp;{html.escape(text)}&nbsp;</span>'
 
 
-def draw_under(viewer: Any, layer: Layer, top: Layer | None, floor: Layer | None = None) -> None:
-    """Move ``layer`` right under ``top`` in the layer list when it is drawn over it; only while
-    ``top`` is above ``floor`` (the ground truth: an overlay under the truth's fill would be tinted)."""
-    layers = viewer.layers
-    if top is None or top not in layers or layer not in layers:
-        return
-    index, top_index = layers.index(layer), layers.index(top)
-    if floor is not None and floor in layers and top_index < layers.index(floor):
-        return
-    if index > top_index:
-        layers.move(index, top_index)
-
-
 def overlay_layer_name(target_label: int | None) -> str:
     return "TP/FP/FN" if target_label is None else f"TP/FP/FN [label {int(target_label)}]"
 
@@ -128,9 +116,11 @@ def overlay_layers(viewer: Any) -> list[Labels]:
 
 
 def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_label: int | None,
-                  under: Layer | None = None, new: Labels | None = None) -> Labels:
-    """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform
-    and under ``under`` (the prediction compared, whose contour then stays visible).
+                  under: Layer | None = None, new: Labels | None = None, asked: bool = False) -> Labels:
+    """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform,
+    as the *TP / FP / FN* view of the image ``reference`` (the ground truth) belongs to (:mod:`.._canvas`): directly
+    above that image, with its legend. ``asked``: the user asked for it (Compare, Next worst slice); otherwise a
+    pair of runs, a variant or an agreement map the user opened stays in view (:func:`._canvas.offer`).
 
     A comparison replaces the last one: the overlay layer already there (role ``overlay``, or retired while
     nothing was compared; whatever its target or shape) gets the new data, name and transform; further overlay
@@ -151,10 +141,16 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
             setattr(layer, key, value)
         layer.data = overlay
         layer.name = name
-        layer.visible = True  # (retired while nothing was compared)
-    draw_under(viewer, layer, under, floor=reference)
+    image = image_of(viewer, under if under is not None and under in viewer.layers else reference)
+    if image is not None:
+        layer.metadata["image"] = image.name  # a comparison belongs to its image: above it, hidden with it
+        views = layers_for(viewer, "TP / FP / FN", image, overlay=layer)
+        if asked:
+            compose(viewer, "TP / FP / FN", image, views)
+        else:
+            offer(viewer, "TP / FP / FN", image, views)
     return layer
 
 
-__all__ = ["Computed", "NO_RUN", "compute_comparison", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend", "draw_under",
+__all__ = ["Computed", "NO_RUN", "compute_comparison", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend",
            "overlay_colormap", "overlay_layer", "overlay_layer_name", "overlay_layers", "swatch", "write_overlay"]

@@ -31,7 +31,8 @@ from napari_medsam_eval._widgets.common._dock_layout import button_row, fixed_ma
 from napari_medsam_eval._widgets.common._status_text import wrap_status
 from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.common._layers import add_inactive, find_layer, transform_kwargs
-from napari_medsam_eval._widgets.compare._result_layers import agreement_colormap, agreement_legend, draw_under, swatch
+from napari_medsam_eval._widgets.common._canvas import compose, image_of
+from napari_medsam_eval._widgets.compare._result_layers import agreement_colormap, agreement_legend, swatch
 from napari_medsam_eval._widgets.common._theme import plot_canvas, style_axes, theme_colors
 from napari_medsam_eval._widgets.common._words import TIPS
 from napari_medsam_eval._widgets.common._worker import WorkerRunner
@@ -61,9 +62,10 @@ def prompt_of(prediction: Labels, target_label: int) -> Prompt | None:
 
 def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name: str,
                 under: Labels | None = None) -> tuple[Image, Labels | None]:
-    """The agreement map (Image, 0..1; opaque, so drawn in its legend's colours) under ``under`` (the
-    prediction tested, whose contour stays visible) and the worst run (Labels contour) over
-    ``reference``'s transform."""
+    """The agreement map (Image, 0..1; opaque, so drawn in its legend's colours) and the worst run (Labels
+    contour) over ``reference``'s transform, shown as the *sensitivity* view of the image ``under`` (the
+    prediction tested) belongs to (:mod:`.._canvas`); the worst run is its own view (*worst run*, beside the
+    prediction): its contour hid the agreement bands."""
     agreement = find_layer(viewer, f"{name} agreement", Image, result.agreement.shape)
     if agreement is None:
         agreement = add_inactive(viewer, Image(result.agreement, name=f"{name} agreement",
@@ -72,7 +74,6 @@ def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name:
                                                **transform_kwargs(reference)))
     else:
         agreement.data = result.agreement
-    draw_under(viewer, agreement, under, floor=reference)
     worst = None
     if result.worst_mask is not None:
         data = result.worst_mask.astype(np.uint8)
@@ -83,6 +84,12 @@ def show_result(viewer: Any, reference: Labels, result: SensitivityResult, name:
                                                                  **transform_kwargs(reference)), WORST_RUN_COLOR))
         else:
             worst.data = data
+    image = image_of(viewer, under if under is not None and under in viewer.layers else reference)
+    if image is not None:
+        agreement.metadata["image"] = image.name
+        if worst is not None:
+            worst.metadata["image"] = image.name
+        compose(viewer, "sensitivity", image, {"agreement": agreement})
     return agreement, worst
 
 

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 #: the sections' controls shown as the widget's own attributes
 CHOICE = ("pred_layer", "gt_layer", "target_label")
 METRICS = ("volume_dice", "why", "slice_dice", "worst_info")
-FOOTER = ("compare_button", "worst_button", "status")
+FOOTER = ("compare_button", "worst_button", "canvas_view", "status")
 #: the dock's tabs, in order (the first, the result, is shown by default)
 TABS = ("result", "layers", "sensitivity")
 
@@ -67,7 +67,7 @@ class CompareWidget(Container):
         super().__init__(labels=True)
         self.viewer = viewer = real_viewer(napari_viewer)  # not napari's proxy (._viewer)
         self.layer_choice = choice = LayerChoice(viewer)
-        self.footer = footer = CompareFooter()
+        self.footer = footer = CompareFooter(viewer)
         self.plot = SliceDicePlot(theme_colors(viewer), on_click=choice.go_to)  # a click: the nearest slice
         self.metrics = ComparisonSection(viewer, choice, self.plot, footer.status)
         # is it the model or the prompt?

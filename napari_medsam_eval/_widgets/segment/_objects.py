@@ -24,6 +24,7 @@ from psygnal import Signal
 from napari_medsam_eval._layer_style import CHANGE_COLORS
 from napari_medsam_eval.session.attempts import ADDED, REMOVED, Attempt, AttemptHistory
 from napari_medsam_eval.core.prompt import Prompt
+from napari_medsam_eval._widgets.common._canvas import show_view
 from napari_medsam_eval._widgets.common._layers import find_layer, transform_kwargs
 from napari_medsam_eval._widgets.common._elided import ElidedLabel
 from napari_medsam_eval._widgets.segment._object_memory import ObjectMemory, PromptLayerChoices
@@ -37,7 +38,6 @@ from napari_medsam_eval._widgets.common._worker import WorkerRunner
 
 if TYPE_CHECKING:
     import napari
-
     from napari_medsam_eval.session.session import Session
 
 
@@ -217,10 +217,11 @@ class ObjectControls(Container):
         name = f"{image.name} changes [label {target}]"
         layer = find_layer(self.viewer, name, Labels, changes.shape)
         if layer is None:
-            layer = self.viewer.add_labels(changes, name=name, colormap=CHANGE_COLORS, opacity=0.8,
-                                                  metadata={"role": "changes"}, **transform_kwargs(image))
+            layer = self.viewer.add_labels(changes, name=name, colormap=CHANGE_COLORS, opacity=0.8, metadata={
+                "role": "changes", "image": image.name}, **transform_kwargs(image))
         else:
             layer.data = changes
+        show_view(self.viewer, "changes", image, changes=layer)  # the canvas composer: order, style, legend
         added, removed = int((changes == ADDED).sum()), int((changes == REMOVED).sum())
         self.runner.status.value = f"label {target}, last attempt: {added} pixels added, {removed} removed"
         return layer

@@ -19,6 +19,7 @@ import numpy as np
 from napari.layers import Image, Labels
 
 from napari_medsam_eval._layer_style import style_prediction
+from napari_medsam_eval._widgets.common._canvas import show_view
 from napari_medsam_eval._widgets.common._outlined_labels import OutlinedLabels
 from napari_medsam_eval._widgets.common._layers import find_layer, spatial_shape, transform_kwargs
 from napari_medsam_eval._widgets.common._object_masks import MASKS_KEY, drawing_order, masks_of, object_mask
@@ -94,6 +95,7 @@ def _store(viewer: Any, image: Image, layer: Labels | None, data: np.ndarray, va
         layer.data = data
     if metadata or value not in layer.metadata.setdefault("objects", {}):
         layer.metadata["objects"][value] = dict(metadata)
+    show_view(viewer, "truth & prediction", image, prediction=layer)  # the canvas composer: order, style, legend
     return layer
 
 

@@ -6,7 +6,8 @@ chosen protocol makes from the ground truth for the same target and slice: box I
 offset (px, mm) and the DSC of each. The protocol's prompt is segmented the user's way (that
 slice, or propagated with the same options) in a worker of its own, from the session's cached
 embeddings; the row is appended there. The controls: *log drawn prompts*, the *log file*
-(empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`) and a line that says
+(empty: :func:`~napari_medsam_eval.protocols.prompt_log.default_log_path`, else none: nothing is logged until a
+file is named; off unless ``$MEDSAM_EVAL_PROMPT_LOG`` names one) and a line that says
 whether the log is on and which file it writes (it holds case ids and image paths), then compares the
 last drawn prompt with the protocol's. Prompts made by a protocol (*Prompt from ground truth*,
 unchanged) are not logged.
@@ -53,7 +54,7 @@ class PromptLogger(Container):
         self.log_drawn = CheckBox(text="log drawn prompts", value=not logging_off(),
                                 tooltip="with ground truth open: log each drawn prompt beside the protocol's")
         self.path = FileEdit(label="log file", mode="w", filter="*.csv", nullable=True, value=None,
-                             tooltip=TIPS["log file"].format(default=html.escape(str(default_log_path()))))
+                             tooltip=TIPS["log file"].format(default=html.escape(str(default_log_path() or "none: choose a file"))))
         self.summary = Label(label="drawn vs protocol", value="")
         wrap_status(self.summary)  # a long line wraps instead of widening the dock
         self.summary.value = self.where()
@@ -70,7 +71,7 @@ class PromptLogger(Container):
         session.result_ready.connect(self._on_result)
 
     @property
-    def log_path(self) -> Path:
+    def log_path(self) -> Path | None:
         value = self.path.value
         return Path(value) if value not in (None, "") and str(value) not in ("", ".") else default_log_path()
 
@@ -78,6 +79,8 @@ class PromptLogger(Container):
         """What the log does now, in words: off, or the file each drawn prompt's row goes to (with what it holds)."""
         if not self.log_drawn.value:
             return "off: drawn prompts are not logged (tick 'log drawn prompts' to log them)"
+        if self.log_path is None:
+            return "on, but no file: choose a log file (nothing is logged or computed until one is chosen)"
         return (f"on: each drawn prompt, with its case id and image path, is added to {shown_path(self.log_path)} "
                 "(untick 'log drawn prompts' to stop)")
 
@@ -100,7 +103,7 @@ class PromptLogger(Container):
     def log(self, prompt: Prompt, mask: np.ndarray, operation: str) -> Any:
         """Log a drawn prompt's result (a worker computes the protocol's side); None when not logged."""
         session, viewer, truth_layer = self.session, self.viewer, self.truth.gt_layer.value
-        if not self.log_drawn.value or truth_layer is None or prompt.protocol != "manual":
+        if not self.log_drawn.value or self.log_path is None or truth_layer is None or prompt.protocol != "manual":
             return None
         name = session.image_name
         image = viewer.layers[name] if name in viewer.layers else None

@@ -1,0 +1,132 @@
+"""How the canvas composer draws: a role's look by the object's size on screen, and the legend on the canvas.
+
+A contour napari draws is data pixels wide, and :class:`._outlined_labels.OutlinedLabels` adds a dark ring of a
+data pixel each side: on a hippocampus (35 x 50 voxels, each some 15 screen pixels when it fills the canvas) that
+was four data pixels of line over a structure ten wide. :func:`size_style` gives a small object one data pixel of
+outline, no rings and a stronger fill. The legend is napari canvas text overlays, top left, one a colour, each
+line in its colour on a dark box (:func:`show_legend`); :func:`legend_shown` reads it back.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+from napari.layers import Labels, Layer
+
+from napari_medsam_eval.evaluation.error_parts import PART_VALUES
+from napari_medsam_eval._widgets.common._canvas_roles import LEGEND_BOX, LEGEND_FONT, LEGEND_KEY, ROLES, WHY_PARTS
+
+#: an object whose smaller side is under this many screen pixels is small: a one-pixel outline, no dark rings
+SMALL_ON_SCREEN = 120
+#: fill opacity of the ground truth: an object large on screen, and a small one (its fill must show)
+FILL_OPACITY = (0.45, 0.65)
+
+
+def screen_pixels_per_voxel(viewer: Any, layer: Layer) -> float:
+    """How many screen pixels one of ``layer``'s data pixels spans now (the camera's zoom times its scale)."""
+    scene = getattr(viewer, "scene", None)  # napari 0.9: the camera is the scene's (viewer.camera deprecated)
+    zoom = float((scene.camera if scene is not None else viewer.camera).zoom)
+    scale = np.asarray(layer.scale, dtype=float)[-2:]
+    return zoom * float(np.min(np.abs(scale))) if scale.size else zoom
+
+
+def object_side(mask: np.ndarray) -> int:
+    """The object's smaller side in data pixels, on its largest slice (0 when empty)."""
+    mask = np.asarray(mask) != 0
+    if not mask.any():
+        return 0
+    plane = mask.reshape((-1,) + mask.shape[-2:]).sum(axis=0) > 0 if mask.ndim > 2 else mask
+    rows, cols = np.flatnonzero(plane.any(axis=1)), np.flatnonzero(plane.any(axis=0))
+    return int(min(rows[-1] - rows[0] + 1, cols[-1] - cols[0] + 1))
+
+
+def size_style(side_voxels: int, pixels_per_voxel: float) -> tuple[int, bool, float]:
+    """``(outline width in data pixels, dark rings, fill opacity)`` for an object ``side_voxels`` across drawn at
+    ``pixels_per_voxel``: a small object on screen gets one data pixel of outline, no rings (they would cover it)
+    and a stronger fill; a large one two pixels, rings (its outline shows on any image), the usual fill."""
+    small = side_voxels * pixels_per_voxel < SMALL_ON_SCREEN or side_voxels < 24
+    return (1, False, FILL_OPACITY[1]) if small else (2, True, FILL_OPACITY[0])
+
+
+def style_layer(viewer: Any, layer: Layer, role: str, view: str) -> None:
+    """Give ``layer`` its role's look in ``view`` (colours from the palette; outline and opacity by size)."""
+    if not isinstance(layer, Labels):
+        return
+    side = object_side(layer.data) if role in ("ground_truth", "prediction", "worst_run") else 0
+    width, rings, fill = size_style(side, screen_pixels_per_voxel(viewer, layer))
+    if role == "ground_truth":
+        if abs(layer.opacity - fill) > 1e-6:
+            layer.opacity = fill
+    elif role in ("prediction", "worst_run"):
+        if layer.contour != width:
+            layer.contour = width
+        if hasattr(layer, "rings") and layer.rings != rings:
+            layer.rings = rings
+    elif any(value is not None for value, _words, _color in ROLES[role].colors):
+        _colour_values(layer, role, view)
+
+
+def _colour_values(layer: Labels, role: str, view: str) -> None:
+    """The role's colour for each of its values (the palette's, whatever the layer was made with); the error parts
+    outside ``view`` (why: too much / too little) transparent."""
+    shown = {PART_VALUES[part] for part in WHY_PARTS[view]} if role == "error_parts" and view in WHY_PARTS else None
+    colors: dict[Any, str] = {None: "transparent", 0: "transparent"}
+    colors.update({value: color if shown is None or value in shown else "transparent"
+                   for value, _words, color in ROLES[role].colors})
+    current = getattr(layer.colormap, "color_dict", None)
+    if current is not None and all(_hexes(current, colors)):
+        return
+    layer.colormap = colors
+
+
+def _hexes(current: Mapping[Any, Any], wanted: Mapping[Any, str]) -> list[bool]:
+    from napari.utils.colormaps.standardize_color import transform_color
+    out = []
+    for key, color in wanted.items():
+        have = current.get(key)
+        out.append(have is not None and np.allclose(np.asarray(have, dtype=float)[:4],
+                                                    transform_color(color)[0], atol=1e-3))
+    return out
+
+
+def show_legend(viewer: Any, legend: list[tuple[str, str]]) -> None:
+    """Write ``legend`` on the canvas, top left, a line a colour in that colour (the lines past it hidden)."""
+    from napari.components.overlays import TextOverlay
+
+    overlays = viewer.canvas.overlays
+    for index, (text, color) in enumerate(legend):
+        key = f"{LEGEND_KEY}{index}"
+        line = f"\u25a0 {text}"
+        if key not in overlays:
+            overlays[key] = TextOverlay(text=line, color=color, position="top_left", font_size=LEGEND_FONT,
+                                        box=True, box_color=LEGEND_BOX, visible=True)
+            continue
+        overlay = overlays[key]
+        if overlay.text != line:
+            overlay.text = line
+        overlay.color = color
+        if not overlay.visible:
+            overlay.visible = True
+    index = len(legend)
+    while f"{LEGEND_KEY}{index}" in overlays:
+        overlay = overlays[f"{LEGEND_KEY}{index}"]
+        if overlay.visible:
+            overlay.visible = False
+        index += 1
+
+
+def legend_shown(viewer: Any) -> list[tuple[str, str]]:
+    """The legend on ``viewer``'s canvas now: ``(words, '#RRGGBB')`` of each visible line, top down."""
+    overlays = viewer.canvas.overlays
+    shown, index = [], 0
+    while f"{LEGEND_KEY}{index}" in overlays:
+        overlay = overlays[f"{LEGEND_KEY}{index}"]
+        if overlay.visible:
+            rgb = np.asarray(overlay.color, dtype=float)[:3]
+            shown.append((overlay.text.removeprefix("\u25a0 "), "#" + "".join(f"{round(v * 255):02X}" for v in rgb)))
+        index += 1
+    return shown
+
+
+__all__ = ["FILL_OPACITY", "SMALL_ON_SCREEN", "legend_shown", "object_side", "screen_pixels_per_voxel", "show_legend",
+           "size_style", "style_layer"]
