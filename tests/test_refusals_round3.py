@@ -253,3 +253,27 @@ def test_every_npz_member_counts_against_the_decoded_size_limit(tmp_path, member
     code, err = _bounded_cli(tmp_path, "info", str(path), "--max-decoded-gb", "1")
     assert code == 2, err
     assert words in err and "above the memory ceiling of 1.0 GB (set by --max-decoded-gb 1.0)" in err, err
+
+
+# ----------------------------------------------------------------------------------------- sheared NRRD
+def _nrrd(path: Path, directions: str) -> Path:
+    volume = np.zeros((4, 8, 8), np.uint8)
+    volume[1:3, 2:6, 2:6] = 1
+    header = (f"NRRD0004\ntype: uint8\ndimension: 3\nspace: left-posterior-superior\nsizes: 8 8 4\n"
+              f"space directions: {directions}\nkinds: domain domain domain\nencoding: raw\n"
+              "space origin: (0,0,0)\n\n")
+    path.write_bytes(header.encode() + volume.tobytes())
+    return path
+
+
+def test_a_sheared_nrrd_is_refused_like_a_sheared_nifti(tmp_path, capsys):
+    sheared = _nrrd(tmp_path / "sheared.nrrd", "(1,0,0) (0.5,1,0) (0,0,2)")
+    assert main(["info", str(sheared)]) == 2
+    line = _one_line_error(capsys)
+    assert line == (f"error: {sheared}: its axes are not orthogonal (sheared): axes x and y meet at 63.4 degrees, "
+                    "not 90 (direction 1, 0.4472, 0, 0, 0.8944, 0, 0, 0, 1); distances on its voxel grid would be "
+                    "wrong: resample it onto orthogonal axes first"), line
+    with pytest.raises(MedsamEvalError, match="not orthogonal"):
+        read_case(sheared, sheared)
+    rotated = _nrrd(tmp_path / "rotated.nrrd", "(0.6,0.8,0) (-0.8,0.6,0) (0,0,2)")  # oblique but orthogonal: read
+    assert tuple(read_case(rotated, rotated).spacing) == (2.0, 1.0, 1.0)

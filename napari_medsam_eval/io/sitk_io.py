@@ -32,6 +32,7 @@ from ..core.errors import DataError
 from .case_builder import check_kind, make_case, spacing_for_kind
 from .formats import format_suffix, looks_like_text, require_file
 from .sizes import check_ceiling, check_on_disk, describe, metaimage_data, nrrd_data
+from .validation import check_orthogonal_axes
 
 _FORMAT_NAMES = {".nii.gz": "NIfTI", ".nii": "NIfTI", ".nrrd": "NRRD", ".nhdr": "NRRD",
                  ".mha": "MetaImage", ".mhd": "MetaImage", ".dcm": "DICOM"}
@@ -77,6 +78,7 @@ def read_sitk_image(path: str | Path) -> sitk.Image:
     reader.SetFileName(str(path))
     try:
         reader.ReadImageInformation()
+        check_orthogonal_axes(reader.GetDirection(), path)  # a sheared NRRD/MetaImage, as ITK refuses a NIfTI
         check_declared_size(path, fmt, reader)
         if fmt == "NIfTI":
             _check_nifti_complete(path, reader)

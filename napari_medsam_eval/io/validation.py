@@ -116,6 +116,32 @@ def _check_integral(values: np.ndarray, path: str | Path | None) -> None:
         )
 
 
+#: how far a header's direction matrix may be from orthonormal (the round-off of a header written as text)
+ORTHONORMAL_ATOL = 1e-3
+
+
+def check_orthogonal_axes(direction: Sequence[float], path: str | Path | None) -> None:
+    """Refuse an image whose axes are not at right angles (a sheared NRRD's ``space directions``, any format
+    SimpleITK reads): every distance metric measures on the voxel grid with one spacing an axis, which is
+    wrong on sheared axes. ITK refuses a sheared NIfTI itself; this refuses the others alike."""
+    values = np.asarray(direction, dtype=float).ravel()
+    n = int(round(np.sqrt(values.size)))
+    if n < 2 or n * n != values.size:
+        return
+    axes = values.reshape(n, n)  # column i: the direction of axis i (ITK's direction matrix)
+    gram = axes.T @ axes
+    if np.allclose(gram, np.eye(n), atol=ORTHONORMAL_ATOL):
+        return
+    off = np.abs(gram - np.diag(np.diag(gram)))
+    i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+    lengths = np.sqrt(np.clip(np.diag(gram), 1e-12, None))
+    angle = float(np.degrees(np.arccos(np.clip(gram[i, j] / (lengths[i] * lengths[j]), -1.0, 1.0))))
+    names = "xyzt"
+    raise DataError(f"its axes are not orthogonal (sheared): axes {names[min(i, j)]} and {names[max(i, j)]} meet at "
+                    f"{angle:.1f} degrees, not 90 (direction {plain_numbers(values, 4)}); distances on its voxel grid "
+                    "would be wrong: resample it onto orthogonal axes first", path)
+
+
 def plain_numbers(values: Sequence[float], digits: int = 6) -> str:
     """``1, 1, 2.5``: numbers as people write them (no ``np.float64(...)``, no tuple brackets)."""
     return ", ".join(f"{round(float(v), digits):g}" for v in np.asarray(values, dtype=float).ravel())
