@@ -277,3 +277,70 @@ def test_a_sheared_nrrd_is_refused_like_a_sheared_nifti(tmp_path, capsys):
         read_case(sheared, sheared)
     rotated = _nrrd(tmp_path / "rotated.nrrd", "(0.6,0.8,0) (-0.8,0.6,0) (0,0,2)")  # oblique but orthogonal: read
     assert tuple(read_case(rotated, rotated).spacing) == (2.0, 1.0, 1.0)
+
+
+# ------------------------------------------------------------- internal errors that are now one line each
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data"
+
+
+@pytest.fixture(scope="module")
+def regions_run(tmp_path_factory) -> Path:
+    """A box-model run of the sample BraTS-like regions (3 cases x 3 regions: pairs for a bootstrap)."""
+    out = tmp_path_factory.mktemp("round3") / "run"
+    assert main(["run", str(SAMPLE / "phantom_regions"), "--model", "box", "--out", str(out), "--quiet",
+                 "--no-report"]) == 0
+    return out
+
+
+@pytest.mark.parametrize("option", ["--protocol-options", "--model-options", "--propagation"])
+def test_an_option_nested_30000_levels_is_refused_by_name(tmp_path, capsys, option):
+    deep = "[" * 30_000
+    assert main(["run", str(SAMPLE / "phantom_2d"), "--model", "box", "--out", str(tmp_path / "run"), "--quiet",
+                 option, deep]) == 2
+    line = _one_line_error(capsys)
+    assert line.startswith(f"error: {option} must be") and "'[[[[[[" in line and "(30000 characters)" in line, line
+    assert len(line) < 400 and not (tmp_path / "run").exists()
+
+
+def test_compare_with_a_trillion_resamples_is_refused_before_reading(regions_run, capsys):
+    assert main(["compare", str(regions_run), str(regions_run), "--resamples", "999999999999"]) == 2
+    assert _one_line_error(capsys) == ("error: --resamples must be a whole number of resamples from 1 to 1,000,000 "
+                                       "(each keeps one median: 1,000,000 take 8 MB), got 999999999999")
+    from napari_medsam_eval.report import compare_runs
+
+    with pytest.raises(MedsamEvalError, match="n_boot must be a whole number of resamples"):
+        compare_runs(regions_run, regions_run, n_boot=10**12)
+
+
+def _edited_copy(run: Path, folder: Path, column: str, cell: str) -> Path:
+    """A copy of ``run``'s results.csv (alone in ``folder``) whose first row's ``column`` holds ``cell``."""
+    import pandas as pd
+
+    table = pd.read_csv(run / "results.csv", dtype=str, keep_default_na=False)
+    table.loc[0, column] = cell
+    folder.mkdir()
+    table.to_csv(folder / "results.csv", index=False)
+    return folder / "results.csv"
+
+
+@pytest.mark.parametrize("cell, words", [('["a", 0.5]', "slice_dice holds '[\"a\", 0.5]', not a list of numbers"),
+                                         ("[[0.5], [0.7]]", "slice_dice holds '[[0.5], [0.7]]', not a list of numbers"),
+                                         ("per slice: 0.5", "slice_dice holds 'per slice: 0.5', not a JSON list")])
+def test_report_of_a_table_whose_slice_dice_is_not_numbers_names_file_and_line(regions_run, tmp_path, capsys,
+                                                                                cell, words):
+    table = _edited_copy(regions_run, tmp_path / "edited", "slice_dice", cell)
+    assert main(["report", str(table.parent), "--out", str(tmp_path / "report")]) == 2
+    line = _one_line_error(capsys)
+    assert line.startswith(f"error: {table}: line 2: {words}"), line
+    assert main(["report", str(table.parent), "--out", str(tmp_path / "lenient"), "--lenient"]) == 0
+
+
+def test_load_table_of_a_deeply_nested_json_cell_names_file_line_and_column(regions_run, tmp_path):
+    from napari_medsam_eval.api import load_table
+
+    table = _edited_copy(regions_run, tmp_path / "edited", "attributes", "[" * 5000 + "]" * 5000)
+    with pytest.raises(MedsamEvalError) as refused:
+        load_table(table.parent, parsed=True)
+    assert str(refused.value).startswith(f"{table}: line 2: attributes nests 5000 levels of JSON (at most 32 are "
+                                         "read)"), refused.value
+    assert len(load_table(table.parent, lenient=True)) == 8  # lenient: the row is skipped and counted

@@ -13,6 +13,8 @@ silently losing its NSD. So each row is checked before it is typed
 * a cell of a number column (:data:`.schema.FLOAT_COLUMNS`: ``dice``, ``iou``,
   ``nsd``, ``hd95``, the times ...) must be missing (blank, ``nan``) or a
   number; of a count column (:data:`.schema.INT_COLUMNS`) a whole number;
+* a cell of a JSON column nests at most 32 levels, and one of a column of numbers per slice (``slice_dice``,
+  ``dice_after`` ...) is a list of numbers or nulls (text or nested lists there ended in an internal error);
 * a CSV line must have as many fields as the header (:func:`csv_rows`);
 * the table must have the columns every reading needs (:data:`REQUIRED_COLUMNS`, and ``target_label``
   or ``label_name``): a table without ``status`` was read as every case failed, without ``dice`` as
@@ -27,6 +29,7 @@ names (:func:`skipped_summary`). A table the runner wrote passes unchanged.
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -34,6 +37,8 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from ..core.errors import DataError
+from ..core.options import MAX_JSON_DEPTH, json_depth, shown
+from .parsed_table import ARRAY_COLUMNS, DICT_COLUMNS, LIST_COLUMNS
 from .schema import FLOAT_COLUMNS, INT_COLUMNS, is_missing, whole_number
 
 #: the kinds of bad rows, in the order the report lists them
@@ -116,9 +121,39 @@ def _number(value: Any, column: str) -> float:
         raise BadRow(NOT_A_NUMBER, f"{column} holds {value!r}, not a number") from None
 
 
+def _json_cell(value: Any, column: str, numbers: bool) -> None:
+    """A JSON cell read as the tables read it, or a :class:`BadRow`: nested no deeper than
+    :data:`~napari_medsam_eval.core.options.MAX_JSON_DEPTH` (deeper text ended in RecursionError), and for a
+    column of numbers (``slice_dice`` ...) a list of numbers or nulls (text or nested lists ended in TypeError)."""
+    if is_missing(value) or (isinstance(value, str) and not value.strip()):
+        return
+    if isinstance(value, str):
+        if value.count("[") + value.count("{") > MAX_JSON_DEPTH and json_depth(value) > MAX_JSON_DEPTH:
+            raise BadRow(NOT_A_NUMBER, f"{column} nests {json_depth(value)} levels of JSON (at most "
+                                       f"{MAX_JSON_DEPTH} are read)")
+        if not numbers:
+            return
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise BadRow(NOT_A_NUMBER, f"{column} holds {shown(value)}, not a JSON list of numbers") from None
+    if not numbers:
+        return
+    items = list(value) if isinstance(value, (list, tuple, np.ndarray)) else None
+    if items is None or not all(v is None or (isinstance(v, (int, float, np.integer, np.floating))
+                                              and not isinstance(v, (bool, np.bool_))) for v in items):
+        raise BadRow(NOT_A_NUMBER, f"{column} holds {shown(json.dumps(value, default=str))}, not a list of numbers "
+                                   "(null where a slice has no score)")
+
+
 def _checked_row(row: dict[str, Any], source: Path | None) -> dict[str, Any]:
-    """``row`` with its number cells as floats and its count cells as whole numbers, or a :class:`BadRow`."""
+    """``row`` with its number cells as floats and its count cells as whole numbers (its JSON cells checked), or
+    a :class:`BadRow`."""
     row = dict(row)
+    for columns, numbers in ((ARRAY_COLUMNS, True), (LIST_COLUMNS + DICT_COLUMNS, False)):
+        for column in columns:
+            if column in row:
+                _json_cell(row[column], column, numbers)
     for column in FLOAT_COLUMNS:
         if column in row:
             row[column] = _number(row[column], column)

@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..core.errors import MedsamEvalError
 from .common import add_overwrite_argument, positive_int, seed_int
 from .commands import command_help
 from .table_reading import add_lenient_argument, print_warnings
@@ -26,8 +25,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..report import compare_runs, format_comparison, load_run, write_comparison
 
-    if args.resamples < 1:
-        raise MedsamEvalError(f"--resamples must be >= 1, not {args.resamples}")
+    from ..report.paired import check_resamples
+
+    check_resamples(args.resamples, "--resamples")  # before the tables are read: 999999999999 is 8 TB of medians
     a, b = load_run(args.run_a, args.lenient), load_run(args.run_b, args.lenient)
     print_warnings(a, "A")
     print_warnings(b, "B")

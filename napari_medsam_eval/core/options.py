@@ -20,6 +20,7 @@ import inspect
 import json
 import math
 import numbers
+import re
 import types
 import typing
 from pathlib import PurePath
@@ -41,25 +42,76 @@ def _refuse_constant(name: str) -> Any:
     raise InputError(f"{name} is not a number this option takes")
 
 
+#: the deepest nesting of lists and objects an option's JSON may have (an option is a few flat values)
+MAX_JSON_DEPTH = 32
+#: how many characters of a refused value a message shows
+SHOWN_CHARS = 60
+#: what a preset name looks like (``volume``, ``legacy``): a word, not JSON or a path
+_PRESET_NAME = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
+
+
+def shown(text: Any, limit: int = SHOWN_CHARS) -> str:
+    """``repr(text)`` cut to about ``limit`` characters (``'[[[[...' (30000 characters)``), so that a refused
+    value keeps its message on one readable line."""
+    text = str(text)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def json_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON ``text`` (brackets inside strings not counted): measured without
+    parsing, so that text nested deeper than Python's recursion limit is refused by name, not by RecursionError."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
 def json_object(text: str | None, what: str) -> dict[str, Any]:
-    """The JSON object in ``text`` (empty text: ``{}``); :class:`OptionError` naming ``what`` otherwise."""
+    """The JSON object in ``text`` (empty text: ``{}``); :class:`OptionError` naming ``what`` otherwise (nested
+    deeper than :data:`MAX_JSON_DEPTH` included)."""
     if text is None or not str(text).strip():
         return {}
+    text = str(text)
+    depth = json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise OptionError(f"{what} must be a JSON object of options, e.g. '{{\"margin\": 5}}'; {shown(text)} nests "
+                          f"{depth} levels of lists and objects (at most {MAX_JSON_DEPTH} are read)")
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except ValueError as error:
         raise OptionError(f"{what} must be a JSON object, e.g. '{{\"margin\": 5}}' ({error})") from None
     if not isinstance(value, dict):
-        raise OptionError(f"{what} must be a JSON object, got {text!r}")
+        raise OptionError(f"{what} must be a JSON object, got {shown(text)}")
     return value
 
 
 def propagation_value(text: str | None, what: str = "propagation") -> str | dict[str, Any] | None:
-    """A preset name as it is (None or empty: the data's default), JSON options as a dict."""
+    """A preset name as it is (None or empty: the data's default), JSON options as a dict; text that is neither
+    (a JSON list, a long or odd text) is an OptionError naming ``what`` with the start of the text."""
     if text is None or not str(text).strip():
         return None
     text = str(text).strip()
-    return json_object(text, what) if text.startswith("{") else text
+    if text.startswith("{"):
+        return json_object(text, what)
+    if not _PRESET_NAME.fullmatch(text):
+        raise OptionError(f"{what} must be a preset name or a JSON object of rule options, got {shown(text)}")
+    return text
 
 
 def plain(value: Any) -> str:
@@ -191,5 +243,5 @@ def check_dataclass_options(cls: type, given: dict[str, Any], what: str) -> None
     _check(what, typing.get_type_hints(cls), given, fields)
 
 
-__all__ = ["plain", "accepts", "check_call_options", "check_dataclass_options", "describe", "json_object",
+__all__ = ["MAX_JSON_DEPTH", "plain", "accepts", "json_depth", "shown", "check_call_options", "check_dataclass_options", "describe", "json_object",
            "propagation_value"]

@@ -24,7 +24,7 @@ Per task and over all pairs (the ``(all)`` row, pooled over tasks):
 from __future__ import annotations
 
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,9 +36,20 @@ from ..core.errors import InputError
 PAIR_KEYS = ("case_id", "task", "target_label")
 MIN_WILCOXON = 6
 MIN_BOOTSTRAP = 2
+#: the most bootstrap resamples taken (a percentile interval is stable to 3 decimals long before)
+MAX_RESAMPLES = 1_000_000
 ALL = "(all)"
 COLUMNS = ["task", "n_a", "n_b", "n_paired", "n_only_a", "n_only_b", "n_unscored", "median_a", "median_b",
            "median_diff", "ci_low", "ci_high", "mean_diff", "n_b_better", "n_a_better", "wilcoxon_p", "note"]
+
+
+def check_resamples(n_boot: Any, option: str = "n_boot") -> int:
+    """``n_boot`` as a count of bootstrap resamples, 1 to :data:`MAX_RESAMPLES`; an InputError naming ``option``
+    otherwise (999999999999 resamples would ask for 8 TB of medians)."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or not 1 <= n_boot <= MAX_RESAMPLES:
+        raise InputError(f"{option} must be a whole number of resamples from 1 to {MAX_RESAMPLES:,} (each keeps one "
+                         f"median: {MAX_RESAMPLES:,} take {MAX_RESAMPLES * 8 // 10**6} MB), got {n_boot!r}")
+    return int(n_boot)
 
 
 def bootstrap_median_ci(diffs: np.ndarray, n_boot: int = 10_000, confidence: float = 0.95,
@@ -146,6 +157,7 @@ def compare_runs(run_a, run_b, metric: str = "dice", on: Sequence[str] = PAIR_KE
     """
     if metric not in ("dice", "nsd", "iou", "hd95"):
         raise InputError(f"metric must be dice, nsd, iou or hd95, not {metric!r}")
+    check_resamples(n_boot)
     pairs, notes = paired_scores(run_a, run_b, metric=metric, on=on)
     groups = sorted(pairs.groupby("task", sort=False), key=lambda item: natural_key(item[0]))
     rows = [_compare_group(task, part, n_boot, confidence, seed) for task, part in groups]
