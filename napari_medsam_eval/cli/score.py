@@ -213,11 +213,14 @@ def _by_convention(row: dict, pred: np.ndarray, gt: np.ndarray, spacing: tuple, 
 def _target_row(target: Target, pred: np.ndarray, gt: np.ndarray, spacing: tuple, kind: str, tolerance_mm: float,
                 rule: LesionRule) -> dict:
     """One target's row: :func:`score_pair` of its masks (the labels it unites in each map), its lesions
-    (:func:`match_lesions`) when it is taken lesion by lesion."""
+    (:func:`match_lesions`) when it is taken lesion by lesion (an instance target: the maps' values)."""
     p, g = target.mask(pred), target.mask(gt)
     row = {"label": target.labels_text(), "name": target.name, "kind": kind,
            **score_pair(p, g, kind, spacing[1:] if kind == "video" else spacing, tolerance_mm)}
-    if target.lesions:
+    if target.instances:  # an instance map: each value one lesion, on both sides
+        row.update(match_lesions(np.where(p, pred, 0), np.where(g, gt, 0), spacing, kind, rule,
+                                 instances=True).columns())
+    elif target.lesions:
         row.update(match_lesions(p, g, spacing, kind, rule).columns())
     return row
 
