@@ -17,8 +17,8 @@ schema gives them, and numbers ``float64``. A ``target`` column (after ``label_n
 for a case that failed before its labels were known).
 
 :func:`chosen_columns` keeps the columns a reader asked for (``api.load_table(columns=...)``): ``"all"`` (every
-column of the schema), ``"core"`` (:data:`CORE_COLUMNS` and every other column some row fills: a plain run's 65
-columns come down to about 25; a lesion run keeps its lesion columns, an interactive run its curves) or a list
+column of the schema), ``"core"`` (:data:`CORE_COLUMNS` and every other column some row fills: a plain run's 76
+columns come down to under 40; a lesion run keeps its lesion columns, an interactive run its curves) or a list
 of names.
 """
 from __future__ import annotations
@@ -87,7 +87,8 @@ def chosen_columns(table: pd.DataFrame, columns: str | Sequence[str]) -> pd.Data
 
 
 def empty_column(values: pd.Series) -> bool:
-    """True when no row fills the column: missing, ``""``, an empty list, dict or array (or their JSON text)."""
+    """True when no row fills the column: missing, ``""``, an empty list, dict or array (or their JSON text), a
+    float array of NaN only."""
     for value in values:
         if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
             continue
@@ -95,6 +96,8 @@ def empty_column(values: pd.Series) -> bool:
             if value.strip() in ("", "[]", "{}"):
                 continue
             return False
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f" and np.isnan(value).all():
+            continue  # a float array of NaN only (a baseline's model scores): nothing in it
         if isinstance(value, (list, dict, tuple, np.ndarray)):
             if len(value) == 0:
                 continue
