@@ -344,3 +344,38 @@ def test_load_table_of_a_deeply_nested_json_cell_names_file_line_and_column(regi
     assert str(refused.value).startswith(f"{table}: line 2: attributes nests 5000 levels of JSON (at most 32 are "
                                          "read)"), refused.value
     assert len(load_table(table.parent, lenient=True)) == 8  # lenient: the row is skipped and counted
+
+
+# ------------------------------------------------------------------------------------ smaller: messages
+def test_explain_on_a_folder_that_is_not_a_run_says_so(tmp_path, capsys):
+    folder = tmp_path / "analysis"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine\n")
+    assert main(["explain", str(folder), "--quiet"]) == 2
+    assert _one_line_error(capsys) == (f"error: {folder}: not a run folder of medsam-eval (no manifest.json; it holds "
+                                       "notes.txt); explain takes a folder that `medsam-eval run` made")
+
+
+def test_the_cli_says_resume_in_its_own_words(tmp_path, capsys):
+    from napari_medsam_eval.benchmark.runner import run_benchmark
+
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine\n")
+    assert main(["run", str(SAMPLE / "phantom_2d"), "--model", "box", "--out", str(out), "--quiet"]) == 2
+    assert _one_line_error(capsys) == (f"error: {out}: the run folder is not empty; resume it with --resume, or "
+                                       "choose a new folder")
+    with pytest.raises(MedsamEvalError, match=r"resume it with resume=True, replace the earlier run with "
+                                              r"overwrite=True, or choose a new folder"):
+        run_benchmark(SAMPLE / "phantom_2d", out, "box")
+
+
+def test_a_limit_given_by_max_decoded_gb_is_named_as_that_option(tmp_path, shared_data, capsys, monkeypatch):
+    monkeypatch.delenv("MEDSAM_EVAL_MAX_IMAGE_GB", raising=False)
+    image = shared_data / "hippocampus_mri" / "imagesTr" / "hippocampus_001.nii.gz"
+    assert main(["info", str(image), "--max-decoded-gb", "0.00001"]) == 2
+    line = _one_line_error(capsys)
+    assert "above the memory ceiling of 10.0 KB (set by --max-decoded-gb 1e-05)" in line, line
+    monkeypatch.setenv("MEDSAM_EVAL_MAX_IMAGE_GB", "0.00001")
+    assert main(["info", str(image)]) == 2
+    assert "(set by MEDSAM_EVAL_MAX_IMAGE_GB)" in _one_line_error(capsys)

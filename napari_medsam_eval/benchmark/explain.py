@@ -71,7 +71,7 @@ class _Run:
 
 
 def _open_run(run_dir: Path) -> _Run:
-    manifest = check_run_folder(run_dir)
+    manifest = check_run_folder(run_dir, "explain")
     if manifest.get("status") == "running":
         raise DataError("the run is still running (or was killed): finish or resume it first, then explain it",
                         run_dir / MANIFEST_FILE)

@@ -162,22 +162,26 @@ def is_run_manifest(manifest: Any) -> bool:
             and isinstance(manifest.get("config"), dict))
 
 
-def check_run_folder(run_dir: str | Path) -> dict[str, Any]:
+def check_run_folder(run_dir: str | Path, action: str = "resume") -> dict[str, Any]:
     """The manifest of a run folder this tool made; a :class:`DataError` naming the folder and what it holds
-    (or what is wrong with its manifest) otherwise. Reads only."""
+    (or what is wrong with its manifest) otherwise, in the words of ``action`` (``"resume"``: "cannot resume";
+    another, ``"explain"``: that it is not a run folder, which ``action`` needs). Reads only."""
     run_dir = Path(run_dir)
+    resuming = action == "resume"
+    start = "cannot resume: " if resuming else ""
     if not (run_dir / MANIFEST_FILE).exists():
-        raise DataError(f"cannot resume: not a run folder of medsam-eval (no {MANIFEST_FILE}; it holds "
-                        f"{folder_contents(run_dir)}); --resume continues a run started in that folder, "
-                        "so give that folder or a new one", run_dir)
+        hint = ("--resume continues a run started in that folder, so give that folder or a new one" if resuming
+                else f"{action} takes a folder that `medsam-eval run` made")
+        raise DataError(f"{start}not a run folder of medsam-eval (no {MANIFEST_FILE}; it holds "
+                        f"{folder_contents(run_dir)}); {hint}", run_dir)
     try:
         manifest = read_manifest(run_dir)
     except DataError:
         manifest = None
     if not is_run_manifest(manifest):
-        raise DataError(f"cannot resume: {MANIFEST_FILE} is not a run manifest of medsam-eval (format "
-                        f"{FORMAT_VERSION} with status and config); give a run folder this tool made, or a new "
-                        "folder", run_dir)
+        raise DataError(f"{start}{MANIFEST_FILE} is not a run manifest of medsam-eval (format "
+                        f"{FORMAT_VERSION} with status and config); give a run folder this tool made"
+                        + (", or a new folder" if resuming else ""), run_dir)
     return manifest
 
 

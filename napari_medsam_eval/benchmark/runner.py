@@ -80,10 +80,18 @@ def _check_out_dir(out_dir: Path, resume: bool, overwrite: bool = False) -> None
         earlier_run_entries(out_dir)  # refuses (removing nothing) a folder holding more than a run
         return
     if held and not resume:
-        raise DataError("the run folder is not empty; resume it with --resume (resume=True), replace the earlier "
-                        "run with overwrite=True, or choose a new folder", out_dir)
+        raise _in_cli_words(DataError("the run folder is not empty; resume it with resume=True, replace the earlier "
+                                      "run with overwrite=True, or choose a new folder", out_dir),
+                            "the run folder is not empty; resume it with --resume, or choose a new folder")
     if held:
         check_run_folder(out_dir)  # only a folder holding our manifest is resumed; nothing else is touched
+
+
+def _in_cli_words(error: DataError, problem: str) -> DataError:
+    """``error`` carrying ``problem`` as the command line says it (``--resume`` where the API says
+    ``resume=True``): :func:`napari_medsam_eval.cli.main` prints its ``cli_text``."""
+    error.cli_text = str(DataError(problem, error.path))  # type: ignore[attr-defined]
+    return error
 
 
 def _check_apart_from_inputs(out_dir: Path, dataset: Path, model_options: dict[str, Any],
@@ -380,7 +388,7 @@ def _finish(out_dir: Path, store: ResultStore, manifest: dict[str, Any], session
         write_manifest(out_dir, manifest)
     except OSError as error:
         problem = (f"the run's tables and manifest could not be written ({os_error_words(error)}); {ROWS_FILE} "
-                   "holds every finished case: make room, then --resume (resume=True) writes them")
+                   "holds every finished case: make room, then resuming the run (--resume, resume=True) writes them")
         logger.error("cannot finish the run folder's tables and manifest: %s", os_error_words(error))
         manifest.update(status="failed", error=problem)
         sessions[-1]["status"] = "failed"

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except MedsamEvalError as error:
         if args.debug:
             raise
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {getattr(error, 'cli_text', None) or error}", file=sys.stderr)  # the CLI's words, if other
         return 2
     except OSError as error:  # the file system refused: name the file and the reason
         if args.debug:
