@@ -139,3 +139,19 @@ def test_protocol_prompts_each_instance_numbered_by_its_value():
     prompts = build_protocol("medsam2").prompts(label[None].repeat(3, 0), "volume",
                                                 targets=[Target("nuclei", (), instances=True)])
     assert sorted(p.info["lesion"] for p in prompts) == [1, 3, 7]
+
+
+def test_score_an_instance_target_matches_the_maps_value_by_value(tmp_path: Path, capsys):
+    import json
+
+    from napari_medsam_eval.cli import main
+
+    truth = touching_discs()
+    pred = truth.copy()
+    pred[pred == 2] = 0
+    iio.imwrite(tmp_path / "gt.png", truth)
+    iio.imwrite(tmp_path / "pred.png", pred)
+    assert main(["score", str(tmp_path / "pred.png"), str(tmp_path / "gt.png"), "--json",
+                 "--targets", "nuclei=instances"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)["labels"]
+    assert (row["lesions_true"], row["lesions_found"], row["lesions_missed"]) == (5, 4, 1)
