@@ -36,8 +36,9 @@ LayerData = tuple[Any, dict[str, Any], str]
 
 #: the plugin's name in napari (``name`` in napari.yaml)
 PLUGIN_NAME = "napari-medsam-eval"
-#: Case.metadata keys (ITK order) that place a mask on the source image's grid
-GEOMETRY_KEYS = ("spacing_xyz", "origin", "direction")
+#: Case.metadata keys (ITK order) that place a mask on the source image's grid; a DICOM series' folder and UID
+#: too, so that a prediction can be saved as a DICOM SEG on it (``_writer``)
+GEOMETRY_KEYS = ("spacing_xyz", "origin", "direction", "dicom_series_folder", "dicom_series_id")
 #: every file suffix the reader accepts (listed as patterns in napari.yaml)
 READER_SUFFIXES = SITK_SUFFIXES + NPZ_SUFFIXES + IMAGE2D_SUFFIXES + VIDEO_SUFFIXES
 

@@ -1,4 +1,4 @@
-"""napari writer: a Labels layer (a prediction, an edited ground truth) to NIfTI/NRRD/MHA/npz.
+"""napari writer: a Labels layer (a prediction, an edited ground truth) to NIfTI/NRRD/MHA/npz or a DICOM SEG.
 
 Thin: :func:`napari_medsam_eval.io.writers.write_mask` writes (atomically), never into a dataset
 folder (:func:`napari_medsam_eval.core.ownership.check_may_write`: a ground truth is not saved over).
@@ -13,6 +13,12 @@ mask and draws an inner object over an outer one cannot be one label map without
 outer one. Then the label map is written as drawn, every object it does not show whole gets a file of its
 own beside it (``<name>.label<value>.nii.gz``, its whole mask as its value), and a warning says so:
 nothing is dropped silently.
+
+``.dcm``: a DICOM SEG (:mod:`.io.dicom_seg_write`), for a layer whose image came from a DICOM series (the
+reader's ``geometry`` names the series' folder and UID; anything else is refused, saying so). A SEG holds
+overlapping segments, so it is one file: a segment per object, its whole mask, named by the layer's
+``label_names`` or ``object <value>``, the model (``metadata['model']``) and the objects' prompt protocol
+recorded in it.
 """
 from __future__ import annotations
 
@@ -23,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .core.case import Case, Spacing
-from .core.errors import MedsamEvalError
+from .core.errors import DataError, MedsamEvalError
 from .core.ownership import check_may_write
 from .io.formats import format_suffix, strip_suffix
 from .io.writers import write_mask
@@ -63,6 +69,8 @@ def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
     from ._widgets.common._object_masks import hidden_objects
 
     data = np.asarray(data)
+    if format_suffix(Path(path)) == ".dcm":
+        return [_write_seg(path, data, meta)]
     masks = (meta.get("metadata") or {}).get("masks")
     hidden = hidden_objects(masks, data) if isinstance(masks, dict) else {}
     files = {None: (Path(path), data)}
@@ -81,3 +89,26 @@ def write_labels(path: str, data: Any, meta: dict[str, Any]) -> list[str]:
         warnings.warn(f"{Path(path).name} holds one label map, where objects overlap: {listed}", UserWarning,
                       stacklevel=2)
     return written
+
+
+def _write_seg(path: str, data: np.ndarray, meta: dict[str, Any]) -> str:
+    """The layer as one DICOM SEG: each object's whole mask a segment (they may overlap)."""
+    from .datasets.dataset_roots import dataset_holding
+    from .io.dicom_seg_write import SegAlgorithm, SegSegment
+    from .io.writers import write_dicom_seg
+
+    layer_meta = meta.get("metadata") or {}
+    masks = layer_meta.get("masks")
+    if not isinstance(masks, dict):
+        masks = {int(v): data == v for v in np.unique(data) if v > 0}
+    names = {int(k): str(v) for k, v in (layer_meta.get("label_names") or {}).items() if str(k).isdigit()}
+    segments = [SegSegment(names.get(int(v)) or f"object {int(v)}", masks[v], int(v)) for v in sorted(masks)]
+    objects = [o for o in (layer_meta.get("objects") or {}).values() if isinstance(o, dict)]
+    protocols = sorted({str((o.get("prompt") or {}).get("protocol")) for o in objects
+                        if isinstance(o.get("prompt"), dict) and (o.get("prompt") or {}).get("protocol")})
+    algorithm = SegAlgorithm(str(layer_meta.get("model") or "napari-medsam-eval"), ", ".join(protocols) or None)
+    try:
+        check_may_write(path, overwrite=True, option="the file", dataset=dataset_holding(path))
+        return str(write_dicom_seg(segments, path, reference_case(data, meta), algorithm))
+    except (MedsamEvalError, ValueError) as error:  # not a ValueError: napari would take it for 'not a valid writer'
+        raise DataError(f"cannot write {Path(path).name}: {error}") from error

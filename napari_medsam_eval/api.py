@@ -376,7 +376,6 @@ def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: i
     from .core.ownership import check_may_write
     from .datasets.dataset_roots import dataset_holding
     from .io import write_mask as write
-    from .io.dicom_seg_write import SegAlgorithm
 
     try:
         check_may_write(path, overwrite=overwrite, option="write_mask's path", dataset=dataset_holding(path))
@@ -388,10 +387,7 @@ def write_mask(case: Case, mask: np.ndarray, path: str | Path, *, label_value: i
             raise InputError(f"label_value must be a whole number from 1, got {label_value!r}")
         labels = labels.astype(numpy.uint8 if label_value < 256 else numpy.int32)
         labels *= int(label_value)  # in place: one copy
-        names = names or {int(label_value): case.label_names.get(int(label_value)) or f"label {label_value}"}
-    elif names is None:
-        names = {int(v): n for v, n in case.label_names.items() if numpy.any(labels == int(v))}
-    written = write(labels, path, case, names=names, algorithm=SegAlgorithm(model, protocol))
+    written = write(labels, path, case, names=names, model=model, protocol=protocol)
     record_written(written.parent, [written.name])  # ours now: writing it again needs no overwrite
     return written
 

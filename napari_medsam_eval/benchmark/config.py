@@ -33,6 +33,8 @@ _MANIFEST_NAMES = {"dataset": "dataset_path"}
 _NOT_RECORDED = ("out_dir", "resume", "tolerance_mm", "precision", "overwrite")
 #: fields recorded only when they differ from the default (older manifests lack them)
 _RECORDED_WHEN_SET = {"executor": "local", "ray_address": None, "gpus_per_worker": 0.0}
+#: fields recorded only when they differ from the default, whatever the executor
+_RECORDED_WHEN_CHANGED = {"prediction_format": "nifti"}
 #: fields recorded only when set, whatever the executor
 _RECORDED_WHEN_TRUE = ("allow_outside", "targets", "lesions", "cases")
 
@@ -82,6 +84,9 @@ class RunConfig:
     workers: int = 1
     resume: bool = False
     save_predictions: bool = False
+    #: the saved predictions' format (``--prediction-format``): ``nifti`` (NIfTI, npz beside npz sources, PNG for
+    #: 2D images) or ``dicom-seg`` (a DICOM SEG on each case's DICOM series); see ``prediction_files``
+    prediction_format: str = "nifti"
     seed: int = 0
     intensity: str = "auto"
     propagation: str | dict[str, Any] | None = None
@@ -150,6 +155,12 @@ class RunConfig:
         if self.overwrite and self.resume:
             raise OptionError("overwrite and resume contradict each other: resume continues the earlier run, "
                               "overwrite replaces it; give one")
+        from .prediction_files import check_prediction_format
+
+        check_prediction_format(self.prediction_format)
+        if self.prediction_format != "nifti" and not self.save_predictions:
+            raise OptionError(f"prediction_format {self.prediction_format!r} is the format of saved predictions: "
+                              "set save_predictions (--save-predictions)")
         if self.lesions is not None:
             self.lesion_rule()
         if self.protocol_options.get("seed", self.seed) != self.seed:
@@ -216,6 +227,8 @@ class RunConfig:
             name, value = item.name, getattr(self, item.name)
             if name in _NOT_RECORDED or (name in _RECORDED_WHEN_SET and value == _RECORDED_WHEN_SET[name]
                                          and self.executor == "local") or (name in _RECORDED_WHEN_TRUE and not value):
+                continue
+            if name in _RECORDED_WHEN_CHANGED and value == _RECORDED_WHEN_CHANGED[name]:
                 continue
             recorded[_MANIFEST_NAMES.get(name, name)] = str(Path(value).resolve()) if name == "dataset" else value
         return recorded

@@ -38,7 +38,7 @@ from ..datasets import CaseRef, DatasetLayout, task_name
 from ..evaluation.lesions import lesion_boxes, lesion_labels, match_lesions
 from ..core.errors import Cancelled
 from ..io import write_mask
-from .prediction_files import prediction_files, prediction_suffix, safe_file_stem
+from .prediction_files import file_names, prediction_files, prediction_suffix, safe_file_stem
 from ..models.base import SegmentationBackend
 from ..core.progress import SliceProgress
 from ..core.prompt import Prompt, prompts_to_json
@@ -392,12 +392,14 @@ class CaseEvaluator:
               rows: dict[int, dict[str, Any]]) -> None:
         """The case's predictions, each file written atomically and verified (:func:`prediction_files`);
         every row names its file, which reproduces the row (``medsam-eval score`` with the run's targets)."""
-        stem, suffix = safe_file_stem(ref.case_id), prediction_suffix(case)
+        stem, suffix = safe_file_stem(ref.case_id), prediction_suffix(case, self.config.prediction_format)
         files = prediction_files(targets, predictions, case.spatial_shape, stem, suffix)
         written: dict[int | None, tuple[str, str]] = {}
         try:
             for key, (relative, labels) in files.items():
-                path = write_mask(labels, self.config.out_dir / relative, case)  # verified before it is kept
+                path = write_mask(labels, self.config.out_dir / relative, case,  # verified before it is kept
+                                  names=file_names(targets, key, predictions), model=self.config.model,
+                                  protocol=self.config.protocol)  # a DICOM SEG records them
                 written[key] = (relative.as_posix(), sha256_file(path))
         except Exception as error:  # noqa: BLE001 - the scores stand; say why the file is missing
             for key, row in rows.items():

@@ -4,16 +4,23 @@ Each target keeps its own mask: where the case's label map cannot hold every tar
 overlapping an earlier one, a region of several labels), the target gets a file of its own, and its
 row names that file, so every row's file reproduces the row (``medsam-eval score`` with the run's
 ``--targets``). Nothing is dropped silently.
+
+The format (``run --prediction-format``, :data:`PREDICTION_FORMATS`): ``nifti`` (the default: ``.nii.gz``,
+``.npz`` beside an npz source, ``.png`` for 2D images) or ``dicom-seg`` (a DICOM SEG on the case's own DICOM
+series, each target a segment named by the target, the model and protocol recorded in it:
+:mod:`napari_medsam_eval.io.dicom_seg_write`; a case not read from a DICOM series is refused by name).
 """
 from __future__ import annotations
 
 import hashlib
 import re
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
 from ..core.case import Case
+from ..core.errors import OptionError
 from ..core.targets import Target
 
 PREDICTIONS_DIR = "predictions"
@@ -36,8 +43,22 @@ def safe_file_stem(case_id: str, most: int = STEM_BYTES) -> str:
     return f"{stem[:most - 9]}-{digest}"
 
 
-def prediction_suffix(case: Case) -> str:
-    """``.npz`` beside an npz source, ``.png`` for 2D images, else ``.nii.gz``."""
+#: ``run --prediction-format``'s choices (the first the default)
+PREDICTION_FORMATS = ("nifti", "dicom-seg")
+
+
+def check_prediction_format(name: str) -> str:
+    """``name`` when it is one of :data:`PREDICTION_FORMATS`, else an OptionError listing them."""
+    if name not in PREDICTION_FORMATS:
+        raise OptionError(f"prediction_format must be one of {', '.join(PREDICTION_FORMATS)}, got {name!r}")
+    return name
+
+
+def prediction_suffix(case: Case, prediction_format: str = "nifti") -> str:
+    """``.dcm`` (a DICOM SEG) for the ``dicom-seg`` format; else ``.npz`` beside an npz source, ``.png`` for 2D
+    images, ``.nii.gz`` for the rest."""
+    if check_prediction_format(prediction_format) == "dicom-seg":
+        return ".dcm"
     if case.kind == "image":
         return ".png"
     source = str(case.metadata.get("image_path", ""))
@@ -73,4 +94,20 @@ def prediction_files(targets: list[Target], predictions: dict[int, np.ndarray], 
     return files
 
 
-__all__ = ["PREDICTIONS_DIR", "prediction_files", "prediction_suffix", "safe_file_stem"]
+def file_names(targets: list[Target], key: int | None, predicted: Iterable[int] | None = None) -> dict[int, str]:
+    """The names of the label values in :func:`prediction_files`' file ``key``: in the case's label map (key
+    None) each predicted target of one label (its key in ``predicted``, default all) by its value, in a
+    target's own file that target by the value it is written as; a DICOM SEG names its segments so (a target
+    predicted empty still a named, empty segment; a target without a prediction none)."""
+    if key is None:
+        keys = None if predicted is None else set(predicted)
+        return {t.key: t.name for t in targets if t.key == t.value and (keys is None or t.key in keys)}
+    target = next((t for t in targets if t.key == key), None)
+    if target is None:
+        return {}
+    value = target.key if target.key == target.value or not target.labels else target.labels[0]
+    return {value: target.name}
+
+
+__all__ = ["PREDICTIONS_DIR", "PREDICTION_FORMATS", "check_prediction_format", "file_names", "prediction_files",
+           "prediction_suffix", "safe_file_stem"]

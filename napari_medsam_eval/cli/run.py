@@ -60,6 +60,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     parser.add_argument("--limit", type=positive_int, help="only the first K cases")
     parser.add_argument("--save-predictions", action="store_true", help="write each case's predicted label map")
+    parser.add_argument("--prediction-format", choices=("nifti", "dicom-seg"), default="nifti",
+                        help="format of --save-predictions: nifti (default; npz beside npz sources, PNG for 2D "
+                             "images) or dicom-seg (a DICOM SEG on each case's DICOM series, a segment per target)")
     parser.add_argument("--allow-outside", action="store_true",
                         help="read the files a dataset lists outside its folder (dataset.json's '../..' or absolute "
                              "paths); without it each such case is a failed row naming the file")
@@ -177,7 +180,8 @@ def run(args: argparse.Namespace) -> int:
         config = RunConfig(
             args.dataset, args.out, args.model, protocol, model_options=model_options,
             protocol_options=protocol_options, layout=args.layout, limit=args.limit, workers=args.workers,
-            resume=args.resume, save_predictions=args.save_predictions, seed=args.seed, intensity=args.intensity,
+            resume=args.resume, save_predictions=args.save_predictions,
+            prediction_format=getattr(args, "prediction_format", "nifti"), seed=args.seed, intensity=args.intensity,
             propagation=propagation_option(args.propagation), executor=getattr(args, "executor", "local"),
             ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0),
             allow_outside=args.allow_outside, targets=targets_option(args), lesions=lesion_option(args))

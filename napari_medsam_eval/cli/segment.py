@@ -8,7 +8,9 @@ edited elsewhere), kept exactly as painted (:mod:`napari_medsam_eval.core.anchor
 The prompted slice/frame is segmented and, for volumes and videos, propagated
 (volumes both ways, videos forward) unless ``--no-propagate``. The mask is
 written with :func:`napari_medsam_eval.io.write_mask`: ``.npz`` under the key
-``segs``, NIfTI/NRRD/MHA with the source image's geometry.
+``segs``, NIfTI/NRRD/MHA with the source image's geometry, ``.dcm`` a DICOM SEG on the
+source DICOM series (one segment, named by the case's label name for ``--label-value`` or
+``label <value>``, the model and protocol ``manual`` recorded in it).
 """
 from __future__ import annotations
 
@@ -41,7 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("segment", help=command_help("segment"))
     parser.add_argument("image", type=Path, help="image file or folder (any format `info` reads)")
     parser.add_argument("--series-id", metavar="UID", help=SERIES_HELP)
-    parser.add_argument("--out", type=Path, required=True, help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha or .png")
+    parser.add_argument("--out", type=Path, required=True,
+                        help="output mask: .npz (key 'segs'), .nii.gz, .nrrd, .mha, .png (2D images) or .dcm "
+                             "(a DICOM SEG; DICOM series only)")
     parser.add_argument("--box", type=finite_float, nargs="+", action="append", metavar="X0 Y0 X1 Y1 [SLICE]",
                         help="inclusive pixel box, on SLICE when given (else --slice); repeatable: boxes on other "
                              "slices are corrections, propagated again up to the neighbouring prompts")
@@ -204,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     if args.modality:
         case.modality = args.modality
     prompts = _prompts(args, case)
-    check_output_path(args.out, case.kind)  # before any model work is spent on it
+    check_output_path(args.out, case.kind, case)  # before any model work is spent on it (a SEG: a DICOM source)
     check_out_file(args.out, args.overwrite)  # never over a file not ours, never into a dataset
     options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args), "device": args.device}
     if args.checkpoint is not None:
@@ -242,7 +246,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         labels = mask.astype(np.uint8 if args.label_value < 256 else np.int32)
         labels *= args.label_value  # in place: one copy, not two
-    path = write_mask(labels, args.out, case)
+    name = case.label_names.get(args.label_value) or f"label {args.label_value}"  # a DICOM SEG's segment label
+    path = write_mask(labels, args.out, case, names={args.label_value: name}, model=args.model, protocol="manual")
     record_written(path.parent, [path.name])  # ours now: a re-run may replace it without --overwrite
     print(f"wrote {path} ({int(mask.sum())} voxels on {int(mask.reshape(mask.shape[0], -1).any(axis=1).sum()) if mask.ndim > 2 else 1} slices)")
     if len(prompts) > 1:

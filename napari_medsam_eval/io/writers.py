@@ -10,6 +10,9 @@ Formats, chosen by the path's suffix:
   **x, y, z** order (as MedSAM npz store it) and ``origin``/``direction`` when known.
 - ``.png`` (2D cases only): label values written as they are (1, 2, ...),
   not scaled to 255.
+- ``.dcm`` (cases read from a DICOM series only): a DICOM SEG on that series, one segment per label
+  value (:mod:`.dicom_seg_write` builds it with highdicom; ``names`` name the segments, ``model`` and
+  ``protocol`` its algorithm); :func:`write_dicom_seg` writes segments that overlap.
 
 Every write goes to a temporary file in the target folder, is read back and
 compared with the mask (SimpleITK does not report every failed write: on a
@@ -27,7 +30,7 @@ import os
 import shutil
 import zipfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import imageio.v3 as iio
 import numpy as np
@@ -43,14 +46,15 @@ from .validation import check_same_shape, to_label_array
 from ..core.temp_files import MAX_NAME_BYTES, name_fits, temporary_beside
 
 SITK_MASK_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".mha")
-MASK_SUFFIXES = SITK_MASK_SUFFIXES + (".npz", ".png")
+MASK_SUFFIXES = SITK_MASK_SUFFIXES + (".npz", ".png", ".dcm")
 
 
-def check_output_path(path: str | Path, kind: str | None = None) -> Path:
+def check_output_path(path: str | Path, kind: str | None = None, reference: Case | None = None) -> Path:
     """``path`` as a :class:`Path` when a mask can be written there, else a DataError.
 
     Checked before any model work: the suffix is a mask format (``.png`` only
-    for 2D images, when ``kind`` is given), the path is not a folder, the
+    for 2D images, when ``kind`` is given; ``.dcm`` only for a ``reference`` read
+    from a DICOM series, when it is given), the path is not a folder, the
     nearest existing parent is a folder (not a file) and writable.
     """
     path = check_name_encoding(path)
@@ -65,6 +69,10 @@ def check_output_path(path: str | Path, kind: str | None = None) -> Path:
                                  f"{', '.join(MASK_SUFFIXES)}", path)
     if suffix == ".png" and kind is not None and kind != "image":
         raise DataError(f"PNG masks are for 2D images; this is a {kind} (use .nii.gz or .npz)", path)
+    if suffix == ".dcm" and reference is not None:
+        from .dicom_seg_write import dicom_source
+
+        dicom_source(reference, path)
     check_writable_folder(path.parent)
     return path
 
@@ -156,15 +164,16 @@ def _holds(temp: Path, suffix: str, labels: np.ndarray) -> bool:
     return _same_blocks(sitk.GetArrayViewFromImage(image), labels)  # the view, while ``image`` lives
 
 
-def verify_written(temp: Path, labels: np.ndarray, path: Path) -> None:
-    """A DataError unless ``temp`` holds exactly ``labels`` (read back with the format's reader)."""
+def verify_written(temp: Path, labels: np.ndarray, path: Path, holds: Callable[[], bool] | None = None) -> None:
+    """A DataError unless ``temp`` holds exactly ``labels`` (read back with the format's reader; ``holds``
+    says so for a format that is no label map, a DICOM SEG)."""
     size = temp.stat().st_size
     problem = None
     if size == 0:
         problem = "0 bytes were written"
     else:
         try:
-            same = _holds(temp, format_suffix(path), labels)
+            same = holds() if holds is not None else _holds(temp, format_suffix(path), labels)
         except Exception as error:  # noqa: BLE001 - any reader failure means the file is not what we wrote
             problem = f"the written file cannot be read back ({' '.join(str(error).split())[:120]})"
         else:
@@ -181,14 +190,18 @@ def mask_geometry(reference: Case) -> dict[str, tuple[float, ...]]:
     return reference.geometry()
 
 
-def write_mask(mask: np.ndarray, path: str | Path, reference: Case) -> Path:
+def write_mask(mask: np.ndarray, path: str | Path, reference: Case, *, names: dict[int, str] | None = None,
+               model: str | None = None, protocol: str | None = None) -> Path:
     """Write ``mask`` (the reference's spatial shape, integer labels) to ``path``; returns the path.
 
     The file is verified (read back, equal to ``mask``) before it replaces
     anything at ``path``; a failed or incomplete write is a DataError, and so
     is a ``path`` that is (or lies inside) the reference's image or label file.
+    A ``.dcm`` path gets a DICOM SEG (a reference read from a DICOM series only): a segment per label value,
+    named by ``names`` (value -> name; a named value absent from the mask is an empty segment; default: the
+    reference's label names), ``model`` and ``protocol`` recorded as its algorithm.
     """
-    path = check_output_path(path, reference.kind)
+    path = check_output_path(path, reference.kind, reference)
     metadata = reference.metadata
     check_not_inputs([("the mask", path)], [("the image", metadata.get("image_path")),
                                             ("the label", metadata.get("label_path"))])
@@ -199,9 +212,41 @@ def write_mask(mask: np.ndarray, path: str | Path, reference: Case) -> Path:
         _write_npz(labels, path, reference)
     elif suffix == ".png":
         _write_png(labels, path, reference)
+    elif suffix == ".dcm":
+        from .dicom_seg_write import SegAlgorithm, segments_of_labels
+
+        segments = segments_of_labels(labels, names, reference.label_names)
+        _write_seg(segments, path, reference, SegAlgorithm(model or "medsam-eval", protocol))
     else:
         _write_sitk(labels, path, reference)
     return path
+
+
+def write_dicom_seg(segments: Sequence[Any], path: str | Path, reference: Case, algorithm: Any = None) -> Path:
+    """Write :class:`~.dicom_seg_write.SegSegment` s (they may overlap) as one DICOM SEG on the series ``reference``
+    was read from, made by ``algorithm`` (a :class:`~.dicom_seg_write.SegAlgorithm`); returns the path. Checked,
+    atomic and verified as :func:`write_mask` is."""
+    from .dicom_seg_write import SegAlgorithm
+
+    path = check_output_path(path, reference.kind, reference)
+    metadata = reference.metadata
+    check_not_inputs([("the mask", path)], [("the image", metadata.get("image_path")),
+                                            ("the label", metadata.get("label_path"))])
+    _write_seg(segments, path, reference, algorithm or SegAlgorithm())
+    return path
+
+
+def _write_seg(segments: Sequence[Any], path: Path, reference: Case, algorithm: Any) -> None:
+    """The SEG built by :mod:`.dicom_seg_write`, written beside ``path``, read back by highdicom, then moved."""
+    from .dicom_seg_write import SegSegment, check_segments, seg_dataset, seg_holds, source_headers
+
+    headers = source_headers(reference, path)
+    segments = [SegSegment(s.name, np.asarray(s.mask, dtype=bool), int(s.value)) for s in segments]
+    check_segments(segments, reference.spatial_shape, path)
+    dataset = seg_dataset(segments, headers, algorithm)
+    with atomic_path(path) as temp:
+        dataset.save_as(temp)
+        verify_written(temp, segments[0].mask, path, lambda: seg_holds(temp, segments, headers))
 
 
 def _write_sitk(labels: np.ndarray, path: Path, reference: Case) -> None:
