@@ -11,6 +11,7 @@ between slices lies on no slice). Headers only, read with pydicom; no pixel is d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -33,16 +34,16 @@ class SeriesGrid:
     folder: Path | None = None
     files: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def normal(self) -> np.ndarray:
         return np.cross(self.row_direction, self.column_direction)
 
-    @property
+    @cached_property
     def slice_z(self) -> np.ndarray:
         """Each slice's position along the normal (mm)."""
         return self.positions @ self.normal
 
-    @property
+    @cached_property
     def z_tolerance(self) -> float:
         """How far (mm) from a slice's plane a point may lie and still be on it: a tenth of the slice step
         (0.1 mm for a single slice)."""

@@ -19,11 +19,32 @@ class DicomObjectWarning(UserWarning):
 
 @dataclass
 class ObjectMask:
-    """One segment or ROI: its number, its name and its mask on the series' grid (bool, z, y, x)."""
+    """One segment or ROI: its number, its name and its mask on the series' grid (``shape``: z, y, x), kept
+    as the 2D masks of the slices it has frames or contours on (``slices``: slice index -> bool (y, x)); a
+    planning CT's ROI covers few of its slices."""
 
     number: int
     name: str
-    mask: np.ndarray
+    shape: tuple[int, int, int]
+    slices: dict[int, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def mask(self) -> np.ndarray:
+        """The whole mask (bool, ``shape``)."""
+        whole = np.zeros(self.shape, dtype=bool)
+        for index, plane in self.slices.items():
+            whole[index] = plane
+        return whole
+
+    def add(self, index: int, plane: np.ndarray) -> None:
+        """``plane`` joins the mask on slice ``index`` (union with what is there)."""
+        if index in self.slices:
+            self.slices[index] = self.slices[index] | plane
+        else:
+            self.slices[index] = np.asarray(plane, dtype=bool)
+
+    def any(self) -> bool:
+        return any(plane.any() for plane in self.slices.values())
 
 
 @dataclass

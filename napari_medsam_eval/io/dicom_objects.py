@@ -45,40 +45,48 @@ def ground_truth_kind(path: str | Path) -> str | None:
 
 
 def object_label(objects: list[ObjectMask], shape: tuple[int, ...]) -> tuple[np.ndarray, dict[int, str], list[Target]]:
-    """The label map, label names and targets of ``objects`` (module doc: a value per set of objects)."""
+    """The label map, label names and targets of ``objects`` (module doc: a value per set of objects). Slice by
+    slice: only the slices an object covers are touched."""
     sets: dict[frozenset, int] = {frozenset(): 0}
     members: list[frozenset] = [frozenset()]
-    codes = np.zeros(shape, dtype=np.uint32)
-    for obj in objects:
-        where = np.flatnonzero(obj.mask.ravel())
-        if where.size == 0:
-            continue
-        old, inverse = np.unique(codes.ravel()[where], return_inverse=True)
-        new = []
-        for code in old:
-            key = members[int(code)] | {obj.number}
-            if key not in sets:
-                sets[key] = len(members)
-                members.append(key)
-            new.append(sets[key])
-        codes.ravel()[where] = np.asarray(new, dtype=np.uint32)[inverse]
-    numbers = [o.number for o in objects]
+    codes = np.zeros(shape, dtype=np.uint16)  # the set of objects of each voxel, by its index in ``members``
+    covered = sorted({index for obj in objects for index in obj.slices})
+    for index in covered:
+        plane = codes[index]
+        for obj in objects:
+            where = obj.slices.get(index)
+            if where is None or not where.any():
+                continue
+            old = plane[where]
+            lookup = np.zeros(len(members), dtype=np.uint16)  # each set present here -> that set with this object
+            for code in np.flatnonzero(np.bincount(old, minlength=len(members))):
+                key = members[int(code)] | {obj.number}
+                if key not in sets:
+                    if len(members) == 1 << 16:
+                        raise DataError(f"the objects overlap in more than {1 << 16} different ways: too many to "
+                                        "keep each its own mask in one label map")
+                    sets[key] = len(members)
+                    members.append(key)
+                lookup[code] = sets[key]
+            plane[where] = lookup[old]
     names = {o.number: o.name for o in objects}
+    shared = sorted((key for key in members if len(key) > 1), key=lambda k: (len(k), sorted(k)))
     value_of = np.zeros(len(members), dtype=np.int64)
-    next_value = max(numbers + [0]) + 1
+    next_value = max(list(names) + [0]) + 1
     label_names = {}
-    for code, key in enumerate(members[1:], start=1):
+    for key in members[1:]:
         if len(key) == 1:
-            value_of[code] = next(iter(key))
-        else:
-            value_of[code], next_value = next_value, next_value + 1
-            label_names[int(value_of[code])] = "+".join(names[n] for n in sorted(key))
-    dtype = np.uint16 if value_of.max(initial=0) < 1 << 16 else np.uint32
-    label = value_of.astype(dtype)[codes]
-    label_names.update({o.number: o.name for o in objects})
+            value_of[sets[key]] = next(iter(key))
+    for offset, key in enumerate(shared):
+        value_of[sets[key]] = next_value + offset
+        label_names[next_value + offset] = "+".join(names[n] for n in sorted(key))
+    label = codes if value_of.max(initial=0) < 1 << 16 else codes.astype(np.uint32)
+    for index in covered:
+        label[index] = value_of[codes[index]]
+    label_names.update(names)
     targets = []
     for obj in objects:
-        values = sorted(int(value_of[c]) for c, key in enumerate(members) if obj.number in key)
+        values = sorted(int(value_of[sets[key]]) for key in members if obj.number in key)
         targets.append(Target(obj.name, tuple(values or [obj.number]), key=obj.number))
     return label, label_names, targets
 

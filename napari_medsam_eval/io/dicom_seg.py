@@ -91,7 +91,7 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     pixels = _frames(ds, path)
     if len(per_frame) != len(pixels):
         raise DataError(f"the SEG has {len(pixels)} frames but {len(per_frame)} per-frame descriptions", path)
-    masks = {number: np.zeros(grid.shape, dtype=bool) for number in segments}
+    masks = {number: ObjectMask(number, segments[number], grid.shape) for number in segments}
     notes = []
     maximum = float(ds.get("MaximumFractionalValue", 255) or 255)
     for index, (frame, values) in enumerate(zip(per_frame, pixels)):
@@ -100,7 +100,7 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
         if seg_type == "LABELMAP":
             for number in segments:
                 if number > 0:
-                    masks[number][slice_index] |= values == number
+                    masks[number].add(slice_index, values == number)
             continue
         number = _frame_value(None, frame, "SegmentIdentificationSequence", "ReferencedSegmentNumber")
         number = int(number) if number is not None else None
@@ -108,7 +108,7 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
             raise DataError(f"{where} names segment {number}, which the Segment Sequence does not hold "
                             f"({', '.join(map(str, segments))})", path)
         on = values >= maximum / 2.0 if seg_type == "FRACTIONAL" else values > 0
-        masks[number][slice_index] |= on
+        masks[number].add(slice_index, on)
     if seg_type == "FRACTIONAL":
         kind = str(ds.get("SegmentationFractionalType", "PROBABILITY")).lower()
         notes.append(f"fractional segments ({kind}, maximum {maximum:g}) thresholded at 0.5: a voxel is in a "
@@ -121,7 +121,7 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     if empty:
         notes.append(f"segment{'s' if len(empty) > 1 else ''} {', '.join(empty)} cover{'s' if len(empty) == 1 else ''} "
                      "no voxel: an empty target")
-    objects = unique_names([ObjectMask(n, segments[n], masks[n]) for n in sorted(segments)])
+    objects = unique_names([masks[n] for n in sorted(segments)])
     return DicomObjects("SEG", objects, grid, notes)
 
 

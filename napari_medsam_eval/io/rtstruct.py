@@ -22,6 +22,7 @@ per-ROI agreement on the shared files).
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -38,45 +39,62 @@ _PLANAR = 0.1
 
 def fill_polygon(rows: np.ndarray, columns: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """Pixels (bool, ``shape``) whose centre lies inside or on the closed polygon of vertices
-    (``rows``, ``columns``), in pixel coordinates (the module's rasterisation rule)."""
+    (``rows``, ``columns``), in pixel coordinates (the module's rasterisation rule).
+
+    Each edge crosses the pixel rows ``low <= y < high`` (half-open: a vertex on a row counts once); sorted by
+    row then column, a row's crossings pair up (there are an even number), and the centres from each pair's
+    first to its second are in. Work in proportion to the crossings, not to rows x edges."""
     mask = np.zeros(shape, dtype=bool)
-    r0, c0 = rows, columns
-    r1, c1 = np.roll(rows, -1), np.roll(columns, -1)
-    top, bottom = max(int(np.ceil(rows.min() - ON_EDGE)), 0), min(int(np.floor(rows.max() + ON_EDGE)), shape[0] - 1)
-    if top > bottom:
-        return mask
-    ys = np.arange(top, bottom + 1, dtype=float)[:, np.newaxis]
+    r0, c0 = np.asarray(rows, dtype=float), np.asarray(columns, dtype=float)
+    r1, c1 = np.roll(r0, -1), np.roll(c0, -1)
     low, high = np.minimum(r0, r1), np.maximum(r0, r1)
-    crossing = (ys >= low) & (ys < high)  # half-open: a vertex on the row is counted once
-    with np.errstate(divide="ignore", invalid="ignore"):
-        xs = np.where(crossing, c0 + (ys - r0) * (c1 - c0) / np.where(r1 != r0, r1 - r0, 1.0), np.nan)
-    xs = np.sort(xs, axis=1)
-    for i, row in enumerate(xs):
-        row = row[~np.isnan(row)]
-        y = top + i
-        for start, stop in zip(row[0::2], row[1::2]):
-            first, last = max(int(np.ceil(start - ON_EDGE)), 0), min(int(np.floor(stop + ON_EDGE)), shape[1] - 1)
-            if first <= last:
-                mask[y, first:last + 1] = True
+    first = np.maximum(np.ceil(low), 0).astype(int)
+    last = np.minimum(np.ceil(high) - 1, shape[0] - 1).astype(int)
+    counts = np.maximum(last - first + 1, 0)
+    if counts.sum():
+        edge = np.repeat(np.arange(len(r0)), counts)
+        ys = first[edge] + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+        xs = c0[edge] + (ys - r0[edge]) * (c1[edge] - c0[edge]) / (r1[edge] - r0[edge])
+        order = np.lexsort((xs, ys))
+        ys, xs = ys[order], xs[order]
+        run_rows, starts, stops = ys[0::2], xs[0::2], xs[1::2]
+        begin = np.clip(np.ceil(starts - ON_EDGE), 0, shape[1]).astype(int)
+        end = np.clip(np.floor(stops + ON_EDGE) + 1, 0, shape[1]).astype(int)
+        keep = begin < end
+        top, left = int(ys[0]), int(begin.min(initial=0))
+        height, width = int(ys[-1]) - top + 1, int(end.max(initial=0)) - left + 1  # the crossings' box
+        at_start = (run_rows[keep] - top) * width + begin[keep] - left
+        at_end = (run_rows[keep] - top) * width + end[keep] - left
+        change = np.bincount(at_start, minlength=height * width) - np.bincount(at_end, minlength=height * width)
+        mask[top:top + height, left:left + width - 1] |= np.cumsum(change.reshape(height, width), axis=1)[:, :-1] > 0
     _mark_edges(mask, r0, c0, r1, c1)
     return mask
 
 
+def _spans(low: np.ndarray, high: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each interval [low, high] the whole numbers in it within [0, limit): (interval index, number)."""
+    first = np.maximum(np.ceil(low - ON_EDGE), 0).astype(int)
+    last = np.minimum(np.floor(high + ON_EDGE), limit - 1).astype(int)
+    counts = np.maximum(last - first + 1, 0)
+    owner = np.repeat(np.arange(len(low)), counts)
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    return owner, first[owner] + offsets
+
+
 def _mark_edges(mask: np.ndarray, r0, c0, r1, c1) -> None:
     """Set the pixels whose centres lie on an edge (the scanline leaves out horizontal edges and lower vertices)."""
-    for a_r, a_c, b_r, b_c in zip(r0, c0, r1, c1):
-        low, high = min(a_r, b_r), max(a_r, b_r)
-        ys = np.arange(max(int(np.ceil(low - ON_EDGE)), 0), min(int(np.floor(high + ON_EDGE)), mask.shape[0] - 1) + 1)
-        if abs(b_r - a_r) < ON_EDGE:
-            if abs(a_r - round(a_r)) > ON_EDGE or not 0 <= round(a_r) < mask.shape[0]:
-                continue
-            xs = np.arange(max(int(np.ceil(min(a_c, b_c) - ON_EDGE)), 0),
-                           min(int(np.floor(max(a_c, b_c) + ON_EDGE)), mask.shape[1] - 1) + 1)
-            mask[int(round(a_r)), xs] = True
-            continue
-        xs = a_c + (ys - a_r) * (b_c - a_c) / (b_r - a_r)
-        on = (np.abs(xs - np.round(xs)) <= ON_EDGE) & (np.round(xs) >= 0) & (np.round(xs) < mask.shape[1])
-        mask[ys[on], np.round(xs[on]).astype(int)] = True
+    flat = np.abs(r1 - r0) < ON_EDGE
+    steep = ~flat
+    edge, ys = _spans(np.minimum(r0, r1)[steep], np.maximum(r0, r1)[steep], mask.shape[0])
+    a_r, a_c, b_r, b_c = r0[steep][edge], c0[steep][edge], r1[steep][edge], c1[steep][edge]
+    xs = a_c + (ys - a_r) * (b_c - a_c) / (b_r - a_r)
+    near = np.round(xs)
+    on = (np.abs(xs - near) <= ON_EDGE) & (near >= 0) & (near < mask.shape[1])
+    mask[ys[on], near[on].astype(int)] = True
+    row = np.round(r0[flat])
+    level = (np.abs(r0[flat] - row) <= ON_EDGE) & (row >= 0) & (row < mask.shape[0])
+    edge, xs = _spans(np.minimum(c0, c1)[flat][level], np.maximum(c0, c1)[flat][level], mask.shape[1])
+    mask[row[level][edge].astype(int), xs] = True
 
 
 def fill_contours(polygons: list[tuple[np.ndarray, np.ndarray]], shape: tuple[int, int]) -> np.ndarray:
@@ -140,9 +158,10 @@ def read_rtstruct(path: str | Path, grid: SeriesGrid) -> DicomObjects:
         problems += roi_problems
         notes += roi_notes
         if mask is not None:
-            if not mask.any():
+            roi = ObjectMask(number, name, grid.shape, mask)
+            if not roi.any():
                 notes.append(f"ROI '{name}': its contours enclose no pixel centre: an empty target")
-            objects.append(ObjectMask(number, name, mask))
+            objects.append(roi)
     if problems:
         shown = "; ".join(problems[:4]) + (f"; and {len(problems) - 4} more" if len(problems) > 4 else "")
         raise DataError(f"RTSTRUCT does not fit the image {grid.describe()}: {shown}", path)
@@ -158,8 +177,29 @@ def _closed(contours) -> bool:
     return any(str(c.get("ContourGeometricType", "CLOSED_PLANAR")).upper() == "CLOSED_PLANAR" for c in contours)
 
 
-def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[np.ndarray | None, list[str], list[str]]:
-    """One ROI's mask on the grid, the problems that refuse the file and the notes (module doc)."""
+def _contour_points(contour) -> np.ndarray:
+    """A contour's (n, 3) points in mm; parsed from the raw text where pydicom has not (its DS values are slow)."""
+    raw = contour.get_item("ContourData") if "ContourData" in contour else None
+    if raw is None:
+        return np.zeros((0, 3))
+    value = getattr(raw, "value", None)
+    if isinstance(value, bytes):
+        text = value.replace(b"\x00", b" ").replace(b"\\", b" ").decode("ascii", "replace")
+        with warnings.catch_warnings():  # numpy warns where the text is not all numbers: said below
+            warnings.simplefilter("ignore", DeprecationWarning)
+            numbers = np.fromstring(text, dtype=float, sep=" ")  # C parsing; stops at the first non-number
+        if numbers.size != len(text.split()):
+            raise ValueError(f"{text.split()[numbers.size]!r} is not a number")
+    else:
+        numbers = np.asarray([float(v) for v in contour.ContourData], dtype=float)
+    if len(numbers) % 3 or not np.all(np.isfinite(numbers)):
+        raise ValueError(f"{len(numbers)} values, not x, y, z triples of numbers")
+    return numbers.reshape(-1, 3)
+
+
+def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[dict[int, np.ndarray] | None, list[str], list[str]]:
+    """One ROI's mask on the grid (slice index -> its 2D mask), the problems that refuse the file and the notes
+    (module doc)."""
     per_slice: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {}
     problems, skipped, absent = [], 0, []
     step = grid.z_tolerance / 0.1
@@ -167,8 +207,13 @@ def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[np.ndarray | None,
         if str(contour.get("ContourGeometricType", "CLOSED_PLANAR")).upper() != "CLOSED_PLANAR":
             skipped += 1
             continue
-        points = np.asarray([float(v) for v in contour.get("ContourData", [])], dtype=float).reshape(-1, 3)
+        try:
+            points = _contour_points(contour)
+        except ValueError as error:
+            problems.append(f"ROI '{name}': unreadable Contour Data ({error})")
+            continue
         if len(points) < 3:
+            skipped += 1
             continue
         z = points @ grid.normal
         if np.ptp(z) > _PLANAR * step:
@@ -190,13 +235,10 @@ def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[np.ndarray | None,
         listed = ", ".join(f"{z:g}" for z in zs[:5]) + (f" and {len(zs) - 5} more" if len(zs) > 5 else "")
         problems.append(f"ROI '{name}': {len(absent)} of {len(contours)} contours lie on slices the series does not "
                         f"have (z {listed} mm)")
-    notes = [f"ROI '{name}': {skipped} POINT or OPEN contour(s) mark no area: left out"] if skipped else []
+    notes = [f"ROI '{name}': {skipped} POINT, OPEN or degenerate contour(s) mark no area: left out"] if skipped else []
     if problems:
         return None, problems, notes
-    mask = np.zeros(grid.shape, dtype=bool)
-    for index, polygons in per_slice.items():
-        mask[index] = fill_contours(polygons, grid.shape[1:])
-    return mask, [], notes
+    return {index: fill_contours(polygons, grid.shape[1:]) for index, polygons in per_slice.items()}, [], notes
 
 
 __all__ = ["ON_EDGE", "fill_contours", "fill_polygon", "read_rtstruct"]
