@@ -65,7 +65,8 @@ def test_the_case_map_s_boxes_clicks_and_scores_equal_the_challenge_script(share
     for value, wanted in expected["classes"].items():
         value = int(value)
         assert prompts[value].info["cvpr25_box"] == wanted["box"]
-        clicks = [None if c is None else {"zyx": list(c[0]), "kind": "fg" if c[1] else "bg"} for c in done.clicks[value]]
+        clicks = [None if c is None else {"zyx": list(c[0]), "kind": "fg" if c[1] else "bg"}
+                  for c in done.clicks[value]]
         assert clicks == wanted["clicks"]
         assert done.steps(value) == pytest.approx(wanted["dice"], abs=1e-12)
         assert done.steps(value, score="nsd") == pytest.approx(wanted["nsd"], abs=1e-12)
@@ -125,7 +126,7 @@ def test_a_run_writes_the_class_in_the_map_its_own_mask_and_the_case_s_script_ro
         (tmp_path / "ds" / folder).mkdir(parents=True)
         sitk.WriteImage(written, str(tmp_path / "ds" / folder / "brats_000.nii.gz"))
     assert main(["run", str(tmp_path / "ds"), "--protocol", "cvpr25-interactive", "--model", "oracle", "--quiet",
-                 "--no-report", "--out", str(tmp_path / "run")]) == 0
+                 "--out", str(tmp_path / "run")]) == 0
     table = pd.read_csv(tmp_path / "run" / "results.csv")
     assert list(table["status"]) == ["ok"] * 3
     for column in ("case_dsc_auc", "case_nsd_auc", "case_dsc_final", "case_nsd_final"):
@@ -138,3 +139,6 @@ def test_a_run_writes_the_class_in_the_map_its_own_mask_and_the_case_s_script_ro
     lines = cvpr25.task_lines(table)
     assert lines[0].startswith("ds: CVPR 2025 interactive (cases as the script scores them)")
     assert "(means over 1 cases)" in lines[0] and len(lines) == 4
+    report = (tmp_path / "run" / "report.md").read_text()
+    case_row = f"| ds | 1 | {table['case_dsc_auc'].iloc[0]:.3f} | {table['case_nsd_auc'].iloc[0]:.3f} |"
+    assert case_row in report and "| ds/label_3 | 1 |" in report
