@@ -11,17 +11,21 @@ Source: the challenge "Foundation Models for Interactive 3D Biomedical Image Seg
   fresh ``RandomState(box_seed)``, its targets in order (a fixed rule: the challenge's order of files was
   not). The model gets the 2D box on ``z_mid``, propagated both ways, kept to ``z_min..z_max`` (absent
   anchors just outside: the 3D box tells the model where the object ends).
-* **Each click** (``CVPR25_iter_eval.py``): the error ``pred != gt`` of the target, its 3D connected
-  components (26-connectivity), the largest (the first in raster order on a tie); the Euclidean distance
-  transform of that component on its bounding box padded by ``max(int(0.25 * side), 1)`` on each side (a
-  crop over 60 million voxels is 2x max-pooled first, as the script does); the click is a voxel of largest
-  distance, drawn by ``RandomState(42).choice`` among them; foreground where the truth holds the target,
+* **One label map per case**: the challenge scores the one map a model hands back, and places each click
+  on it, so a case's classes run together (:mod:`napari_medsam_eval.studies.cvpr25`): each class's own
+  segmentation, the step's map painted in label order, a later class over an earlier one where their masks
+  overlap (the challenge baseline's rule), every class's click placed on that map before the model runs.
+* **Each click** (``CVPR25_iter_eval.py``): the error ``pred != gt`` of the target (its voxels in the map),
+  its 3D connected components (26-connectivity), the largest (the first in raster order on a tie); the
+  Euclidean distance transform of that component on its bounding box padded by ``max(int(0.25 * side), 1)``
+  on each side (a crop over 60 million voxels is 2x max-pooled first, as the script does); the click is a
+  voxel of largest distance, drawn by ``RandomState(42).choice`` among them; foreground where the truth holds the target,
   background where it does not. Here a click is a correction of its slice (a positive or negative point,
   on the box of the slice's current prediction where that slice has no anchor yet) followed by
   propagation to the neighbouring anchors, as the ``corrections`` protocol applies a click.
-* **Scores** (:mod:`napari_medsam_eval.evaluation.cvpr25`): DSC and NSD at 2 mm after each of the 6 steps,
-  NSD 0 where DSC <= 0.2, and their AUC over the 5 click steps (the script's ``cumulative_trapezoid`` over
-  ``dscs[-5:]``: the box step is not in it).
+* **Scores** (:mod:`napari_medsam_eval.evaluation.cvpr25`): on the map after each of the 6 steps, each class's
+  DSC and their mean, NSD at 2 mm where that mean DSC is above 0.2 (all 0 otherwise), and their AUC over
+  the 5 click steps (the script's ``cumulative_trapezoid`` over ``dscs[-5:]``: the box step is not in it).
 """
 from __future__ import annotations
 
