@@ -50,9 +50,7 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
         return mask
     # in the mask's bounding box (the same components, in the same raster order): a small object's step
     # costs its box, not the volume (thousands of lesions, each propagated on its own)
-    box = tuple(slice(int(np.argmax(hit)), len(hit) - int(np.argmax(hit[::-1])))
-                for hit in (mask.any(axis=tuple(a for a in range(mask.ndim) if a != axis))
-                            for axis in range(mask.ndim)))
+    box = _bounding_box(mask)
     labels, count = ndimage.label(mask[box], structure=np.ones((3,) * mask.ndim, dtype=bool))
     if count == 1:
         return mask
@@ -61,3 +59,14 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     kept = np.zeros_like(mask)
     kept[box] = labels == int(np.argmax(sizes))
     return kept
+
+
+def _bounding_box(mask: np.ndarray) -> tuple[slice, ...]:
+    """The smallest box holding a non-empty bool mask: its first axis found on the whole mask (contiguous,
+    fast), the others on those slices only."""
+    def span(hit: np.ndarray) -> slice:
+        return slice(int(np.argmax(hit)), len(hit) - int(np.argmax(hit[::-1])))
+    first = span(mask.reshape(mask.shape[0], -1).any(axis=1))
+    inner = mask[first]
+    return (first,) + tuple(span(inner.any(axis=tuple(a for a in range(mask.ndim) if a != axis)))
+                            for axis in range(1, mask.ndim))
