@@ -379,3 +379,41 @@ def test_a_limit_given_by_max_decoded_gb_is_named_as_that_option(tmp_path, share
     monkeypatch.setenv("MEDSAM_EVAL_MAX_IMAGE_GB", "0.00001")
     assert main(["info", str(image)]) == 2
     assert "(set by MEDSAM_EVAL_MAX_IMAGE_GB)" in _one_line_error(capsys)
+
+
+def test_a_zero_frame_mp4_is_refused_naming_the_file(tmp_path, capsys):
+    import av
+
+    path = tmp_path / "empty.mp4"
+    with av.open(str(path), "w") as container:  # a stream declared, no frame written
+        stream = container.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 32, 32, "yuv420p"
+        container.start_encoding()
+    assert main(["info", str(path)]) == 2
+    assert _one_line_error(capsys) == (f"error: {path}: cannot be decoded as a video: it holds no video stream (its "
+                                       "streams: none), no frame to read or score")
+
+
+def test_a_full_disk_at_the_report_is_no_clean_success_and_leaves_no_partial_png(tmp_path, capsys, monkeypatch):
+    """The disk fills while the report copies its first figure into place: the run's results stand, the command
+    exits 3 (docs/guarantees.md) with one line saying so, and no partial temporary PNG is left behind."""
+    import errno
+    import shutil
+
+    copy = shutil.copyfile
+
+    def full_disk(source, target, *args, **kwargs):
+        if Path(target).parent.name == "figures":
+            Path(target).write_bytes(Path(source).read_bytes()[:100])  # part of the figure, then no room
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+        return copy(source, target, *args, **kwargs)
+
+    monkeypatch.setattr(shutil, "copyfile", full_disk)
+    out = tmp_path / "run"
+    assert main(["run", str(SAMPLE / "phantom_2d"), "--model", "box", "--out", str(out), "--quiet"]) == 3
+    line = _one_line_error(capsys)
+    assert line.startswith(f"error: {out}: the report could not be written (") and "No space left on device" in line
+    assert line.endswith(f"the results are complete: `medsam-eval report {out}` writes it"), line
+    assert (out / "results.csv").is_file() and json.loads((out / "manifest.json").read_text())["status"] == "completed"
+    leftovers = [p.name for p in out.rglob("*") if p.name.startswith(".medsam-eval-report-tmp-")]
+    assert leftovers == [], leftovers

@@ -27,7 +27,11 @@ from .common import (add_embeddings_argument, add_engine_argument, add_precision
                      embeddings_option, engine_option, json_options, lesion_option, non_negative_float, positive_int,
                      precision_option, propagation_option, seed_int, targets_option)
 from .commands import command_help
-from ..core.errors import InputError
+from ..core.errors import InputError, os_error_words
+
+#: the exit status of a run whose results are complete and on disk but whose report could not be written
+#: (a full disk at the end of the run): not a clean success, not a refusal (docs/guarantees.md)
+REPORT_NOT_WRITTEN = 3
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -79,21 +83,26 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _write_report(run_dir: Path) -> None:
-    """Call ``napari_medsam_eval.report.write_report(run_dir)`` when that module provides it."""
+def _write_report(run_dir: Path) -> bool:
+    """Call ``napari_medsam_eval.report.write_report(run_dir)`` when that module provides it; False (the reason
+    printed as an ``error:`` line) when the report could not be written."""
     try:
         from ..report import write_report  # type: ignore[attr-defined]
     except ImportError as error:
         if getattr(error, "name", None) not in (None, "napari_medsam_eval.report"):
-            print(f"warning: no report: {error}", file=sys.stderr)
-        return
+            print(f"error: {run_dir}: no report: {error}", file=sys.stderr)
+            return False  # a module the report needs is missing
+        return True  # a package without the report module: nothing to write
     try:
         written = write_report(run_dir)
     except Exception as error:  # noqa: BLE001 - the results stand even if the report fails
-        print(f"warning: the report could not be written: {type(error).__name__}: {error}", file=sys.stderr)
-        return
+        why = os_error_words(error) if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+        print(f"error: {run_dir}: the report could not be written ({why}); the results are complete: "
+              f"`medsam-eval report {run_dir}` writes it", file=sys.stderr)
+        return False
     if written:
         print(f"report: {written}")
+    return True
 
 
 def _summary(table) -> str:
@@ -193,6 +202,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"results: {args.out / CSV_FILE}")
     print(_summary(table))
-    if not args.no_report:
-        _write_report(args.out)
+    if not args.no_report and not _write_report(args.out):
+        return REPORT_NOT_WRITTEN
     return 0

@@ -178,6 +178,10 @@ def _decode_video(path: Path) -> tuple[list[np.ndarray], float | None, int, Base
     """Decoded RGB frames, the frame rate, the frame count the container declares (0: none) and the
     error that stopped decoding early (None when the stream ended)."""
     with av.open(str(path)) as container:
+        if not container.streams.video:  # a container written without frames, or sound alone
+            kinds = ", ".join(sorted({str(s.type) for s in container.streams})) or "none"
+            raise DataError(f"cannot be decoded as a video: it holds no video stream (its streams: {kinds}), no "
+                            "frame to read or score", path)
         stream = container.streams.video[0]
         fps = float(stream.average_rate) if stream.average_rate else None
         declared = int(stream.frames or 0)

@@ -158,8 +158,12 @@ class Stage:
             figures.mkdir(exist_ok=True)
         for name in drawn:
             copy = figures / f"{self.path.name}-{name}"
-            shutil.copyfile(self.figures / name, copy)
-            os.replace(copy, figures / name)
+            try:
+                shutil.copyfile(self.figures / name, copy)
+                os.replace(copy, figures / name)
+            except BaseException:  # a full disk part-way: no partial copy is left beside the figures
+                copy.unlink(missing_ok=True)
+                raise
         for name in files:
             os.replace(self.path / name, self.out / name)
         for name, path in final.items():
