@@ -58,6 +58,8 @@ def case_to_layer_data(case: Case) -> list[LayerData]:
     if case.label is not None:
         label_meta = {"label_names": case.label_names, "role": "ground_truth", "kind": case.kind,
                       "geometry": geometry}
+        if case.metadata.get("targets"):  # a SEG's segments / an RTSTRUCT's ROIs: number -> the values it unites
+            label_meta["targets"] = {t.key: (t.name, t.labels) for t in case.metadata["targets"]}
         layers.append((case.label, {"name": f"{case.case_id} ground truth", "scale": scale,
                                     "metadata": label_meta, **ground_truth_kwargs()}, "labels"))
     return layers

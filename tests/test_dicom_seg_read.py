@@ -147,6 +147,7 @@ def test_single_frame_seg_opens_with_its_series_folder(dicom_data: Path, tmp_pat
     layers = opened_to_layer_data(open_path(folder))
     assert [kind for _, _, kind in layers] == ["image", "labels"]
     assert layers[1][1]["metadata"]["label_names"] == {1: "first_segment"}
+    assert layers[1][1]["metadata"]["targets"] == {1: ("first_segment", (1,))}
     np.testing.assert_array_equal(layers[1][0], case.label)
 
 

@@ -214,9 +214,13 @@ def folder_ground_truth(case: Case) -> Path | None:
     folder, series = case.metadata.get("dicom_series_folder"), case.metadata.get("dicom_series_id")
     if not folder or not series:
         return None
+    from .dicom import dicom_series_files
+
+    slices = {Path(f).resolve() for f in dicom_series_files(folder, series)[0]}
     found = []
-    for path in sorted(Path(folder).iterdir()):
-        if path.is_file() and not path.name.startswith(".") and ground_truth_kind(path):
+    for path in sorted(Path(folder).iterdir()):  # the series' own slices are not read again
+        if (path.is_file() and not path.name.startswith(".") and path.resolve() not in slices
+                and ground_truth_kind(path)):
             uids, _ = referenced_series(path)
             if series in uids:
                 found.append(path)
