@@ -127,6 +127,7 @@ def test_a_lesion_counted_missed_says_what_the_rule_saw():
     assert math.isclose(iou, 40 / 230) and math.isclose(dice, 80 / 270)
     assert missed_words(dice, iou) == "found at DSC 0.30 (IoU 0.17), below the IoU 0.5 match"
     assert missed_words(*lesion_overlap(truth, np.zeros_like(pred), 1)) == "missed: no predicted lesion touches it"
+    assert missed_words(0.0041, 0.0021) == "found at DSC 0.0041 (IoU 0.0021), below the IoU 0.5 match"
 
 
 def test_what_overwrite_removes_of_a_report_is_what_the_report_writes():

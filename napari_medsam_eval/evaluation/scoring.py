@@ -112,5 +112,8 @@ def missed_words(dice: float, iou: float, threshold: float = 0.5, match: str = "
     does (the only way to miss under the ``overlap`` rule)."""
     if iou <= 0.0:
         return "missed: no predicted lesion touches it"
+    def shown(value: float) -> str:  # two decimals; two significant digits below 0.01 (a lesion barely touched)
+        return f"{value:.2f}" if value >= 0.01 else f"{value:.2g}"
+
     below = f"below the IoU {threshold:g} match" if match == "iou" else "not matched"
-    return f"found at DSC {dice:.2f} (IoU {iou:.2f}), {below}"
+    return f"found at DSC {shown(dice)} (IoU {shown(iou)}), {below}"
