@@ -160,6 +160,21 @@ def test_dicom_dataset_of_studies_scores_each_roi(phantom_series: Path, rt_data:
             found[ref.case_id] = [(t.name, t.key, int(t.mask(case.label).sum())) for t in layout.targets(ref, case)]
     assert found["phantom"] == [("liver", 1, 21762), ("kidney", 2, 1938), ("lesion", 3, 441)]
     assert [name for name, _, _ in found["liver3"]] == ["GREEN", "ORANGE", "PURPLE", "LIGHT_BLUE", "DARK_BLUE"]
+    # `run` scores each ROI / segment as a target, on its own mask (the oracle model answers with the truth)
+    import pandas as pd
+
+    from napari_medsam_eval.cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DicomObjectWarning)
+        assert main(["run", str(root), "--model", "oracle", "--out", str(tmp_path / "run"), "--quiet",
+                     "--no-report"]) == 0
+    rows = pd.read_csv(tmp_path / "run" / "results.csv")
+    assert (rows["status"] == "ok").all()
+    assert sorted(rows["task"]) == sorted(f"studies/{name}" for names in found.values() for name, _, _ in names)
+    by_task = rows.set_index("task")
+    assert by_task.loc["studies/lesion", "gt_voxels"] == 441 and by_task.loc["studies/liver", "gt_voxels"] == 21762
+    assert by_task.loc["studies/lesion", "dice"] > 0.9 and by_task.loc["studies/GREEN", "dice"] > 0.9
 
 
 def test_score_against_an_rtstruct_scores_each_roi(phantom_series: Path) -> None:
