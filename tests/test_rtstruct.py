@@ -1,5 +1,8 @@
 """RTSTRUCT as ground truth: each ROI rasterised on its series' grid, checked against rt-utils and refused
-with a message naming the ROI when it does not fit (../shared/data/dicom_seg_rtstruct, PROVENANCE.md)."""
+with a message naming the ROI when it does not fit (../shared/data/dicom_seg_rtstruct, PROVENANCE.md).
+
+rt-utils is installed with ``pip install --no-deps rt-utils`` (its opencv-python requirement would replace the
+project's headless OpenCV); the tests comparing with it are skipped without it, the rest need nothing more."""
 from __future__ import annotations
 
 import shutil
@@ -11,6 +14,7 @@ import pydicom
 import pytest
 import SimpleITK as sitk
 from dicom_series import write_series
+from rtstruct_writer import write_rtstruct
 from scipy import ndimage
 
 from napari_medsam_eval.core.errors import DataError
@@ -32,26 +36,41 @@ def _phantom_objects() -> dict[str, np.ndarray]:
     return {"liver": np.isin(label, (1, 3)), "kidney": label == 2, "lesion": label == 3}
 
 
+def _phantom_series(folder: Path) -> list[Path]:
+    image = sitk.Cast(sitk.ReadImage(str(SAMPLE / "image.nii.gz")), sitk.sitkInt16)
+    return write_series(image, folder, "1.2.826.0.1.3680043.2.1125.7.1")
+
+
 @pytest.fixture(scope="module")
 def phantom_series(tmp_path_factory) -> Path:
     """The CT phantom written as a DICOM series with an RTSTRUCT of its three objects (the lesion inside the
-    liver), written by rt-utils."""
-    from rt_utils import RTStructBuilder
-
+    liver), its contours scikit-image's iso-lines between the pixel centres in and out (tests/rtstruct_writer.py)."""
     folder = tmp_path_factory.mktemp("phantom") / "series"
-    image = sitk.Cast(sitk.ReadImage(str(SAMPLE / "image.nii.gz")), sitk.sitkInt16)
-    write_series(image, folder, "1.2.826.0.1.3680043.2.1125.7.1")
-    builder = RTStructBuilder.create_new(dicom_series_path=str(folder))
+    write_rtstruct(_phantom_series(folder), _phantom_objects(), folder / "rs.dcm")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def rt_utils_series(tmp_path_factory) -> Path:
+    """The same, its RTSTRUCT written by rt-utils (contours through the boundary pixels' centres)."""
+    rt_utils = pytest.importorskip("rt_utils")  # pip install --no-deps rt-utils (docs/clinical-dicom.md)
+
+    folder = tmp_path_factory.mktemp("phantom_rt_utils") / "series"
+    _phantom_series(folder)
+    builder = rt_utils.RTStructBuilder.create_new(dicom_series_path=str(folder))
     for name, mask in _phantom_objects().items():
         builder.add_roi(mask=np.moveaxis(mask, 0, 2), name=name)  # rt-utils takes (rows, columns, slices)
     builder.save(str(folder / "rs.dcm"))
     return folder
 
 
-def test_phantom_rtstruct_reads_back_each_object_exactly(phantom_series: Path) -> None:
-    """rt-utils traces each object through its boundary pixels' centres; a centre on the contour belongs to
-    the ROI (the documented rule), so every object comes back voxel for voxel, the lesion inside the liver too."""
-    case = read_case(phantom_series)  # the series folder holding its RTSTRUCT: the RTSTRUCT is the label
+@pytest.mark.parametrize("writer", ["pydicom", "rt-utils"])
+def test_phantom_rtstruct_reads_back_each_object_exactly(writer: str, request) -> None:
+    """Contours between pixel centres (pydicom's file) or through the boundary pixels' centres (rt-utils'): by
+    the documented rule (a centre inside or on the contour is in) every object comes back voxel for voxel,
+    the lesion inside the liver too."""
+    folder = request.getfixturevalue("phantom_series" if writer == "pydicom" else "rt_utils_series")
+    case = read_case(folder)  # the series folder holding its RTSTRUCT: the RTSTRUCT is the label
     assert case.metadata["dicom_objects"] == "RTSTRUCT"
     targets = {t.name: t for t in case.metadata["targets"]}
     assert list(targets) == ["liver", "kidney", "lesion"]
@@ -61,11 +80,11 @@ def test_phantom_rtstruct_reads_back_each_object_exactly(phantom_series: Path) -
     assert lesion.sum() == 441 and (liver & lesion).sum() == 441  # nested: the liver keeps the lesion's voxels
 
 
-def test_rt_utils_reads_the_same_phantom_masks(phantom_series: Path) -> None:
+def test_rt_utils_reads_the_same_phantom_masks(rt_utils_series: Path) -> None:
     from rt_utils import RTStructBuilder
 
-    ours = read_case(phantom_series)
-    theirs = RTStructBuilder.create_from(str(phantom_series), str(phantom_series / "rs.dcm"))
+    ours = read_case(rt_utils_series)
+    theirs = RTStructBuilder.create_from(str(rt_utils_series), str(rt_utils_series / "rs.dcm"))
     for target in ours.metadata["targets"]:
         mask = np.moveaxis(theirs.get_roi_mask_by_name(target.name), 2, 0)
         np.testing.assert_array_equal(target.mask(ours.label), mask, err_msg=target.name)
@@ -75,7 +94,7 @@ def test_mock_rtstruct_agrees_with_rt_utils_within_one_pixel(rt_data: Path) -> N
     """rt-utils' mock contour runs between pixel centres: rt-utils rounds its vertices and fills with OpenCV,
     taking the pixels the outline passes through; we take the centres inside it. Its mask holds ours, and adds
     only the one-pixel ring around our boundary (1443 vs 1660 voxels: docs/clinical-dicom.md)."""
-    from rt_utils import RTStructBuilder
+    RTStructBuilder = pytest.importorskip("rt_utils").RTStructBuilder
 
     folder = rt_data / "rt_utils" / "mock_data"
     with pytest.warns(DicomObjectWarning, match="frame of reference .* is not its series'"):
