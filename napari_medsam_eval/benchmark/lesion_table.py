@@ -34,17 +34,25 @@ def row_lesions(row: Any) -> list[dict[str, Any]]:
 
 def lesion_table(table: pd.DataFrame) -> pd.DataFrame:
     """One row per lesion of every scored lesion-by-lesion row of ``table`` (true lesions first, then the
-    predicted ones, each in their number's order); empty (with the columns) when there is none."""
-    out = []
+    predicted ones, each in their number's order); empty (with the columns) when there is none. Built
+    column by column (no dict a lesion): tens of thousands of lesions a case cost their values only."""
+    columns: dict[str, list] = {c: [] for c in LESION_COLUMNS}
     if "lesions" in table.columns:
         for _, row in table[table["status"] == "ok"].iterrows():
-            for lesion in row_lesions(row):
-                entry = {c: row.get(c, "") for c in ("case_id", "task", "label_name", "target_labels")}
-                entry.update({c: lesion.get(c) for c in LESION_COLUMNS[4:]})
-                entry["matched"] = " ".join(str(v) for v in lesion.get("matched") or [])
-                entry["size"] = lesion.get("size") or ""
-                out.append(entry)
-    lesions = pd.DataFrame(out, columns=list(LESION_COLUMNS))
+            lesions = row_lesions(row)
+            if not lesions:
+                continue
+            for c in LESION_COLUMNS[:4]:
+                columns[c].extend([row.get(c, "")] * len(lesions))
+            for c in LESION_COLUMNS[4:]:
+                if c == "matched":
+                    columns[c].extend(" ".join(str(v) for v in l.get("matched") or []) for l in lesions)
+                elif c == "size":
+                    columns[c].extend(l.get("size") or "" for l in lesions)
+                else:
+                    columns[c].extend(l.get(c) for l in lesions)
+            del lesions
+    lesions = pd.DataFrame(columns, columns=list(LESION_COLUMNS))
     for column in _INT:
         lesions[column] = pd.array([None if is_missing(v) else int(v) for v in lesions[column]], dtype="Int64")
     for column in _FLOAT:

@@ -33,7 +33,8 @@ false-negative volumes), besides its DSC over the whole case:
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import json
+from dataclasses import dataclass, field, fields
 from typing import Any, Sequence
 
 import numpy as np
@@ -80,9 +81,10 @@ class LesionRule:
                 f"large >= {self.large_ml:g} mL")
 
 
-@dataclass
+@dataclass(slots=True)
 class Lesion:
-    """One true or predicted lesion: its number, status, size and DSC against its match."""
+    """One true or predicted lesion: its number, status, size and DSC against its match (slots: a case may
+    hold tens of thousands)."""
 
     source: str  # "true" or "predicted"
     number: int
@@ -100,12 +102,16 @@ class Lesion:
     matched: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = {name: getattr(self, name) for name in _LESION_FIELDS}
+        out["matched"] = list(self.matched)
         out["dice"] = None if not np.isfinite(self.dice) else round(float(self.dice), 4)
         out["iou"] = None if not np.isfinite(self.iou) else round(float(self.iou), 4)
         if self.volume_ml is not None:
             out["volume_ml"] = round(float(self.volume_ml), 4)
         return out
+
+
+_LESION_FIELDS = tuple(f.name for f in fields(Lesion))
 
 
 @dataclass
@@ -149,11 +155,17 @@ class LesionResult:
             out[size] = float(np.mean([l.status == FOUND for l in of_size])) if of_size else float("nan")
         return out
 
-    def columns(self) -> dict[str, Any]:
-        """A result row's lesion columns (``lesions`` the JSON-ready list of every lesion)."""
-        return {"lesions_true": len(self.true_lesions), "lesions_found": self.found, "lesions_missed": self.missed,
-                "lesions_false": self.false_positives, "lesion_f1": self.f1, "lesion_dice": self.mean_dice,
-                "lesions": [l.to_dict() for l in self.lesions]}
+    def columns(self, as_json: bool = False) -> dict[str, Any]:
+        """A result row's lesion columns (``lesions`` the JSON-ready list of every lesion; with ``as_json`` its
+        JSON text, as a results row stores it, written lesion by lesion without the list of dicts)."""
+        out = {"lesions_true": len(self.true_lesions), "lesions_found": self.found, "lesions_missed": self.missed,
+               "lesions_false": self.false_positives, "lesion_f1": self.f1, "lesion_dice": self.mean_dice}
+        if as_json:  # as benchmark.schema.json_dumps writes the list: sorted keys, no spaces
+            out["lesions"] = "[" + ",".join(json.dumps(l.to_dict(), sort_keys=True, separators=(",", ":"))
+                                            for l in self.lesions) + "]"
+        else:
+            out["lesions"] = [l.to_dict() for l in self.lesions]
+        return out
 
 
 def components(mask: np.ndarray) -> tuple[np.ndarray, int]:
