@@ -300,7 +300,7 @@ class CaseEvaluator:
             row["notes"] = json_dumps(result_notes(case.image, pred))
             if target.lesions:
                 lesions = self._lesions(case, target, pred, gt, instances)
-                row.update({**lesions, "lesions": json_dumps(lesions["lesions"])})
+                row.update(lesions)  # the lesions' JSON written lesion by lesion
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))
         except Cancelled:
@@ -381,12 +381,12 @@ class CaseEvaluator:
         target's instance maps (the truth's values inside its mask; the prediction's numbered map, or for a
         joint run without one, its mask's connected components each an instance)."""
         if not target.instances:
-            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns()
+            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns(as_json=True)
         truth, _numbers = lesion_labels(case.label, target)
         if instances is None:
             instances = lesion_labels(pred.astype(np.uint8), Target("prediction", (1,), lesions=True))[0]
         return match_lesions(instances, truth, case.spacing.values, case.kind, self.lesion_rule,
-                             instances=True).columns()
+                             instances=True).columns(as_json=True)
 
     def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:
