@@ -32,7 +32,9 @@ from ..evaluation.error_parts import PARTS
 from ..studies.counterfactuals import CORRECTING, OFFICIAL_3D, VARIANTS, Counterfactual, counterfactuals
 from .config import RunConfig
 from .files import EXPLAIN_FILE, EXPLAIN_FOLDER, MANIFEST_FILE
-from .manifest import check_run_folder, inputs_sha256
+from .explain_cost import ExplainCost, estimate_cost
+from .explain_reproduced import REPRODUCED_TOLERANCE, check_prompt_slice, what_changed
+from .manifest import KILLED, check_run_folder, inputs_sha256, killed_words, run_status
 from .open_row import run_dataset
 from .prediction_files import prediction_suffix, safe_file_stem
 from .run_lock import RunLock
@@ -41,8 +43,6 @@ from .store import _atomic_write, load_table
 
 #: the table explain writes beside the results, and the folder of its masks (named in .files)
 MASK_FOLDER = EXPLAIN_FOLDER
-#: a reproduced DSC this far from the run's is told (the model or its engine changed)
-REPRODUCED_TOLERANCE = 1e-3
 #: the columns of explain.csv before the variants'
 BASE_COLUMNS = ("case_id", "task", "label_name", "target_labels", "kind", "status", "note", "input_sha256",
                 "dice_run", "dice_reproduced", "prompt_slice", "prompt_slice_dice", "dominant_error", "stop_reasons",
@@ -68,17 +68,33 @@ class _Run:
     layout: Any
     refs: dict[str, Any]
     table: pd.DataFrame
+    manifest: dict[str, Any]
 
 
 def _open_run(run_dir: Path) -> _Run:
     manifest = check_run_folder(run_dir, "explain")
-    if manifest.get("status") == "running":
-        raise DataError("the run is still running (or was killed): finish or resume it first, then explain it",
-                        run_dir / MANIFEST_FILE)
+    state = run_status(run_dir, manifest)
+    if state == "running":
+        raise DataError("the run is still running (another process is writing into it): let it finish, then "
+                        "explain it", run_dir / MANIFEST_FILE)
+    if state == KILLED:
+        raise DataError(f"the run was killed before it ended ({killed_words(manifest)}): finish it with "
+                        "`medsam-eval run ... --resume`, then explain it", run_dir / MANIFEST_FILE)
     config = RunConfig.from_manifest(manifest["config"], run_dir)
     layout, dataset = run_dataset(run_dir)
     refs = {ref.case_id: ref for ref in layout.list_cases(dataset)}
-    return _Run(run_dir, config, layout, refs, load_table(run_dir))
+    return _Run(run_dir, config, layout, refs, load_table(run_dir), manifest)
+
+
+def model_options_of(run: _Run, model_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The options explain builds the run's model with: the run's, ``model_options`` on top, and the run's
+    embedding store (its model's description records it, the ``MEDSAM_EVAL_EMBEDDINGS`` one too) when
+    neither names one and that folder is still there: the slices the run encoded are not encoded again."""
+    options = {**run.config.model_options, **(model_options or {})}
+    store = (run.manifest.get("model") or {}).get("embeddings")
+    if "embeddings" not in options and isinstance(store, str) and Path(store).is_dir():
+        options["embeddings"] = store
+    return options
 
 
 def _chosen(table: pd.DataFrame, cases: list[str] | None, limit: int | None) -> pd.DataFrame:
@@ -130,6 +146,18 @@ def _stop_reasons(row: Any) -> str:
     return ", ".join(str(s.get("reason")) for s in stops if isinstance(s, dict))
 
 
+def explain_cost(run_dir: str | Path, *, cases: list[str] | None = None, limit: int | None = None,
+                 model_options: dict[str, Any] | None = None) -> ExplainCost:
+    """What :func:`explain_run` with these arguments will cost, before it starts (:mod:`.explain_cost`: from the
+    run's timings of the results not explained yet, and whether the run's embedding store is read)."""
+    run = _open_run(Path(run_dir))
+    chosen = _chosen(run.table, cases, limit)
+    kept = _done_before(Path(run_dir) / EXPLAIN_FILE, chosen)
+    todo = chosen[[(str(c), str(n)) not in kept for c, n in zip(chosen["case_id"], chosen["label_name"])]]
+    store = model_options_of(run, model_options).get("embeddings")
+    return estimate_cost(todo, str(store) if store else None)
+
+
 def explain_run(run_dir: str | Path, *, cases: list[str] | None = None, limit: int | None = None,
                 save_masks: bool | None = None, progress: ExplainProgress | None = None,
                 cancel: threading.Event | None = None, model_options: dict[str, Any] | None = None,
@@ -158,13 +186,15 @@ def explain_run(run_dir: str | Path, *, cases: list[str] | None = None, limit: i
         from ..protocols import build_protocol
         from .local_executor import build_model
 
-        backend = build_model(run.config.model, {**run.config.model_options, **(model_options or {})})
+        options = model_options_of(run, model_options)
+        backend = build_model(run.config.model, options)
+        changes = what_changed(run.manifest, run.config.model_options, backend, options)
         protocol = build_protocol(run.config.protocol, **{"seed": run.config.seed, **run.config.protocol_options})
         for done, case_id in enumerate(todo, start=1):
             if cancel is not None and cancel.is_set():
                 break
             rows += _explain_case(run, backend, protocol, case_id, chosen[chosen["case_id"] == case_id], save,
-                                  variants, cancel)
+                                  variants, cancel, changes)
             _write(path, rows)
             if progress is not None and progress(done, total, case_id) is False:
                 break
@@ -186,7 +216,7 @@ def _write(path: Path, rows: list[dict[str, Any]]) -> None:
 
 
 def _explain_case(run: _Run, backend: Any, protocol: Any, case_id: str, rows: pd.DataFrame, save: bool,
-                  variants: tuple[str, ...], cancel: threading.Event | None) -> list[dict[str, Any]]:
+                  variants: tuple[str, ...], cancel: threading.Event | None, changes: str) -> list[dict[str, Any]]:
     """The explain rows of one case (one per scored target); a failure is each row's ``status``."""
     base_rows = [_base(row) for row in rows.itertuples()]
     ref = run.refs.get(case_id)
@@ -206,7 +236,7 @@ def _explain_case(run: _Run, backend: Any, protocol: Any, case_id: str, rows: pd
     backend.clear_cache()
     try:
         for b, row in zip(base_rows, rows.itertuples()):
-            out.append(_explain_target(run, backend, protocol, case, image, b, row, save, variants, cancel))
+            out.append(_explain_target(run, backend, protocol, case, image, b, row, save, variants, cancel, changes))
     finally:
         backend.clear_cache()
     return out
@@ -222,7 +252,7 @@ def _base(row: Any) -> dict[str, Any]:
 
 def _explain_target(run: _Run, backend: Any, protocol: Any, case: Any, image: np.ndarray, base: dict[str, Any],
                     row: Any, save: bool, variants: tuple[str, ...],
-                    cancel: threading.Event | None) -> dict[str, Any]:
+                    cancel: threading.Event | None, changes: str = "") -> dict[str, Any]:
     target = row_target(row._asdict())
     out = dict(base)
     start, calls = time.perf_counter(), getattr(backend, "encoder_calls", None)
@@ -233,8 +263,9 @@ def _explain_target(run: _Run, backend: Any, protocol: Any, case: Any, image: np
         prompts = prompts_from_json(row.prompt)
         gt = target.mask(case.label)
         asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
-        out.update(_check_prompt_slice(backend, image, case, asked, gt, row, run.config.protocol))
         run_mask, run_stops = _run_result(run.run_dir, row, case, target)
+        out.update(check_prompt_slice(backend, image, case, asked, gt, row, run.config.protocol, run_mask,
+                                       changes))
         found = counterfactuals(backend, image, case, gt, prompts, protocol, rules=run.config.propagation,
                                 variants=variants, progress=progress, run_mask=run_mask, run_stops=run_stops)
     except Cancelled:
@@ -268,37 +299,6 @@ def _run_result(run_dir: Path, row: Any, case: Any, target: Any) -> tuple[np.nda
     except ValueError:
         return None, []
     return binary_target(prediction, target.labels, binary_fallback=True), [s for s in stops if isinstance(s, dict)]
-
-
-def _check_prompt_slice(backend: Any, image: np.ndarray, case: Any, asked: list, gt: np.ndarray, row: Any,
-                        protocol: str) -> dict[str, Any]:
-    """The run's first step again: the prompted slice (a 2D image: the whole result) segmented from the
-    recorded prompt, its DSC against the run's (``prompt_slice_dice``; a 2D image's ``dice``). A difference
-    (the model, its engine or the data changed) makes the row ``differs``: its gains are against the run's
-    result, which this model would not give. Not checked where the prompt slice's DSC is not the first
-    prompt's own (lesions, the official 3D loop, corrections)."""
-    from ..evaluation.metrics import compute_dice
-    from ..propagation.segment import segment_by_kind
-
-    if len(asked) != 1 or protocol in (*CORRECTING, OFFICIAL_3D):
-        return {}
-    prompt = asked[0]
-    if case.kind == "image":
-        mask = segment_by_kind(backend, image, case.kind, prompt, case_id=case.case_id).mask
-        ran, now = float(row.dice), float(compute_dice(mask, gt))
-    else:
-        ran = float(getattr(row, "prompt_slice_dice", np.nan))
-        if prompt.slice_index is None or not np.isfinite(ran):
-            return {}
-        z = int(prompt.slice_index)
-        mask = segment_by_kind(backend, image, case.kind, prompt, how="slice", case_id=case.case_id).mask
-        now = float(compute_dice(mask[z], gt[z]))
-    found: dict[str, Any] = {"dice_reproduced": round(now, 4)} if case.kind == "image" else {}
-    if abs(now - ran) > REPRODUCED_TOLERANCE:
-        what = "DSC" if case.kind == "image" else "prompt slice's DSC"
-        found.update(status="differs", note=f"the {what} is {now:.4f} now, {ran:.4f} in the run: the model, its "
-                                            "engine or the data changed; gains are against the run's result")
-    return found
 
 
 def _variant_columns(result: Counterfactual, dice_run: float, row: Any) -> dict[str, Any]:
@@ -366,4 +366,4 @@ def variant_mask_path(run_dir: str | Path, explained: dict[str, Any], variant: s
     return path if path.is_file() else None
 
 
-__all__ = ["COLUMNS", "EXPLAIN_FILE", "explained_row", "variant_dice", "variant_mask_path", "MASK_FOLDER", "REPRODUCED_TOLERANCE", "explain_run", "variant_column"]
+__all__ = ["COLUMNS", "EXPLAIN_FILE", "explain_cost", "explained_row", "model_options_of", "variant_dice", "variant_mask_path", "MASK_FOLDER", "REPRODUCED_TOLERANCE", "explain_run", "variant_column"]

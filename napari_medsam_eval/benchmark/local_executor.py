@@ -16,6 +16,11 @@ model and protocol *once* per worker from a picklable :class:`~.config.RunConfig
 most ``2 x workers`` cases are submitted at a time, so a stop takes effect
 quickly and results stream back in completion order.
 
+The workers are capped (:func:`worker_cap`): never more than the CPU cores this process may use, the
+memory available (``MemAvailable``) at :data:`WORKER_MEMORY_BYTES` a worker after a reserve for the rest of
+the machine, or the cases to run; a cap is said in one line (stderr and ``run.log``): ``--workers 99999``
+on 2 cores runs 2 processes, not one per case.
+
 A worker that dies (segfault, out-of-memory kill) breaks the whole pool. The
 pool is then rebuilt and the cases that were running are retried one at a
 time; a case that breaks a pool twice gets a ``failed`` row saying so. A
@@ -24,8 +29,10 @@ worker whose parent dies (the run was killed) exits within a second.
 from __future__ import annotations
 
 import importlib
+import logging
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -44,6 +51,13 @@ Rows = list[dict[str, Any]]
 MAX_CRASHES = 2
 #: seconds between two looks at the cancel event while parallel cases run
 CANCEL_POLL_S = 0.2
+#: the memory one worker process is counted at: a LiteMedSAM worker segmenting a hippocampus or DeepLesion
+#: case holds about 450 MB (torch, the model, the case, its embeddings cache), rounded up
+WORKER_MEMORY_BYTES = 600 * 2**20
+#: the memory left to this process and the rest of the machine when workers are counted
+RESERVED_MEMORY_BYTES = 2**30
+
+logger = logging.getLogger(__name__)
 
 
 def build_model(model: str, options: dict[str, Any]) -> Any:
@@ -78,6 +92,67 @@ def threads_per_worker(workers: int, cores: int | None = None) -> int:
         except (AttributeError, OSError):  # pragma: no cover - non-Linux
             cores = os.cpu_count() or 1
     return max(1, int(cores) // max(1, int(workers)))
+
+
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity; ``os.cpu_count`` where that is unknown)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+def available_memory() -> int | None:
+    """The memory available for new processes, in bytes (``MemAvailable`` of ``/proc/meminfo``, else psutil's);
+    None where neither says."""
+    try:
+        for line in open("/proc/meminfo", encoding="ascii"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+
+
+class WorkerCap:
+    """How many worker processes a run starts: ``used`` of ``asked``, and why (:attr:`words`, "" uncapped)."""
+
+    def __init__(self, asked: int, cases: int | None = None, cores: int | None = None,
+                 memory: int | None = -1) -> None:
+        self.asked = int(asked)
+        self.cores = usable_cores() if cores is None else int(cores)
+        self.memory = available_memory() if memory == -1 else memory
+        limits = {"cores": max(1, self.cores)}
+        if self.memory is not None:
+            limits["memory"] = max(1, (self.memory - RESERVED_MEMORY_BYTES) // WORKER_MEMORY_BYTES)
+        if cases is not None:
+            limits["cases"] = max(1, int(cases))
+        self.used = min(self.asked, *limits.values())
+        self.limits = limits
+
+    @property
+    def words(self) -> str:
+        """``workers: 99999 asked, 2 used (2 CPU cores; 5.1 GB memory available, 0.6 GB a worker)``; "" when
+        the machine takes every worker asked (fewer cases than workers start fewer processes, unsaid)."""
+        if min(self.asked, *(v for k, v in self.limits.items() if k != "cases")) >= self.asked:
+            return ""
+        why = [f"{self.cores} CPU core{'s' if self.cores != 1 else ''}"]
+        if self.memory is not None:
+            why.append(f"{self.memory / 1e9:.1f} GB memory available, {WORKER_MEMORY_BYTES / 1e9:.1f} GB a worker "
+                       f"after {RESERVED_MEMORY_BYTES / 1e9:.1f} GB kept free")
+        if "cases" in self.limits:
+            why.append(f"{self.limits['cases']} case{'s' if self.limits['cases'] != 1 else ''} to run")
+        return f"workers: {self.asked} asked, {self.used} used ({'; '.join(why)})"
+
+
+def worker_cap(asked: int, cases: int | None = None) -> WorkerCap:
+    """The workers a run of ``cases`` cases asking ``asked`` starts (:class:`WorkerCap`; module doc)."""
+    return WorkerCap(asked, cases)
 
 
 class SerialExecutor:
@@ -161,9 +236,13 @@ class ParallelExecutor:
         if config.workers < 2:
             raise InputError(f"ParallelExecutor needs at least 2 workers, got {config.workers}")
         self.config = config
-        self.workers = int(config.workers)
-        self.threads = threads_per_worker(self.workers)
         self.pending: deque[CaseRef] = deque(refs)
+        self.cap = worker_cap(config.workers, len(self.pending))
+        self.workers = self.cap.used
+        if self.cap.words:
+            logger.warning("%s", self.cap.words)
+            print(f"note: {self.cap.words}", file=sys.stderr)
+        self.threads = threads_per_worker(self.workers)
         self.suspects: deque[CaseRef] = deque()
         self.crashes: dict[str, int] = {}
         self.cancel = cancel

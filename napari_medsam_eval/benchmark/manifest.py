@@ -10,6 +10,13 @@ count, and a fingerprint of its file listing: relative path and size of every
 file the dataset's cases read, whatever ``limit`` selects - cheap, unlike hashing every byte, yet it changes when a
 file is added, removed or rewritten to another size).
 
+A run killed by anything (SIGKILL, the out-of-memory killer, a machine that went down) cannot write its
+end: its manifest still says ``running``. While it runs the manifest records its ``process`` (host, pid,
+start time) and the run holds the folder's lock (:mod:`.run_lock`), so on the next look - ``report``,
+``run --resume``, ``explain``, the Benchmark dock - :func:`run_status` reads such a manifest as
+:data:`KILLED` when that process is gone (no live process holds the lock); a resumed run's manifest marks
+the earlier session that never ended ``killed``.
+
 ``--resume`` refuses a run folder whose manifest disagrees on
 :data:`RESUME_KEYS`: mixing rows of two configurations in one table would be
 silently wrong. Each start appends to ``sessions``. A folder without a
@@ -24,6 +31,7 @@ import hashlib
 import json
 import os
 import platform
+import socket
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,9 +43,14 @@ from ..core.errors import DataError
 from ..core.ownership import folder_contents
 from .config import config_differences
 from .files import MANIFEST_FILE
+from .run_lock import lock_held
 from ..core.temp_files import temporary_beside
 
 FORMAT_VERSION = 1
+#: what :func:`run_status` reads a ``running`` manifest as when the process that wrote it is gone
+KILLED = "killed"
+#: a process's start time may be read this many seconds apart (clock ticks, rounding)
+_START_SLACK_S = 2.0
 
 
 def now() -> str:
@@ -121,9 +134,86 @@ def changed_inputs(rows: Iterable[dict[str, Any]], refs: Iterable[CaseRef]) -> s
     return {ref.case_id for ref in refs if ref.case_id in recorded and inputs_sha256(ref) != recorded[ref.case_id]}
 
 
+def this_process() -> dict[str, Any]:
+    """This process as a ``running`` manifest records it: host, pid and start time (seconds since the epoch;
+    None where it cannot be read)."""
+    return {"host": socket.gethostname(), "pid": os.getpid(), "started": process_start(os.getpid())}
+
+
+def process_start(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), from ``/proc`` (or psutil where installed);
+    None where neither says (the pid is then the only witness)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+        ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        pass
+    try:
+        import psutil
+
+        return float(psutil.Process(int(pid)).create_time())
+    except Exception:  # noqa: BLE001 - not installed, or no such process
+        return None
+
+
+def process_alive(process: dict[str, Any]) -> bool:
+    """Whether the process a manifest recorded (:func:`this_process`) is still running: on this host, its pid
+    alive and started when it was (a pid used again by another process is not it)."""
+    try:
+        pid = int(process["pid"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, someone else's
+    except OSError:
+        return False
+    started, now = process.get("started"), process_start(pid)
+    return started is None or now is None or abs(float(started) - now) <= _START_SLACK_S
+
+
+def run_status(run_dir: str | Path, manifest: dict[str, Any] | None = None) -> str | None:
+    """A run's status as it is now: the manifest's ``status``, except a ``running`` one whose process is gone,
+    which reads :data:`KILLED` (module doc); None without a manifest. A process recorded on this host is
+    looked up by pid and start time; else (another host, a manifest from before the record) a run is running
+    while a live process holds the folder's lock."""
+    manifest = read_manifest(run_dir) if manifest is None else manifest
+    if not manifest:
+        return None
+    status = manifest.get("status")
+    if status != "running":
+        return status
+    process = manifest.get("process")
+    if isinstance(process, dict) and process.get("host") == socket.gethostname():
+        alive = process_alive(process)
+    else:
+        alive = lock_held(run_dir)
+    return "running" if alive else KILLED
+
+
+def killed_words(manifest: dict[str, Any]) -> str:
+    """Why a ``running`` manifest reads :data:`KILLED`, in words: the process that wrote it and that it is gone."""
+    process = manifest.get("process")
+    if isinstance(process, dict) and process.get("pid") is not None:
+        return (f"its process {process['pid']} on {process.get('host', 'this machine')} is gone without ending it: "
+                "killed (a signal, out of memory) or its machine went down")
+    return "no process holds its lock and it never wrote its end: killed (a signal, out of memory) or its machine " \
+           "went down"
+
+
 def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
-    """Write ``manifest.json`` atomically; returns its path."""
+    """Write ``manifest.json`` atomically; returns its path. A ``running`` manifest records this process
+    (:func:`this_process`), and an earlier session that never ended is written as ``killed``."""
     path = Path(run_dir) / MANIFEST_FILE
+    manifest = _with_process(manifest)
     handle, temp = temporary_beside(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -135,6 +225,18 @@ def write_manifest(run_dir: str | Path, manifest: dict[str, Any]) -> Path:
     finally:
         Path(temp).unlink(missing_ok=True)
     return path
+
+
+def _with_process(manifest: dict[str, Any]) -> dict[str, Any]:
+    """``manifest`` as written (a copy where anything is added; the caller's dict is left as it is)."""
+    sessions = manifest.get("sessions")
+    if isinstance(sessions, list) and len(sessions) > 1:
+        ended = [dict(s, status=KILLED) if isinstance(s, dict) and not s.get("ended_at") and "status" not in s
+                 else s for s in sessions[:-1]]
+        manifest = {**manifest, "sessions": ended + sessions[-1:]}
+    if manifest.get("status") == "running":
+        manifest = {**manifest, "process": this_process()}
+    return manifest
 
 
 def read_manifest(run_dir: str | Path) -> dict[str, Any] | None:

@@ -35,9 +35,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from ..benchmark.explain import EXPLAIN_FILE, explain_run
+    from ..benchmark.explain import EXPLAIN_FILE, explain_cost, explain_run
     from ..report.explain_section import explain_summary_lines, run_seconds
 
+    options = embeddings_option(args)
+    print(explain_cost(args.run_dir, cases=args.cases, limit=args.limit, model_options=options).words(),
+          file=sys.stderr)  # before it starts: what it will cost
     bar = None if args.quiet else tqdm(total=0, unit="case", desc="explain", file=sys.stderr)
 
     def progress(done: int, total: int, case_id: str) -> None:
@@ -49,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     try:
         table = explain_run(args.run_dir, cases=args.cases, limit=args.limit, save_masks={"auto": None, "save": True, "none": False}[args.masks],
-                            progress=progress, model_options=embeddings_option(args))
+                            progress=progress, model_options=options)
     finally:
         if bar is not None:
             bar.close()

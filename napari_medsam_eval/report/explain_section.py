@@ -1,9 +1,11 @@
 """The report's "What would fix it" section, from ``explain.csv`` (:mod:`..benchmark.explain`).
 
-Per task: the median DSC as run and under each counterfactual variant, the median gain of each over
-the run (over the results where the variant applies), and the stage that costs most (the largest
-median gain), told with the "why it failed" parts and the stop rules that ended the run's
-propagation. The prompt slice's own DSC per task (from the run's rows: how good the model is even
+Per task: the median DSC as run and under each counterfactual variant, each with its difference from the
+median as run beside it (so a row adds up: 0.096 as run, 0.267 with the true extent, +0.171), and the
+stage that costs most in a clinician's words: the one whose median of each result's own cost is largest
+(a result's gain under the variant; the true box on every slice has the true extent too, so its stage
+costs what it gains beyond the true extent, :data:`~..studies.counterfactuals.INCLUDES`), told with that
+median, the "why it failed" parts and the stop rules that ended the run's propagation. The prompt slice's own DSC per task (from the run's rows: how good the model is even
 where it was told). A figure draws each task's staircase from the run to the model's ceiling with box
 prompts. Without ``explain.csv`` the section gives the prompt slice's DSC and the command to run.
 """
@@ -17,7 +19,7 @@ import pandas as pd
 from ..benchmark.explain import EXPLAIN_FILE, variant_column
 from ..evaluation.error_parts import PARTS, part_name
 from ..propagation.stop_words import STOP_LABELS
-from ..studies.counterfactuals import STAGE_WORDS, VARIANT_WORDS, VARIANTS
+from ..studies.counterfactuals import INCLUDES, STAGE_WORDS, VARIANT_WORDS, VARIANTS
 from . import markup as mk
 from .stats import natural_key, ok_rows, stop_reason_counts
 
@@ -53,10 +55,23 @@ def run_seconds(run_dir: str | Path, explained: pd.DataFrame) -> float:
     return float(table.loc[chosen, "time_total_s"].sum())
 
 
+def stage_costs(rows: pd.DataFrame, variant: str) -> pd.Series:
+    """Each result's cost of ``variant``'s stage: its gain, or for a variant that has another's fix too
+    (:data:`INCLUDES`) its DSC less that variant's where both apply (its gain where the other does not)."""
+    dice = pd.to_numeric(rows[variant_column("dice", variant)], errors="coerce")
+    gain = pd.to_numeric(rows[variant_column("gain", variant)], errors="coerce")
+    inner = INCLUDES.get(variant)
+    if inner is None:
+        return gain
+    beyond = dice - pd.to_numeric(rows[variant_column("dice", inner)], errors="coerce")
+    return beyond.where(beyond.notna(), gain)
+
+
 def task_gains(explained: pd.DataFrame) -> pd.DataFrame:
-    """Per task: n, the median DSC as run, each variant's median DSC and median gain (where it applies:
-    ``n_<variant>``), and the variant whose median gain is largest (``costliest``; "" when none gains
-    :data:`SMALL_GAIN`)."""
+    """Per task: n, the median DSC as run, each variant's median DSC (where it applies: ``n_<variant>``), its
+    difference from the median as run (``lift_<variant>``: the row adds up), the median of each result's own
+    gain (``gain_<variant>``) and of its stage's cost (``cost_<variant>``, :func:`stage_costs`), and the
+    variant whose stage cost is largest (``costliest``; "" when none costs :data:`SMALL_GAIN`)."""
     usable = explained[explained["status"].isin(["ok", "differs"])]
     out = []
     for task in sorted(set(usable["task"].astype(str)), key=natural_key):
@@ -66,14 +81,30 @@ def task_gains(explained: pd.DataFrame) -> pd.DataFrame:
         for variant in VARIANTS:
             dice = pd.to_numeric(rows[variant_column("dice", variant)], errors="coerce")
             gain = pd.to_numeric(rows[variant_column("gain", variant)], errors="coerce")
+            cost = stage_costs(rows, variant)
             entry[f"n_{variant}"] = int(dice.notna().sum())
             entry[f"dice_{variant}"] = float(dice.median()) if dice.notna().any() else float("nan")
+            entry[f"lift_{variant}"] = entry[f"dice_{variant}"] - entry["dice_run"]
             entry[f"gain_{variant}"] = float(gain.median()) if gain.notna().any() else float("nan")
-        gains = {v: entry[f"gain_{v}"] for v in VARIANTS if np.isfinite(entry[f"gain_{v}"])}
-        best = max(gains, key=gains.get) if gains else ""
-        entry["costliest"] = best if best and gains[best] >= SMALL_GAIN else ""
+            entry[f"cost_{variant}"] = float(cost.median()) if cost.notna().any() else float("nan")
+        costs = {v: entry[f"cost_{v}"] for v in VARIANTS if np.isfinite(entry[f"cost_{v}"])}
+        best = max(costs, key=costs.get) if costs else ""
+        entry["costliest"] = best if best and costs[best] >= SMALL_GAIN else ""
         out.append(entry)
     return pd.DataFrame(out)
+
+
+def _costliest_cell(gains: pd.Series) -> str:
+    best = gains["costliest"]
+    return f"{STAGE_WORDS[best]} ({_signed(gains[f'cost_{best}'])})" if best else "none"
+
+
+def costliest_words(gains: pd.Series) -> str:
+    """``carrying the box from slice to slice costs most (median +0.13 a result)``, or that none costs much."""
+    best = gains["costliest"]
+    if not best:
+        return f"no stage costs {SMALL_GAIN:g} of DSC (median of each result's own gain)"
+    return f"{STAGE_WORDS[best]} costs most (median {_signed(gains[f'cost_{best}'])} a result)"
 
 
 def _signed(value: float) -> str:
@@ -90,10 +121,10 @@ def explain_summary_lines(explained: pd.DataFrame) -> list[str]:
     """One line per task for a terminal: the DSC as run, under each variant (gain), the costliest stage."""
     lines = []
     for _, r in task_gains(explained).iterrows():
-        told = [f"{VARIANT_WORDS[v]} {r[f'dice_{v}']:.3f} ({_signed(r[f'gain_{v}'])})" for v in VARIANTS
+        told = [f"{VARIANT_WORDS[v]} {r[f'dice_{v}']:.3f} ({_signed(r[f'lift_{v}'])})" for v in VARIANTS
                 if r[f"n_{v}"]]
-        costliest = f": {STAGE_WORDS[r['costliest']]} costs most" if r["costliest"] else ": no stage costs much"
-        line = f"{r['task']} (n={r['n']}): as run {r['dice_run']:.3f}; " + ", ".join(told) + costliest
+        line = f"{r['task']} (n={r['n']}): median DSC as run {r['dice_run']:.3f}; " + ", ".join(told) \
+            + f": {costliest_words(r)}"
         lines.append(in_frames(line, explained, str(r["task"])))
     failed = explained[~explained["status"].isin(["ok", "differs"])]
     if len(failed):
@@ -125,14 +156,15 @@ def _why_words(table: pd.DataFrame, task: str) -> list[str]:
 
 def task_sentence(table: pd.DataFrame, gains: pd.Series) -> str:
     """``missed slices 0.33 of the error; 35 of 40 directions ended by 'brightness changed'; with the true
-    extent the median DSC would be 0.47 (+0.15): the stop rule costs most``."""
+    extent the median DSC would be 0.47 instead of 0.32: stopping too early or too late costs most (median
+    +0.15 a result)``."""
     words = _why_words(table, str(gains["task"]))
     best = gains["costliest"]
     if best:
-        words.append(f"with {VARIANT_WORDS[best]} the median DSC would be {gains[f'dice_{best}']:.2f} "
-                     f"({_signed(gains[f'gain_{best}'])}): {STAGE_WORDS[best]} costs most")
+        words.append(f"with {VARIANT_WORDS[best]} the median DSC would be {gains[f'dice_{best}']:.2f} instead of "
+                     f"{gains['dice_run']:.2f}: {costliest_words(gains)}")
     else:
-        words.append(f"no single stage gains {SMALL_GAIN:g} of median DSC")
+        words.append(costliest_words(gains))
     return "; ".join(words)
 
 
@@ -149,21 +181,26 @@ def explain_blocks(table: pd.DataFrame, explained: pd.DataFrame | None, figures:
                                     "was told."),
                        mk.table(["task", "prompt slice DSC"], [[t, v] for t, v in slice_dice.items()],
                                 numeric=[False, True])]
-        return blocks + [mk.paragraph("Run `medsam-eval explain RUN_DIR` to measure what each "
-                                      "stage costs: each result re-run with the true extent, the best prompt slice "
-                                      "and the true box on every slice.", note=True)]
+        return blocks + [mk.paragraph("To measure what each stage costs, run medsam-eval explain on this run "
+                                      "folder: each result is run again with the true extent, the best prompt "
+                                      "slice and the true box on every slice (it says first what that will cost).",
+                                      note=True)]
     gains = task_gains(explained)
     blocks.append(mk.paragraph(
         "Each result was run again by the same model, prompts and rules with one stage made perfect: the true "
         "extent (propagation kept to the object's first and last slice, no stop rule), the best prompt slice "
         "(the protocol's prompt on the slice where the object is largest) and the true box on every slice (no "
-        "propagation: the model's ceiling with box prompts). A variant's gain over the run is that stage's "
-        "cost; medians over the results where it applies.", note=True))
-    header = ["task", "n", "as run", "prompt slice DSC",
-              *(f"{VARIANT_WORDS[v]} (gain)" for v in VARIANTS), "costs most"]
+        "propagation: the model's ceiling with box prompts). Each DSC is the median over the results where the "
+        "variant applies; in brackets, its difference from the median as run, so a row adds up. What costs most "
+        "is ranked by the median of each result's own gain, which can differ from the difference of the "
+        "medians; the true box on every slice has the true extent too, so its stage, carrying the box from "
+        "slice to slice, is counted by what it gains beyond the true extent.", note=True))
+    header = ["task", "n", "median DSC as run", "prompt slice DSC",
+              *(f"{VARIANT_WORDS[v]}: median DSC (difference)" for v in VARIANTS),
+              "costs most (median of each result's own cost)"]
     rows = [[r["task"], r["n"], r["dice_run"], r["prompt_slice_dice"],
-             *(f"{r[f'dice_{v}']:.3f} ({_signed(r[f'gain_{v}'])})" if r[f"n_{v}"] else "n/a" for v in VARIANTS),
-             STAGE_WORDS[r["costliest"]] if r["costliest"] else "none"] for _, r in gains.iterrows()]
+             *(f"{r[f'dice_{v}']:.3f} ({_signed(r[f'lift_{v}'])})" if r[f"n_{v}"] else "n/a" for v in VARIANTS),
+             in_frames(_costliest_cell(r), explained, str(r["task"]))] for _, r in gains.iterrows()]
     blocks.append(mk.table(header, rows, numeric=[False, True, True, True] + [False] * (len(VARIANTS) + 1)))
     blocks.append(mk.bullets([in_frames(f"{r['task']}: {task_sentence(table, r)}", explained, str(r["task"]))
                               for _, r in gains.iterrows()]))

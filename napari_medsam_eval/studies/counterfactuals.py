@@ -12,8 +12,9 @@ that stage's cost:
   instead of the protocol's key slice, then propagated as in the run: the cost of the key-slice choice
   (for a video, propagated forward as the run is, so the frames before it stay empty);
 * ``oracle_box`` - every slice/frame holding the object segmented alone from its tight box (widened by the
-  protocol's ``margin``, as its key-slice box was): no propagation, so the gain is the cost of drift, and
-  its DSC the model's ceiling with box prompts.
+  protocol's ``margin``, as its key-slice box was): no propagation, so its DSC is the model's ceiling with
+  box prompts. Its boxes are on the object's slices only, so it has the true extent too: the stage it
+  measures, carrying the box from slice to slice, costs what it gains beyond the true extent (:data:`INCLUDES`).
 
 A target taken lesion by lesion is explained lesion by lesion (each lesion's extent, largest slice and
 boxes), the lesions' masks united. A variant that does not apply says why (:attr:`Counterfactual.reason`):
@@ -50,9 +51,14 @@ VARIANTS = ("oracle_extent", "oracle_prompt_slice", "oracle_box")
 #: what each variant makes perfect, in a sentence's words
 VARIANT_WORDS = {"oracle_extent": "the true extent", "oracle_prompt_slice": "the best prompt slice",
                  "oracle_box": "the true box on every slice"}
-#: the stage whose cost each variant measures
-STAGE_WORDS = {"oracle_extent": "the stop rule", "oracle_prompt_slice": "the prompt slice",
-               "oracle_box": "drift (propagation itself)"}
+#: the stage whose cost each variant measures, in a clinician's words (they read in "what X costs" and
+#: "X costs most"; a video's say frame)
+STAGE_WORDS = {"oracle_extent": "stopping too early or too late",
+               "oracle_prompt_slice": "the choice of the prompted slice",
+               "oracle_box": "carrying the box from slice to slice"}
+#: the variant whose fix includes another's: the true box on every slice is given only on the object's slices,
+#: so it has the true extent too; its stage costs what it gains beyond the true extent
+INCLUDES = {"oracle_box": "oracle_extent"}
 #: protocols whose result is not one propagation of one prompt (their registry names, from their classes)
 OFFICIAL_3D = LiteMedSAM3DBoxProtocol.name
 CORRECTIONS = CorrectionsProtocol.name
@@ -303,6 +309,6 @@ def _run_variant(variant: str, backend: SegmentationBackend, image: np.ndarray, 
     return score(variant, mask, gt, case.kind, moved[0].slice_index)
 
 
-__all__ = ["CORRECTING", "CORRECTIONS", "OFFICIAL_3D", "STAGE_WORDS", "VARIANTS", "VARIANT_WORDS", "Counterfactual",
+__all__ = ["CORRECTING", "CORRECTIONS", "INCLUDES", "OFFICIAL_3D", "STAGE_WORDS", "VARIANTS", "VARIANT_WORDS", "Counterfactual",
            "box_mask", "counterfactuals", "extent_from_run", "extent_mask", "largest_slice", "moved_prompt", "not_applicable",
            "object_masks", "present_slices", "score"]
