@@ -138,7 +138,7 @@ def test_a_run_writes_the_class_in_the_map_its_own_mask_and_the_case_s_script_ro
         assert row.dice == pytest.approx(row.own_dsc_final, abs=1e-9)  # the row's dice: its own final mask
     lines = cvpr25.task_lines(table)
     assert lines[0].startswith("ds: CVPR 2025 interactive (cases as the script scores them)")
-    assert "(means over 1 cases)" in lines[0] and len(lines) == 4
+    assert "(means over 1 case)" in lines[0] and len(lines) == 4
     report = (tmp_path / "run" / "report.md").read_text()
     case_row = f"| ds | 1 | {table['case_dsc_auc'].iloc[0]:.3f} | {table['case_nsd_auc'].iloc[0]:.3f} |"
     assert case_row in report and "| ds/label_3 | 1 |" in report

@@ -155,7 +155,7 @@ def task_lines(table: Any) -> list[str]:
     ``data/liver: CVPR 2025 interactive: DSC-AUC 3.330, ... (means over 6 results, the class in its case's map)``."""
     lines = [f"{r.dataset}: CVPR 2025 interactive (cases as the script scores them): DSC-AUC {r.dsc_auc:.3f}, "
              f"NSD-AUC {r.nsd_auc:.3f}, final DSC {r.dsc_final:.3f}, final NSD {r.nsd_final:.3f} "
-             f"(means over {r.n} cases)" for r in case_summary(table).itertuples()]
+             f"(means over {r.n} case{'' if r.n == 1 else 's'})" for r in case_summary(table).itertuples()]
     return lines + [f"{r.task}: CVPR 2025 interactive: DSC-AUC {r.dsc_auc:.3f}, NSD-AUC {r.nsd_auc:.3f}, final DSC "
                     f"{r.dsc_final:.3f}, final NSD {r.nsd_final:.3f} (means over {r.n} results, the class in its "
                     f"case's map)" for r in task_summary(table).itertuples()]
