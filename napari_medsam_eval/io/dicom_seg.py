@@ -107,7 +107,12 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
         if number not in masks:
             raise DataError(f"{where} names segment {number}, which the Segment Sequence does not hold "
                             f"({', '.join(map(str, segments))})", path)
-        on = values >= maximum / 2.0 if seg_type == "FRACTIONAL" else values > 0
+        if seg_type == "FRACTIONAL":
+            on = values >= maximum / 2.0
+        elif values.dtype == np.uint8 and int(ds.get("BitsAllocated", 8)) == 1:
+            on = values.view(np.bool_)  # unpacked 1-bit frames hold 0 and 1 only: the mask shares their memory
+        else:
+            on = values > 0
         masks[number].add(slice_index, on)
     if seg_type == "FRACTIONAL":
         kind = str(ds.get("SegmentationFractionalType", "PROBABILITY")).lower()
