@@ -206,3 +206,14 @@ def test_info_and_score_name_each_segment(dicom_data: Path, tmp_path: Path) -> N
     kept = green & ~targets["ORANGE"].mask(case.label)
     assert rows["GREEN"]["dice"] == pytest.approx(2 * kept.sum() / (kept.sum() + green.sum()))
     assert rows["PURPLE"]["pred_voxels"] == 0 and rows["PURPLE"]["gt_voxels"] == 10743
+
+
+def test_score_a_seg_prediction_away_from_its_series(dicom_data: Path, tmp_path: Path) -> None:
+    """A SEG prediction saved far from the series is placed on the ground truth's series; segments are matched
+    by name, each scored on its own mask (the overlapping ones too)."""
+    shutil.copy(dicom_data / "dcmqi" / "partial_overlaps.dcm", tmp_path / "pred.dcm")
+    rows = score_files(tmp_path / "pred.dcm", dicom_data / "dcmqi" / "partial_overlaps.dcm")
+    assert [(row["name"], row["dice"]) for row in rows] == [(name, pytest.approx(1.0)) for name in
+                                                           ("GREEN", "ORANGE", "PURPLE", "LIGHT_BLUE", "DARK_BLUE")]
+    with pytest.raises(DataError, match="is not there"):
+        read_label(tmp_path / "pred.dcm")

@@ -33,6 +33,7 @@ from ..core.case import Spacing
 from ..datasets.base import root_dataset_json
 from ..core.errors import DataError, MedsamEvalError
 from ..io import LabelFile, read_label
+from ..io.dicom_objects import ground_truth_kind
 from ..io.validation import check_geometry, check_same_shape, plain_numbers
 from ..evaluation.error_parts import PART_COLUMNS, parts_text
 from ..evaluation.conventions import CONVENTIONS, convention_scores
@@ -97,9 +98,15 @@ def label_spacing(label: LabelFile, fallback: LabelFile) -> Spacing:
     return Spacing.isotropic(axes)
 
 
-def read_label_map(path: Path, role: str) -> LabelFile:
-    """``read_label``, with values no label map holds reported as what they likely are: an image."""
+def read_label_map(path: Path, role: str, beside: LabelFile | None = None) -> LabelFile:
+    """``read_label``, with values no label map holds reported as what they likely are: an image. A DICOM SEG or
+    RTSTRUCT scored ``beside`` one is placed on that one's series (a prediction's SEG need not lie by it)."""
     try:
+        if beside is not None and beside.info.get("dicom_series_folder") and ground_truth_kind(path):
+            from ..io import read_dicom_case
+
+            series = read_dicom_case(beside.info["dicom_series_folder"], series_id=beside.info.get("dicom_series_id"))
+            return read_label(path, reference=series)
         return read_label(path)
     except DataError as error:
         if "non-integer values" in error.problem or "negative value" in error.problem:
@@ -165,7 +172,7 @@ def score_files(pred_path: Path, gt_path: Path, tolerance_mm: float = 2.0,
     tolerance_mm = check_tolerance_option(tolerance_mm)
     pred_path, gt_path = Path(pred_path), Path(gt_path)
     gt = read_label_map(gt_path, ROLES[1])
-    pred = read_label_map(pred_path, ROLES[0])
+    pred = read_label_map(pred_path, ROLES[0], beside=gt)
     check_same_shape(pred.array.shape, gt.array.shape, pred_path, gt_path, roles=ROLES)
     if pred.geometry and gt.geometry:
         check_geometry(gt.geometry, pred.geometry, pred_path, gt_path, roles=ROLES)

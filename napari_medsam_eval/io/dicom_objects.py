@@ -194,7 +194,9 @@ def object_label_file(path: Path, reference: Case | None) -> tuple[np.ndarray, d
     label, names, targets = object_label(found.objects, found.grid.shape)
     geometry = {} if reference is not None else grid_geometry(found.grid)  # the case's own series: its geometry
     info = {"label_names": names, "targets": targets, "dicom_objects": found.kind, "dicom_object_path": str(path),
-            "notes": list(found.notes)}
+            "notes": list(found.notes), "dicom_series_id": found.grid.series_uid}
+    if reference is None and found.grid.folder is not None:  # found beside the file: where (a case has its own)
+        info["dicom_series_folder"] = str(Path(found.grid.folder).resolve())
     return label, geometry, info
 
 
