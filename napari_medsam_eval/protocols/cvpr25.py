@@ -19,8 +19,8 @@ Source: the challenge "Foundation Models for Interactive 3D Biomedical Image Seg
   its 3D connected components (26-connectivity), the largest (the first in raster order on a tie); the
   Euclidean distance transform of that component on its bounding box padded by ``max(int(0.25 * side), 1)``
   on each side (a crop over 60 million voxels is 2x max-pooled first, as the script does); the click is a
-  voxel of largest distance, drawn by ``RandomState(42).choice`` among them; foreground where the truth holds the target,
-  background where it does not. Here a click is a correction of its slice (a positive or negative point,
+  voxel of largest distance, drawn by ``RandomState(42).choice`` among them; foreground where the truth
+  holds the target, background where it does not. Here a click is a correction of its slice (a positive or negative point,
   on the box of the slice's current prediction where that slice has no anchor yet) followed by
   propagation to the neighbouring anchors, as the ``corrections`` protocol applies a click.
 * **Scores** (:mod:`napari_medsam_eval.evaluation.cvpr25`): on the map after each of the 6 steps, each class's
