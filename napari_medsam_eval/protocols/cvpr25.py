@@ -20,9 +20,9 @@ Source: the challenge "Foundation Models for Interactive 3D Biomedical Image Seg
   Euclidean distance transform of that component on its bounding box padded by ``max(int(0.25 * side), 1)``
   on each side (a crop over 60 million voxels is 2x max-pooled first, as the script does); the click is a
   voxel of largest distance, drawn by ``RandomState(42).choice`` among them; foreground where the truth
-  holds the target, background where it does not. Here a click is a correction of its slice (a positive or negative point,
-  on the box of the slice's current prediction where that slice has no anchor yet) followed by
-  propagation to the neighbouring anchors, as the ``corrections`` protocol applies a click.
+  holds the target, background where it does not. Here a click is a correction of its slice (a positive or
+  negative point, on the box of the slice's current prediction where that slice has no anchor yet) followed
+  by propagation to the neighbouring anchors, as the ``corrections`` protocol applies a click.
 * **Scores** (:mod:`napari_medsam_eval.evaluation.cvpr25`): on the map after each of the 6 steps, each class's
   DSC and their mean, NSD at 2 mm where that mean DSC is above 0.2 (all 0 otherwise), and their AUC over
   the 5 click steps (the script's ``cumulative_trapezoid`` over ``dscs[-5:]``: the box step is not in it).
