@@ -191,6 +191,7 @@ HOSTILE_PROMPTS = {
     "object state shorter than its shape": (lambda: _object_array(_ShortObjectState()), "one item per element"),
     "a terabyte array shape": (lambda: _object_array(_HugeShape()), "above the 67.1 MB a prompt array may take"),
     "1.1 million objects": (lambda: _object_array([None] * 1_100_000), "more than 1,000,000 operations"),
+    "an integer of 100,001 bits": (lambda: _object_array([1 << 100_000]), "an integer of 100,001 bits"),
 }
 
 

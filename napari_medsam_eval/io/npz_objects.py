@@ -42,6 +42,8 @@ MAX_OBJECTS = 1_000_000
 MAX_DEPTH = 32
 #: the most bytes of text, bytes and array data the prompts may hold, shared references counted each time
 MAX_DATA_BYTES = 64 << 20
+#: the widest integer a prompt may hold (a coordinate or count: 64 bits; Python's have no limit)
+MAX_INT_BITS = 1024
 #: the largest array one pickle operation may allocate
 MAX_ARRAY_BYTES = 64 << 20
 _NUMPY_RECONSTRUCT = np.ndarray.__reduce__(np.zeros(1))[0]
@@ -117,6 +119,8 @@ def _count_opcodes(data: bytes) -> None:
     for number, (_op, arg, _pos) in enumerate(pickletools.genops(data), start=1):
         if number > MAX_OPCODES:
             raise PickleBoundError(f"it takes more than {MAX_OPCODES:,} operations to build")
+        if isinstance(arg, int) and arg.bit_length() > MAX_INT_BITS:
+            raise PickleBoundError(f"it holds an integer of {arg.bit_length():,} bits (a coordinate needs 64)")
         if isinstance(arg, (bytes, bytearray, str)):
             text += len(arg)
             if text > MAX_DATA_BYTES:
