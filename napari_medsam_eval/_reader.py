@@ -121,8 +121,12 @@ def read_layers(path: str | list[str]) -> list[LayerData]:
 def _read(path: Path) -> list[LayerData]:
     """:func:`read_layers`' work, on any thread: the file read, its layers' data, napari's layer kinds warmed."""
     from ._meanwhile import warm_layer_kinds
-    from .datasets.ground_truth_pairing import open_path
+    from .datasets.ground_truth_pairing import Opened, open_path, read_ground_truth
+    from .io.dicom_objects import ground_truth_kind
 
-    layers = opened_to_layer_data(open_path(path))
+    if ground_truth_kind(path):  # a DICOM SEG or RTSTRUCT by itself: a ground truth on the series beside it
+        layers = opened_to_layer_data(Opened(ground_truth=read_ground_truth(path)))
+    else:
+        layers = opened_to_layer_data(open_path(path))
     warm_layer_kinds()
     return layers

@@ -217,3 +217,13 @@ def test_score_a_seg_prediction_away_from_its_series(dicom_data: Path, tmp_path:
                                                            ("GREEN", "ORANGE", "PURPLE", "LIGHT_BLUE", "DARK_BLUE")]
     with pytest.raises(DataError, match="is not there"):
         read_label(tmp_path / "pred.dcm")
+
+
+def test_napari_opens_a_seg_by_itself_on_the_series_beside_it(dicom_data: Path) -> None:
+    from napari_medsam_eval._reader import _read
+
+    layers = _read(dicom_data / "dcmqi" / "partial_overlaps.dcm")
+    assert [kind for _, _, kind in layers] == ["labels"]
+    data, kwargs, _ = layers[0]
+    assert data.shape == (3, 512, 512) and kwargs["metadata"]["label_names"][1] == "GREEN"
+    assert kwargs["scale"] == pytest.approx([1.0, 0.810547, 0.810547], abs=1e-5)
