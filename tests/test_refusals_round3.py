@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import subprocess
 import sys
 import textwrap
-import zipfile
 from pathlib import Path
 
 import numpy as np
