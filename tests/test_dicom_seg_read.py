@@ -227,3 +227,12 @@ def test_napari_opens_a_seg_by_itself_on_the_series_beside_it(dicom_data: Path) 
     data, kwargs, _ = layers[0]
     assert data.shape == (3, 512, 512) and kwargs["metadata"]["label_names"][1] == "GREEN"
     assert kwargs["scale"] == pytest.approx([1.0, 0.810547, 0.810547], abs=1e-5)
+
+
+def test_seg_claiming_a_million_frames_refused_before_decoding(dicom_data: Path, tmp_path: Path) -> None:
+    ds = pydicom.dcmread(str(dicom_data / "dcmqi" / "liver.dcm"))
+    ds.NumberOfFrames = 1_000_000
+    ds.save_as(str(tmp_path / "huge.dcm"))
+    with pytest.raises(DataError, match=r"header declares a SEG of 1000000 frames of 512 x 512 pixels, above the "
+                                        r"memory ceiling"):
+        read_case(dicom_data / "dcmqi" / "ct-3slice", tmp_path / "huge.dcm")

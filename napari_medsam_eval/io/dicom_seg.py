@@ -27,7 +27,7 @@ from .dicom_grid import SeriesGrid
 from .dicom_masks import DicomObjects, ObjectMask, unique_names
 
 #: how far (pixels) a frame's in-plane origin may be from its slice's
-_IN_PLANE_TOLERANCE = 0.01
+_IN_PLANE_TOLERANCE = 0.05
 
 
 def _item(dataset, sequence: str):
@@ -67,6 +67,11 @@ def _segments(ds, path: Path) -> dict[int, str]:
 
 
 def _frames(ds, path: Path) -> np.ndarray:
+    from ..core.decoded_limit import check_ceiling
+
+    frames, rows, columns = int(ds.get("NumberOfFrames", 1) or 1), int(ds.Rows), int(ds.Columns)
+    check_ceiling(frames * rows * columns * max(int(ds.get("BitsAllocated", 8) or 8) // 8, 1),
+                  f"a SEG of {frames} frames of {rows} x {columns} pixels", path)
     try:
         pixels = ds.pixel_array
     except Exception as error:  # pydicom raises many kinds (no handler for a transfer syntax, bad length)
