@@ -236,3 +236,26 @@ def test_seg_claiming_a_million_frames_refused_before_decoding(dicom_data: Path,
     with pytest.raises(DataError, match=r"header declares a SEG of 1000000 frames of 512 x 512 pixels, above the "
                                         r"memory ceiling"):
         read_case(dicom_data / "dcmqi" / "ct-3slice", tmp_path / "huge.dcm")
+
+
+def test_series_folder_with_two_segs_opens_neither_and_says_so(dicom_data: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "ct"
+    shutil.copytree(dicom_data / "dcmqi" / "ct-3slice", folder)
+    for name in ("liver.dcm", "partial_overlaps.dcm"):
+        shutil.copy(dicom_data / "dcmqi" / name, folder / name)
+    with pytest.warns(DicomObjectWarning, match="2 ground truths of the series \\(liver.dcm, partial_overlaps.dcm\\): "
+                                                "none opened; give one as the label"):
+        case = read_case(folder)
+    assert case.label is None and case.image.shape == (3, 512, 512)  # the SEGs are not taken for slices
+    assert _by_name(read_case(folder, folder / "liver.dcm"))["Liver"].key == 1
+
+
+def test_dicom_layout_case_with_a_dcm_that_is_no_ground_truth(dicom_data: Path, tmp_path: Path) -> None:
+    from napari_medsam_eval.datasets import detect_layout
+
+    root = tmp_path / "studies"
+    shutil.copytree(dicom_data / "dcmqi" / "ct-3slice", root / "a" / "image")
+    shutil.copy(dicom_data / "dcmqi" / "ct-3slice" / "01.dcm", root / "a" / "notes.dcm")
+    layout = detect_layout(root)
+    with pytest.raises(DataError, match="case a: notes.dcm is not a DICOM SEG or RTSTRUCT"):
+        layout.load(layout.list_cases(root)[0])
