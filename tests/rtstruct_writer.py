@@ -66,5 +66,8 @@ def write_rtstruct(files: list[Path], masks: dict[str, np.ndarray], path: Path) 
                                        ReferencedSOPInstanceUID=header.SOPInstanceUID)])))
         contours.append(_item(ReferencedROINumber=number, ContourSequence=Sequence(items)))
     ds.StructureSetROISequence, ds.ROIContourSequence = Sequence(rois), Sequence(contours)
+    ds.RTROIObservationsSequence = Sequence([_item(ObservationNumber=n, ReferencedROINumber=n,
+                                                   RTROIInterpretedType="ORGAN", ROIInterpreter="")
+                                             for n in range(1, len(rois) + 1)])
     ds.save_as(str(path), enforce_file_format=True)
     return path

@@ -90,6 +90,22 @@ def test_rt_utils_reads_the_same_phantom_masks(rt_utils_series: Path) -> None:
         np.testing.assert_array_equal(target.mask(ours.label), mask, err_msg=target.name)
 
 
+def test_rt_utils_reads_contours_between_centres_one_pixel_wider(phantom_series: Path) -> None:
+    """The pydicom file's contours run between pixel centres: rt-utils (rounded vertices, OpenCV's fillPoly) takes
+    each object with the one-pixel ring outside it; we take the object exactly (docs/clinical-dicom.md)."""
+    RTStructBuilder = pytest.importorskip("rt_utils").RTStructBuilder
+
+    ours = read_case(phantom_series)
+    theirs = RTStructBuilder.create_from(str(phantom_series), str(phantom_series / "rs.dcm"))
+    counts = {}
+    for target in ours.metadata["targets"]:
+        mine, other = target.mask(ours.label), np.moveaxis(theirs.get_roi_mask_by_name(target.name), 2, 0)
+        ring = ndimage.binary_dilation(mine, structure=np.ones((1, 3, 3), bool)) & ~mine
+        assert not (mine & ~other).any() and not (other & ~mine & ~ring).any(), target.name
+        counts[target.name] = (int(mine.sum()), int(other.sum()))
+    assert counts == {"liver": (21762, 23159), "kidney": (1938, 2265), "lesion": (441, 541)}
+
+
 def test_mock_rtstruct_agrees_with_rt_utils_within_one_pixel(rt_data: Path) -> None:
     """rt-utils' mock contour runs between pixel centres: rt-utils rounds its vertices and fills with OpenCV,
     taking the pixels the outline passes through; we take the centres inside it. Its mask holds ours, and adds
