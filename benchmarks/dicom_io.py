@@ -5,7 +5,8 @@ Not a timed test: run it and read the figures (docs/clinical-dicom.md, "Writing 
 Inputs, made in a temporary folder: a synthetic 512 x 512 x 200 CT series (one file per slice, 0.8 x 0.8 x
 2.5 mm), an RTSTRUCT of 10 ROIs on it (a body outline and nine organs inside it: nested, as a planning CT's are;
 each contour a 64-point polygon on every slice it crosses) and a 3-segment DICOM SEG of three of the organs
-(written by us: :func:`napari_medsam_eval.io.writers.write_dicom_seg`). The NIfTI counterparts hold the same
+(written by us: :func:`napari_medsam_eval.io.writers.write_dicom_seg`, a frame for every slice and segment; and
+the same SEG with its non-empty frames only, as 3D Slicer writes it, ``SEG, non-empty``). The NIfTI counterparts hold the same
 masks: the label map our reader decodes the RTSTRUCT to (a value per set of ROIs, each ROI a target uniting
 its values), and the three organs' label map.
 
@@ -217,8 +218,8 @@ def child(task: str, kind: str, work: Path) -> dict:
                 write_mask(labels, out / "pred.nii.gz", case)
             return len(SEG_ROIS) * labels.size
     else:
-        path = {"seg": work / "seg.dcm", "rtstruct": work / "rtstruct.dcm", "seg_nifti": work / "seg_label.nii.gz",
-                "rtstruct_nifti": work / "rtstruct_label.nii.gz"}[kind]
+        path = {"seg": work / "seg.dcm", "seg_sparse": work / "seg_sparse.dcm", "rtstruct": work / "rtstruct.dcm",
+                "seg_nifti": work / "seg_label.nii.gz", "rtstruct_nifti": work / "rtstruct_label.nii.gz"}[kind]
         targets = [Target(t["name"], tuple(t["labels"]), key=t["key"])
                    for t in info["targets"]["seg" if kind.startswith("seg") else "rtstruct"]]
 
@@ -253,7 +254,7 @@ def measure(task: str, kind: str, work: Path, repeat: int) -> dict:
 def prepare(work: Path, slices: int, size: int) -> None:
     """The series, the RTSTRUCT, the SEG and their NIfTI counterparts, and what the children need to know."""
     from napari_medsam_eval.io import read_case, read_label
-    from napari_medsam_eval.io.dicom_seg_write import SegAlgorithm, SegSegment
+    from napari_medsam_eval.io.dicom_seg_write import SegAlgorithm, SegSegment, seg_dataset, source_headers
     from napari_medsam_eval.io.writers import write_dicom_seg, write_mask
 
     start = time.perf_counter()
@@ -264,8 +265,10 @@ def prepare(work: Path, slices: int, size: int) -> None:
     targets = {"rtstruct": [{"name": t.name, "labels": list(t.labels), "key": t.key} for t in rt.info["targets"]]}
     masks = {t.name: t.mask(rt.array) for t in rt.info["targets"]}
     np.savez(work / "seg_masks.npz", **{name: masks[name] for name in SEG_ROIS})
-    write_dicom_seg([SegSegment(name, masks[name], v) for v, name in enumerate(SEG_ROIS, 1)], work / "seg.dcm",
-                    case, SegAlgorithm("bench", "none"))
+    segments = [SegSegment(name, masks[name], v) for v, name in enumerate(SEG_ROIS, 1)]
+    write_dicom_seg(segments, work / "seg.dcm", case, SegAlgorithm("bench", "none"))
+    seg_dataset(segments, source_headers(case), SegAlgorithm("bench", "none"), every_slice=False).save_as(
+        work / "seg_sparse.dcm")  # as 3D Slicer writes: only the frames a segment has voxels on
     seg_labels = np.zeros(case.spatial_shape, dtype=np.uint8)
     for value, name in enumerate(SEG_ROIS, start=1):
         seg_labels[masks[name]] = value
@@ -296,7 +299,8 @@ def main() -> int:
         work = Path(folder)
         prepare(work, args.slices, args.size)
         rows = [("read", "rtstruct", "rtstruct_nifti", "RTSTRUCT, 10 ROIs"),
-                ("read", "seg", "seg_nifti", "SEG, 3 segments"), ("write", "seg", "nifti", "SEG, 3 segments")]
+                ("read", "seg", "seg_nifti", "SEG, 3 segments"), ("read", "seg_sparse", "seg_nifti", "SEG, non-empty"),
+                ("write", "seg", "nifti", "SEG, 3 segments")]
         print(f"{'what':<28}{'DICOM s':>9}{'NIfTI s':>9}{'ratio':>7}{'DICOM peak MiB':>16}{'masks MiB':>11}"
               f"{'peak/masks':>12}{'NIfTI peak MiB':>16}{'first DICOM s':>15}{'first NIfTI s':>15}")
         verdicts = []

@@ -193,6 +193,17 @@ def test_a_source_that_is_not_dicom_is_refused_before_writing(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_series_without_a_frame_of_reference_is_refused_by_name(tmp_path):
+    from dicom_series import write_series  # the reader tests' series: no Frame of Reference UID
+
+    volume = sitk.GetImageFromArray(np.zeros((3, 8, 8), np.int16))
+    write_series(volume, tmp_path / "series", "1.2.826.0.1.3680043.2.1125.77")
+    case = read_case(tmp_path / "series")
+    with pytest.raises(DataError, match=r"slice000.dcm has no FrameOfReferenceUID \(0020,0052\): a SEG cannot"):
+        write_mask(np.ones(case.spatial_shape, np.uint8), tmp_path / "p.dcm", case)
+    assert not (tmp_path / "p.dcm").exists()
+
+
 def test_a_seg_that_does_not_read_back_replaces_nothing(phantom, tmp_path, monkeypatch):
     from napari_medsam_eval.io import dicom_seg_write
 

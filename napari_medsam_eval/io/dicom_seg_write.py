@@ -150,8 +150,10 @@ def check_segments(segments: Sequence[SegSegment], shape: tuple[int, ...], path:
                              "without a backslash")
 
 
-def seg_dataset(segments: Sequence[SegSegment], headers: list[Any], algorithm: SegAlgorithm) -> Any:
-    """The highdicom Segmentation of ``segments`` on the series of ``headers``."""
+def seg_dataset(segments: Sequence[SegSegment], headers: list[Any], algorithm: SegAlgorithm,
+                every_slice: bool = True) -> Any:
+    """The highdicom Segmentation of ``segments`` on the series of ``headers``; ``every_slice=False`` leaves out
+    the empty frames (as 3D Slicer writes: smaller, but dcmqi then reads a volume spanning only the frames)."""
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
@@ -175,11 +177,11 @@ def seg_dataset(segments: Sequence[SegSegment], headers: list[Any], algorithm: S
     pixels = _pixel_array(segments)
     with warnings.catch_warnings():  # highdicom's doubts about the source's own patient name: not ours to fix
         warnings.filterwarnings("ignore", message=".*person name.*", category=UserWarning)
-        return _segmentation(hd, headers, pixels, descriptions, algorithm)
+        return _segmentation(hd, headers, pixels, descriptions, algorithm, every_slice)
 
 
 def _segmentation(hd: Any, headers: list[Any], pixels: np.ndarray, descriptions: list[Any],
-                  algorithm: SegAlgorithm) -> Any:
+                  algorithm: SegAlgorithm, every_slice: bool) -> Any:
     from .. import __version__
 
     return hd.seg.Segmentation(
@@ -189,7 +191,7 @@ def _segmentation(hd: Any, headers: list[Any], pixels: np.ndarray, descriptions:
         manufacturer_model_name=algorithm.model[:_LO], software_versions=__version__,
         device_serial_number="none", content_label="PREDICTION", content_description=algorithm.description(),
         series_description=f"medsam-eval prediction: {algorithm.description()}"[:_LO],
-        omit_empty_frames=False)
+        omit_empty_frames=not every_slice)
 
 
 def _pixel_array(segments: Sequence[SegSegment]) -> np.ndarray:
