@@ -284,6 +284,29 @@ def test_run_on_a_dicom_dataset_writes_segs_equal_to_its_nifti_predictions(phant
     assert np.array_equal(sitk.GetArrayFromImage(by_dcmqi["kidney"]) > 0, kidney)
 
 
+def test_run_on_dicom_studies_with_seg_ground_truth_saves_seg_predictions(phantom, tmp_path):
+    """The clinical round trip: ground truth a SEG beside its series, predictions SEGs on the same series,
+    named as the ground truth's segments, each equal to the prediction the row scored."""
+    import pandas as pd
+
+    case, label = phantom
+    study = tmp_path / "studies" / "patient1"
+    shutil.copytree(case.metadata["dicom_series_folder"], study / "image")
+    truth = [SegSegment(name, label == value, value) for value, name in CT_LABEL_NAMES.items()]
+    write_dicom_seg(truth, study / "seg.dcm", read_case(study / "image"), SegAlgorithm("manual", None))
+    out = tmp_path / "run"
+    assert main(["run", str(tmp_path / "studies"), "--model", "oracle", "--save-predictions", "--no-report",
+                 "--quiet", "--prediction-format", "dicom-seg", "--out", str(out)]) == 0
+    rows = pd.read_csv(out / "results.csv")
+    assert set(rows["status"]) == {"ok"} and sorted(rows["label_name"]) == ["kidney", "lesion", "liver"]
+    for _, row in rows.iterrows():  # each saved segment is the mask its row scored: its voxels, its DSC
+        predicted = highdicom_segments(out / row["prediction_path"], study / "image")[row["label_name"]]
+        truth_mask = label == next(v for v, n in CT_LABEL_NAMES.items() if n == row["label_name"])
+        dice = 2 * np.count_nonzero(predicted & truth_mask) / (predicted.sum() + truth_mask.sum())
+        assert (predicted.sum(), row["gt_voxels"]) == (row["pred_voxels"], truth_mask.sum())
+        assert dice == pytest.approx(row["dice"], abs=1e-4) and dice > 0.5, row["label_name"]
+
+
 @pytest.mark.gui
 def test_napari_saves_a_prediction_on_a_dicom_series_as_seg(make_napari_viewer, phantom, tmp_path):
     from napari_medsam_eval._widgets.segment._prediction_layer import write_object
