@@ -2,7 +2,8 @@
 
 A synthetic MedSAM npz volume (uint8 image, a label of N small cubes apart from each other) is run with
 ``--targets "lesion=1:lesions"`` and the weight-free ``box`` model in a fresh process, once with N
-components and, first, with one (the time of one prompt on the same volume), in one fresh process. Printed: the time per lesion
+components and, first, with one (run twice: the second is the time of one prompt on the same volume), in
+one fresh process. Printed: the time per lesion
 beside the time of one prompt, the process's peak memory (``ru_maxrss``) before the run (imports and
 the model, a first run of one component) and at its end, the peak the run added against the case's decoded size (image + label), and
 whether the rows and ``lesions.csv`` are complete (every lesion a row).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import subprocess
@@ -55,10 +57,11 @@ def _run(data: Path, out: Path) -> float:
 
 
 def child(one: Path, many: Path, out: Path) -> None:
-    """Run in a fresh process: the case of one component first (the time of one prompt; it also loads
-    every module a run uses), then the case of many, with the peak memory before and after it."""
+    """Run in a fresh process: the case of one component twice (the first loads every module a run uses,
+    the second is the time of one prompt), then the case of many, with the peak memory before and after it."""
     import pandas as pd
 
+    _run(one, out / "warm")  # imports, first calls
     one_seconds = _run(one, out / "one")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     seconds = _run(many, out / "many")
@@ -97,14 +100,16 @@ def main() -> None:
         many = measure(shape, args.components, Path(tmp))
     mb = 1 << 20
     added = many["after"] - many["before"]
-    print(f"machine: {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} at the end, python {platform.python_version()}")
     print(f"case: {shape[0]} x {shape[1]} x {shape[2]} uint8 image + uint8 label, decoded {many['decoded'] / mb:.1f} MB")
     print(f"one prompt (1 component): {many['one_seconds']:.2f} s for the case")
     print(f"{many['count']} components: {many['seconds']:.1f} s, {1000 * many['seconds'] / many['count']:.2f} ms a lesion "
           f"({many['seconds'] / many['count'] / many['one_seconds']:.3f} x one prompt's case time)")
     print(f"peak memory: {many['before'] / mb:.0f} MB before the run (imports, the model), "
           f"{many['after'] / mb:.0f} MB at its end: the run added {added / mb:.0f} MB = "
-          f"{added / many['decoded']:.2f} x the case's decoded size (bound: 2x, {2 * many['decoded'] / mb:.0f} MB)")
+          f"{added / many['decoded']:.2f} x the case's decoded size (bound: 2x, {2 * many['decoded'] / mb:.0f} MB), "
+          f"{added / many['count'] / 1024:.1f} kB a lesion")
     print(f"rows: status {many['status']} {many['error']}; lesions true {many['lesions_true']} "
           f"(found {many['lesions_found']}); lesions.csv: {many['lesions_csv_true']} true, "
           f"{many['lesions_csv_predicted']} predicted")
