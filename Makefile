@@ -26,6 +26,9 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH_SPEC)
 	$(BIN)/python -m pip install --quiet -e '.[test,sam2,sam,docs,pyqt6]'
+	# rt-utils: the RTSTRUCT rasterisation is checked against it (tests/test_rtstruct.py); --no-deps, since it asks
+	# for opencv-python, whose Qt plugins would replace the headless OpenCV napari's Qt runs beside
+	$(BIN)/python -m pip install --quiet --no-deps 'rt-utils>=1.2'
 	touch $(STAMP)
 
 # Xvfb for the napari GUI tests and the X/OpenGL libraries the xcb plugins of PyQt5 and PyQt6 (the

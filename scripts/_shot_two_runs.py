@@ -49,9 +49,9 @@ def shot(viewer: Any, run_a: Path, run_b: Path) -> None:
     screenshots._wait(two.open_case(view.key_at(view.table, line)))
     if "ab_overlay" not in two.opened:
         raise RuntimeError(f"the case opened without the A/B overlay: {two.status.value}")
-    for role in ("prompt_boxes", "prompt_points", "prediction", "prediction_b"):  # the A/B overlay shows both
-        if role in two.opened:
-            two.opened[role].visible = False
+    for role in ("prompt_boxes", "prompt_points", "prediction", "prediction_b"):  # the canvas composer hid them
+        if role in two.opened and two.opened[role].visible:
+            raise RuntimeError(f"the A vs B view shows the {role} layer too")
     window = viewer.window._qt_window
     docks = [dock for dock in window.findChildren(QDockWidget) if dock.windowTitle().startswith(screenshots.PLUGIN_WIDGETS["Benchmark"])]
     if docks:

@@ -198,15 +198,12 @@ def segment_and_compare(viewer: Any, target: int) -> None:
 
     compare, _ = dock(viewer, "Compare")  # below the Segment dock: Compare's result tab in view beside it
     _process(1.0)
-    comparison = compare.update_comparison()
+    comparison = compare.compare()  # as the button: the TP / FP / FN view, its legend on the canvas
     if comparison is None:
         raise RuntimeError("the Compare widget found no prediction/ground truth pair")
     per_slice = comparison.per_slice  # show a badly segmented slice where all three colours occur
     partial = np.flatnonzero(np.nan_to_num(per_slice, nan=0.0) > 0)
     compare.go_to(int(partial[np.argmin(per_slice[partial])]) if partial.size else int(compare.next_worst() or 0))
-    for layer in viewer.layers:  # the overlay says it all: hide the prediction and ground truth fills
-        if layer.metadata.get("role") in ("prediction", "ground_truth"):
-            layer.visible = False
     _check_fits(viewer)
     save(viewer, named("compare.png"))
     print(f"compare: volume DSC {comparison.dice:.3f}")
@@ -236,7 +233,7 @@ def benchmark(viewer: Any, run_dir: Path) -> None:
     _wait(widget.open_row(view.row_at(line)))
     compare, _ = dock(viewer, "Compare")
     _process(1.0)
-    if compare.update_comparison() is None:
+    if compare.compare() is None:
         raise RuntimeError("the Compare widget found no prediction/ground truth pair in the opened row")
     _check_fits(viewer)
     save(viewer, named("benchmark.png"))  # the rows tab, in front since the rows arrived

@@ -88,7 +88,7 @@ def cache_root(tmp_path_factory) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_prompt_log(monkeypatch):
-    """The Segment widget logs no drawn prompt (into ~/medsam-eval) unless a test turns it on."""
+    """The Segment widget logs no drawn prompt unless a test turns it on (names a file)."""
     monkeypatch.setenv("MEDSAM_EVAL_PROMPT_LOG", "off")
 
 

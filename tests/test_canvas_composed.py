@@ -146,7 +146,7 @@ def test_a_hippocampus_pair_and_why_each_alone_over_the_image(make_napari_viewer
     prediction = viewer.add_layer(Labels(a.astype(np.uint8), name=f"{image.name} prediction",
                                          metadata={"role": "prediction", "image": image.name, "target_label": 1}))
     legend = compose(viewer, "A vs B", image, {"ab_overlay": pair})
-    assert [text for text, _c in legend] == ["A only", "B only", "A and B"]
+    assert [text for text, _c in legend] == ["A only", "B only", "both"]
     _directly_above(viewer, pair, image)
     assert not truth.visible and not prediction.visible and user.visible
     go_to_index(viewer, image, index)
@@ -172,3 +172,15 @@ def test_a_hippocampus_pair_and_why_each_alone_over_the_image(make_napari_viewer
         colours_of = {c for role in spec.roles if not ROLES[role].marker for _v, _t, c in ROLES[role].colors}
         limit = 5 if name == "sensitivity" else 3  # the agreement map is one role: a scale of five bins
         assert len(colours_of) <= limit or name.startswith("why"), (name, colours_of)
+
+
+def test_task_names_show_the_part_that_tells_them_apart():
+    """Issue 65, words in full: two tasks of one dataset read "anterior" and "posterior", not "hippocampus_mri/..."
+    twice; tasks of two datasets keep their dataset."""
+    from napari_medsam_eval._widgets.benchmark._bench_items import distinct_names
+
+    assert distinct_names(["hippocampus_mri/anterior", "hippocampus_mri/posterior"]) == ["anterior", "posterior"]
+    assert distinct_names(["a/liver", "b/liver"]) == ["a/liver", "b/liver"]
+    assert distinct_names(["hippocampus_mri/anterior"]) == ["anterior"]
+    assert distinct_names(["x/y/core", "x/y/whole"]) == ["core", "whole"]
+    assert distinct_names([]) == []

@@ -53,7 +53,7 @@ def phantom_series(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def rt_utils_series(tmp_path_factory) -> Path:
     """The same, its RTSTRUCT written by rt-utils (contours through the boundary pixels' centres)."""
-    rt_utils = pytest.importorskip("rt_utils")  # pip install --no-deps rt-utils (docs/clinical-dicom.md)
+    import rt_utils  # make install: pip install --no-deps rt-utils (docs/clinical-dicom.md)
 
     folder = tmp_path_factory.mktemp("phantom_rt_utils") / "series"
     _phantom_series(folder)
@@ -93,7 +93,7 @@ def test_rt_utils_reads_the_same_phantom_masks(rt_utils_series: Path) -> None:
 def test_rt_utils_reads_contours_between_centres_one_pixel_wider(phantom_series: Path) -> None:
     """The pydicom file's contours run between pixel centres: rt-utils (rounded vertices, OpenCV's fillPoly) takes
     each object with the one-pixel ring outside it; we take the object exactly (docs/clinical-dicom.md)."""
-    RTStructBuilder = pytest.importorskip("rt_utils").RTStructBuilder
+    from rt_utils import RTStructBuilder
 
     ours = read_case(phantom_series)
     theirs = RTStructBuilder.create_from(str(phantom_series), str(phantom_series / "rs.dcm"))
@@ -110,7 +110,7 @@ def test_mock_rtstruct_agrees_with_rt_utils_within_one_pixel(rt_data: Path) -> N
     """rt-utils' mock contour runs between pixel centres: rt-utils rounds its vertices and fills with OpenCV,
     taking the pixels the outline passes through; we take the centres inside it. Its mask holds ours, and adds
     only the one-pixel ring around our boundary (1443 vs 1660 voxels: docs/clinical-dicom.md)."""
-    RTStructBuilder = pytest.importorskip("rt_utils").RTStructBuilder
+    from rt_utils import RTStructBuilder
 
     folder = rt_data / "rt_utils" / "mock_data"
     with pytest.warns(DicomObjectWarning, match="frame of reference .* is not its series'"):

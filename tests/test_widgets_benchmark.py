@@ -110,7 +110,8 @@ def test_litemedsam_run_table_summary_and_open_case(make_napari_viewer, shared_d
     summary = view.summary
     assert summary.rowCount() == 2
     for line in range(2):
-        task = summary.item(line, 0).text()
+        task = summary.item(line, 0).toolTip()  # the whole name (the cell: the part that tells the tasks apart)
+        assert summary.item(line, 0).text() == task.split("/")[-1]
         values = table.loc[table["task"] == task, "dice"].to_numpy()
         assert summary.item(line, 1).text() == "3"
         assert summary.item(line, 2).text() == f"{np.median(values):.4f}"

@@ -79,7 +79,8 @@ def test_the_agreement_legend_shows_the_colours_drawn(viewer_with_pair):
     image = order[0]
     show_view(viewer, "worst run", image)
     assert worst.visible and pred_layer.visible and not agreement.visible
-    assert order.index(pred_layer) < list(viewer.layers).index(worst)
+    order = list(viewer.layers)
+    assert order.index(image) + 1 == order.index(pred_layer) and order.index(pred_layer) + 1 == order.index(worst)
 
 
 def test_the_overlay_leaves_the_prediction_contour_on_top(viewer_with_pair):

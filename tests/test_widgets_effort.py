@@ -77,7 +77,7 @@ def test_plot_follows_the_selected_task(make_napari_viewer, tmp_path, qtbot, exp
 
     # a line of the per-task summary selects its task too
     qtbot.waitUntil(lambda: not view.pending, timeout=30_000)  # the summary: computed in a worker
-    summary_line = next(i for i in range(view.summary.rowCount()) if view.summary.item(i, 0).text() == "ct/liver")
+    summary_line = next(i for i in range(view.summary.rowCount()) if view.summary.item(i, 0).toolTip() == "ct/liver")
     _click_line(qtbot, view.summary, summary_line)
     assert effort.task == "ct/liver"
     _shows(widget, expected["ct/liver"])

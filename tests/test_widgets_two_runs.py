@@ -24,6 +24,7 @@ from napari_medsam_eval._widgets.benchmark import _two_runs as two_runs_module
 from napari_medsam_eval._widgets.common import _worker as worker_module
 from napari_medsam_eval._widgets.common._layers import current_index
 from napari_medsam_eval.benchmark import ResultStore, load_table, write_tables
+from napari_medsam_eval._widgets.common._canvas_style import legend_shown
 from napari_medsam_eval.evaluation.mask_comparison import binary_target
 from napari_medsam_eval.io import read_label
 from napari_medsam_eval.report import paired_scores
@@ -181,14 +182,16 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     np.testing.assert_array_equal(layers["prediction"].data, read_label(run_a / row_a["prediction_path"]).array)
     np.testing.assert_array_equal(layers["prediction_b"].data, read_label(b_copy / row_b["prediction_path"]).array)
     assert "A only" in layers["ab_overlay"].name and layers["prediction_b"].metadata["target_label"] == target
-    order = list(viewer.layers)  # both predictions' contours are drawn over the overlay, the overlay over the truth
-    assert order.index(layers["ground_truth"]) < order.index(layers["ab_overlay"]) < min(
-        order.index(layers["prediction"]), order.index(layers["prediction_b"]))
+    order = list(viewer.layers)  # the A vs B view (issue 65): the overlay directly above its image, alone
+    assert order.index(layers["ab_overlay"]) == order.index(layers["image"]) + 1
+    assert layers["ab_overlay"].visible and not any(layers[role].visible for role in
+                                                    ("ground_truth", "prediction", "prediction_b") if role in layers)
+    assert [text for text, _c in legend_shown(viewer)] == ["A only", "B only", "both"]
     # issue 58: nothing filled over the A/B layer (a row's "why" layer washed it purple), its legend in the dock
     assert "error_parts" not in layers and not any(layer.metadata.get("role") == "error_parts"
                                                    for layer in viewer.layers)
     filled_above = [layer.name for layer in order[order.index(layers["ab_overlay"]) + 1:]
-                    if isinstance(layer, Labels) and not layer.contour]
+                    if isinstance(layer, Labels) and not layer.contour and layer.visible]
     assert filled_above == [], filled_above
     legend = widget.legend.value
     assert not widget.legend.native.isHidden() and all(name in legend for name in ("A only", "B only", "both"))

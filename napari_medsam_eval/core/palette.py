@@ -54,6 +54,9 @@ B_ONLY = BLUISH_GREEN  # ... and what B added (as an attempt's changes)
 BOTH = SKY_BLUE
 ADDED = BLUISH_GREEN  # an attempt's changes
 REMOVED = VERMILLION
+#: the box behind each line of the legend on the canvas: near black, so every role's colour reads on it, on a bright
+#: endoscopy frame too
+LEGEND_BACKGROUND = "#1A1A1A"
 #: a point's ring: the other polarity's fill, so either shows on a dark and on a bright image
 POINT_BORDERS = {1: NEGATIVE_POINT, 0: POSITIVE_POINT}
 
@@ -134,7 +137,7 @@ def hex_to_rgb(color: str) -> tuple[float, float, float]:
 __all__ = [
     "ADDED", "AGREEMENT_BINS", "A_ONLY", "BLACK", "BLUE", "BLUISH_GREEN", "BOTH", "BOX_PROMPT", "B_ONLY",
     "CANVASES", "COLOR_NAMES", "ERROR_PART_COLORS", "WHY_CANVAS", "FALSE_NEGATIVE", "FALSE_POSITIVE", "GROUND_TRUTH", "GROUND_TRUTH_PALETTE",
-    "HIGHLIGHT", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "OUTLINE", "PLOT_CATEGORIES", "PLOT_CURSOR",
+    "HIGHLIGHT", "LEGEND_BACKGROUND", "NEGATIVE_POINT", "OKABE_ITO", "ORANGE", "OUTLINE", "PLOT_CATEGORIES", "PLOT_CURSOR",
     "PLOT_LIGHT_THEME", "PLOT_SERIES", "PLOT_STOP", "PLOT_SUMMARY", "POINT_BORDERS", "POSITIVE_POINT",
     "PREDICTION", "PREDICTION_PALETTE", "REDDISH_PURPLE", "REMOVED", "REPORT_CATEGORIES", "REPORT_GUIDE",
     "REPORT_MARK", "REPORT_STAIRCASE", "REPORT_POINTS", "REPORT_PROMPT", "REPORT_REFERENCE", "REPORT_SERIES", "REPORT_STOP", "SKY_BLUE",

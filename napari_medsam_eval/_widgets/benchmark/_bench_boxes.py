@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 
 from napari_medsam_eval.core.palette import PLOT_SERIES, PLOT_SUMMARY
 from napari_medsam_eval.report.stats import natural_key
+from napari_medsam_eval._widgets.benchmark._bench_items import distinct_names
 from napari_medsam_eval._widgets.common._theme import style_axes
 
 #: per task (in natural order), its short name and its scored DSC values
@@ -25,7 +26,7 @@ def box_data(table: pd.DataFrame | None) -> Boxes:
     scored = table[table["status"].eq("ok") & np.isfinite(table["dice"].to_numpy(dtype=float))]
     tasks = sorted(scored["task"].astype(str).unique(), key=natural_key)
     data = [scored.loc[scored["task"].astype(str) == t, "dice"].to_numpy(dtype=float) for t in tasks]
-    return data, [t.split("/")[-1] for t in tasks]
+    return data, distinct_names(tasks)
 
 
 def draw_boxes(ax: Axes, boxes: Boxes, text_color: str) -> None:

@@ -104,4 +104,15 @@ def target_text(row: dict[str, Any]) -> str:
     return f"{name} ({labels})"
 
 
-__all__ = ["NumericItem", "fmt", "table", "target_text", "text_item"]
+def distinct_names(tasks: list[str]) -> list[str]:
+    """Each task name without the leading ``dataset/`` parts every task shares: the part that tells them apart
+    (``hippocampus_mri/anterior``, ``hippocampus_mri/posterior`` -> ``anterior``, ``posterior``; an elided
+    ``hippocampus_mri/...`` read the same for both); a lone task keeps its last part."""
+    parts = [str(task).split("/") for task in tasks]
+    shared = 0
+    while parts and all(len(p) > shared + 1 for p in parts) and len({p[shared] for p in parts}) == 1:
+        shared += 1
+    return ["/".join(p[shared:]) for p in parts]
+
+
+__all__ = ["NumericItem", "distinct_names", "fmt", "table", "target_text", "text_item"]

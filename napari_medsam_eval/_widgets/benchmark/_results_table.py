@@ -31,7 +31,8 @@ from napari_medsam_eval.benchmark.store import table_of_rows
 from napari_medsam_eval.core.palette import PLOT_LIGHT_THEME
 from napari_medsam_eval.report import summarize_tasks
 from napari_medsam_eval._widgets.benchmark._bench_boxes import Boxes, box_data, draw_boxes
-from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, fmt, table as _table, text_item as _text_item
+from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, distinct_names, fmt, table as _table, \
+    text_item as _text_item
 from napari_medsam_eval._widgets.benchmark._row_cells import RowCells, row_cells
 from napari_medsam_eval._widgets.benchmark._rows_model import ROW_INDEX_ROLE
 from napari_medsam_eval._widgets.benchmark._rows_table import RowsTable
@@ -219,9 +220,12 @@ class ResultsView(QWidget):
         so the two never freeze the viewer together; shown, for :attr:`pending`, once both are)."""
         self.summary_frame = summary
         self.summary.setRowCount(len(self.summary_frame))
+        shown = distinct_names([str(t) for t in self.summary_frame["task"]]) if len(self.summary_frame) else []
         for line, task in enumerate(self.summary_frame.itertuples(index=False)):
             iqr = f"[{fmt(task.dice_q25, 3)}, {fmt(task.dice_q75, 3)}]" if task.dice_n else "n/a"
-            items = (_text_item(str(task.task)), NumericItem(task.n), NumericItem(task.dice_median), _text_item(iqr),
+            name = _text_item(shown[line])  # the part that tells the tasks apart; the whole name on hover
+            name.setToolTip(str(task.task))
+            items = (name, NumericItem(task.n), NumericItem(task.dice_median), _text_item(iqr),
                      NumericItem(task.nsd_median))
             items[1].setText(str(int(task.n)) if task.n_failed == 0 else f"{int(task.n)} ({int(task.n_failed)} failed)")
             for column, item in enumerate(items):

@@ -16,6 +16,8 @@ from napari_medsam_eval._widgets.benchmark._rows_model import Cell, RowsModel
 
 #: the least width of the case column, in characters (the middle of a longer name is elided, whole on hover)
 CASE_CHARACTERS = 14
+#: columns shown whole whatever the width (a why cut to "mi..." said nothing); the case column gives way first
+WHOLE = ("why",)
 
 
 class RowsTable(QTableView):
@@ -72,7 +74,8 @@ class RowsTable(QTableView):
         least_case = metrics.horizontalAdvance("M" * CASE_CHARACTERS)
         others = [c for c in range(columns) if c != self._stretch]
         over = sum(wanted[c] for c in others) + least_case - room
-        for column in sorted(others, key=lambda c: wanted[c] - title[c], reverse=True):
+        giving = [c for c in others if self.rows_model.headers[c] not in WHOLE]
+        for column in sorted(giving, key=lambda c: wanted[c] - title[c], reverse=True):
             if over <= 0:
                 break
             give = min(over, wanted[column] - title[column])
@@ -116,4 +119,4 @@ class RowsTable(QTableView):
             self.selectionModel().setCurrentIndex(index, flags)
 
 
-__all__ = ["CASE_CHARACTERS", "RowsTable"]
+__all__ = ["CASE_CHARACTERS", "RowsTable", "WHOLE"]

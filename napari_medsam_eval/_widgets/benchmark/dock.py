@@ -41,7 +41,7 @@ from napari_medsam_eval._widgets.benchmark._bench_results import NEXT_ROW_KEY, R
 from napari_medsam_eval._widgets.benchmark._bench_run import STEP_SCALE, BenchmarkRun, RunFooter
 from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunSettings
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
-from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
+from napari_medsam_eval._widgets.common._dock_tabs import bring_forward, tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
 from napari_medsam_eval._meanwhile import warm_canvas_text, warm_layer_kinds
 from napari_medsam_eval._turns import soon
@@ -58,9 +58,9 @@ if TYPE_CHECKING:
 FOOTER = ("run_button", "cancel_button", "resume_button", "progress", "status")
 #: the dock's tabs, in order
 TABS = ("run", "rows", "summary", "two runs")
-#: the height the dock asks for (:data:`._dock_tabs.DOCK_HEIGHT`): ten rows and the footer, the Compare
-#: dock beside it taking the rest of a 1366 x 768 window
-HEIGHT = 400
+#: the height the dock asks for (:data:`._dock_tabs.DOCK_HEIGHT`): ten rows and more and the footer, beside the
+#: Compare dock in a 1600 x 1000 window; in a shorter one the two give way to each other as tabs (_dock_tabs)
+HEIGHT = 480
 
 
 
@@ -106,13 +106,16 @@ class BenchmarkWidget(Container):
         #: run | rows | summary | two runs, over the footer (Run/Cancel/Resume, progress, status: always in view)
         self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer, height=HEIGHT)
         self.browser.next_row_shortcut.setParent(self.native)  # the key works whichever tab is shown
-        self.rows_added.connect(lambda _count: self.show_tab("rows"))
-        self.browser.folder_shown.connect(lambda _count: self.show_tab("rows"))  # a run folder chosen: its rows
+        self.rows_added.connect(lambda _count: self.show_tab("rows", forward=True))
+        self.browser.folder_shown.connect(lambda _count: self.show_tab("rows", forward=True))  # a folder: its rows
         soon(self.native, lambda: warm_canvas_text(self.viewer))  # a turn of its own: a first prompt layer draws faster
 
-    def show_tab(self, name: str) -> None:
-        """Bring tab ``name`` (one of :data:`TABS`) to the front."""
+    def show_tab(self, name: str, forward: bool = False) -> None:
+        """Bring tab ``name`` (one of :data:`TABS`) to the front (``forward``: the dock too, where docks share a
+        place as tabs: rows arriving make it the dock in use)."""
         self.tabs.setCurrentIndex(TABS.index(name))
+        if forward:
+            bring_forward(self.native)
 
     def _close(self) -> None:
         """The Qt widget is gone: cancel the run (its finished cases stay stored), end every job."""

@@ -23,6 +23,7 @@ class CanvasChoice(ComboBox):
             "what the canvas shows of the image on screen, at most three colours at a time, named in the legend "
             "at the canvas's top left: truth & prediction, TP / FP / FN, why (too much / too little), A vs B, a "
             "variant, sensitivity, the worst run"))
+        self.native.setAccessibleName("canvas view")  # in a row of buttons: no label of its own
         self._following = False
         self.changed.connect(self._chosen)
         CHANGED.composed.connect(self._follow)  # (psygnal holds a bound method weakly)

@@ -24,7 +24,7 @@ OPENED_KEY = "benchmark_row"
 #: the canvas overlays of the legend are named ``<LEGEND_KEY><n>``
 LEGEND_KEY = "medsam_eval_legend_"
 #: the legend's background box (dark, so the role colours read on a bright endoscopy frame too)
-LEGEND_BOX = "#1A1A1A"
+LEGEND_BOX = palette.LEGEND_BACKGROUND
 LEGEND_FONT = 11
 
 
@@ -48,7 +48,7 @@ ROLES: dict[str, Role] = {
                               OVERLAY_FP: ("FP: leak (not true)", palette.FALSE_POSITIVE),
                               OVERLAY_FN: ("FN: missed", palette.FALSE_NEGATIVE)})),
     "ab_overlay": Role(_entries({AB_A_ONLY: ("A only", palette.A_ONLY), AB_B_ONLY: ("B only", palette.B_ONLY),
-                                 AB_BOTH: ("A and B", palette.BOTH)})),
+                                 AB_BOTH: ("both", palette.BOTH)})),
     "counterfactual": Role(_entries({AB_A_ONLY: ("prediction only", palette.A_ONLY),
                                      AB_B_ONLY: ("variant only", palette.B_ONLY),
                                      AB_BOTH: ("both", palette.BOTH)})),

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from magicgui.widgets import Container
 from qtpy.QtCore import QEvent, QObject, Qt, QTimer
-from qtpy.QtWidgets import QDockWidget, QMainWindow, QSizePolicy, QTabWidget, QVBoxLayout, QWidget
+from qtpy.QtWidgets import QApplication, QDockWidget, QMainWindow, QSizePolicy, QTabWidget, QVBoxLayout, QWidget
 
 from napari_medsam_eval._widgets.common._dock_layout import MIN_DOCK_HEIGHT, add_footer, scroll_area
 from napari_medsam_eval._widgets.common._status_text import scroll_footer_text
@@ -86,6 +86,13 @@ def _dock_of(widget: QWidget) -> QDockWidget | None:
     return widget
 
 
+def bring_forward(widget: QWidget) -> None:
+    """The dock holding ``widget`` in front of the docks it shares a place with as tabs (the dock in use)."""
+    dock = _dock_of(widget)
+    if dock is not None and not dock.visibleRegion().boundingRect().height():
+        dock.raise_()
+
+
 def stated_height(dock: QDockWidget) -> int | None:
     """The height ``dock``'s widget states (:func:`tabbed_dock`), None for any other dock."""
     value = dock.widget().property(STATED_HEIGHT) if dock.widget() is not None else None
@@ -120,9 +127,29 @@ def share_column(dock: QDockWidget) -> None:
                      and abs(d.x() - dock.x()) <= _SAME_COLUMN_PX), key=lambda d: d.y())
     if len(column) < 2:
         return
-    heights = column_heights([d.height() for d in column], [stated_height(d) for d in column],
-                             [d.minimumSizeHint().height() for d in column])
-    window.resizeDocks(column, heights, Qt.Vertical)
+    stated = [stated_height(d) for d in column]
+    least = [d.minimumSizeHint().height() for d in column]
+    if gives_way(sum(d.height() for d in column), stated, least):
+        return tab_together(window, column, dock)
+    window.resizeDocks(column, column_heights([d.height() for d in column], stated, least), Qt.Vertical)
+
+
+def gives_way(total: int, stated: Sequence[int | None], least: Sequence[int]) -> bool:
+    """Whether a column of ``total`` pixels is too short to give each tabbed dock the height it states (the
+    others at their ``least``): then the docks give way to each other as tabs (a 1366 x 768 window with three docks
+    showed one row of the Benchmark dock and Compare's plot cut, 86 pixels tall)."""
+    claimed = sum(s for s in stated if s is not None)
+    return claimed > 0 and total - sum(h for h, s in zip(least, stated) if s is None) < claimed
+
+
+def tab_together(window: QMainWindow, column: Sequence[QDockWidget], in_use: QDockWidget) -> None:
+    """Make ``column``'s docks tabs of one place (napari's own docking: Qt's tabified docks), ``in_use`` in front
+    with the column's whole height; the others are a click away on their tabs."""
+    first = column[0]
+    for dock in column[1:]:
+        if dock not in window.tabifiedDockWidgets(first):
+            window.tabifyDockWidget(first, dock)
+    in_use.raise_()
 
 
 class _ShareOnShow(QObject):
@@ -174,10 +201,13 @@ class _ShareOnResize(QObject):
 
     def share(self) -> None:
         done: set[int] = set()
-        for dock in self.window.findChildren(QDockWidget):
+        focus = _dock_of(QApplication.focusWidget())  # the dock in use comes first: in front, should they give way
+        docks = self.window.findChildren(QDockWidget)
+        for dock in sorted(docks, key=lambda d: d is not focus):
             if stated_height(dock) and dock.isVisible() and not dock.isFloating() and id(dock) not in done:
                 done.add(id(dock))
                 share_column(dock)
 
 
-__all__ = ["DOCK_HEIGHT", "STATED_HEIGHT", "column_heights", "share_column", "stated_height", "tabbed_dock"]
+__all__ = ["DOCK_HEIGHT", "STATED_HEIGHT", "bring_forward", "column_heights", "gives_way", "share_column", "stated_height", "tab_together",
+           "tabbed_dock"]

@@ -36,7 +36,7 @@ from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_metrics import CHOOSE_PAIR, CompareFooter, ComparisonSection
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
-from napari_medsam_eval._widgets.common._dock_tabs import tabbed_dock
+from napari_medsam_eval._widgets.common._dock_tabs import bring_forward, tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
 from napari_medsam_eval._widgets.compare._sensitivity import SensitivitySection
 from napari_medsam_eval._widgets.common._sessions import session_of
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 CHOICE = ("pred_layer", "gt_layer", "target_label")
 METRICS = ("volume_dice", "why", "slice_dice", "worst_info")
 FOOTER = ("compare_button", "worst_button", "canvas_view", "status")
+#: the height the dock states (its plot at least 140 pixels under the DSC lines; in a column too short for it and
+#: its neighbours the docks give way to each other as tabs: _dock_tabs.gives_way)
+COMPARE_HEIGHT = 420
 #: the dock's tabs, in order (the first, the result, is shown by default)
 TABS = ("result", "layers", "sensitivity")
 
@@ -84,9 +87,9 @@ class CompareWidget(Container):
         choice.refresh()
         pages = ([self.metrics.native, self.plot.canvas], [choice.native], [self.sensitivity.native])
         #: result (DSC, plot) | layers | sensitivity, over the footer (Compare, Next worst slice, status)
-        self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer)
-        for button in (footer.compare_button, footer.worst_button):  # their result in view
-            button.changed.connect(lambda *_: self.show_tab("result"))
+        self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer, height=COMPARE_HEIGHT)
+        for button in (footer.compare_button, footer.worst_button):  # their result in view, the dock in front
+            button.changed.connect(lambda *_: (self.show_tab("result"), bring_forward(self.native)))
 
     def show_tab(self, name: str) -> None:
         """Bring tab ``name`` (one of :data:`TABS`) to the front."""
