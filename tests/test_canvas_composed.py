@@ -104,10 +104,12 @@ def test_compare_on_a_colonoscopy_clip_after_the_phantom_is_drawn_over_the_clip(
     viewer.window._qt_window.resize(*size)
     viewer.open_sample("napari-medsam-eval", "phantom_ct")
     truth = next(layer for layer in viewer.layers if layer.metadata.get("role") == "ground_truth")
+    phantom = viewer.layers[0]
     viewer.add_layer(Labels(np.roll(np.asarray(truth.data), 3, axis=2), name="phantom prediction",
-                            metadata={"role": "prediction", "image": truth.metadata.get("image"), "target_label": 2}))
+                            metadata={"role": "prediction", "image": phantom.name, "target_label": 2}))
     compare = dock(viewer, "compare")
-    assert compare.compare() is not None  # the phantom's overlay: the layer a second comparison reuses
+    assert compare.compare() is not None  # the phantom's overlay (on main, the layer a second comparison reused)
+    phantom_overlay = compare.overlay_layer
 
     clip, clip_truth = viewer.open(str(shared_data / "cvc_clinicdb_video" / "Frame" / "seq01"),
                                    plugin="napari-medsam-eval")
@@ -119,6 +121,9 @@ def test_compare_on_a_colonoscopy_clip_after_the_phantom_is_drawn_over_the_clip(
     assert compare.compare() is not None
     overlay = compare.overlay_layer
     _directly_above(viewer, overlay, clip)
+    # each image its own overlay, above it: the phantom keeps its comparison
+    assert overlay is not phantom_overlay and phantom_overlay in viewer.layers
+    _directly_above(viewer, phantom_overlay, phantom)
     assert overlay.visible and clip.visible and not prediction.visible and not clip_truth.visible
     colours = {OVERLAY_TP: palette.TRUE_POSITIVE, OVERLAY_FP: palette.FALSE_POSITIVE, OVERLAY_FN: palette.FALSE_NEGATIVE}
     _legend_named(viewer, colours)

@@ -28,8 +28,9 @@ from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot, stop_markers
 from napari_medsam_eval._widgets.compare._compare_footer import CHOOSE_PAIR, CompareFooter
 from napari_medsam_eval._widgets.common._layers import follow_viewer, layer_kind, transform_kwargs
-from napari_medsam_eval._widgets.compare._result_layers import (Computed, compute_comparison, overlay_layers,
+from napari_medsam_eval._widgets.compare._result_layers import (Computed, compute_comparison, reusable_overlay,
                                                                   write_overlay)
+from napari_medsam_eval._widgets.common._canvas import image_of
 from napari_medsam_eval._widgets.common._shortcuts import COMPARE_SHORTCUTS, bind_shortcuts
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._unit_words import UnitWords, in_units, unit_of
@@ -114,7 +115,9 @@ class ComparisonSection(Container):
             self._shown = asked
             return self._missing(pred, gt)
         target = int(self.choice.target_label.value)
-        transform = None if overlay_layers(self.viewer) else transform_kwargs(gt)  # (one to reuse: none built)
+        image = image_of(self.viewer, pred)
+        reused, _ = reusable_overlay(self.viewer, None if image is None else image.name, np.ndim(gt.data))
+        transform = None if reused is not None else transform_kwargs(gt)  # (one to reuse: none built)
         own = prediction_mask(pred, target)  # the object's own mask, where the layer keeps it (nested objects)
         return self.runner.start(compute_comparison, np.asarray(pred.data) if own is None else own,
                                  np.asarray(gt.data), target, transform, truth_labels(pred, target),

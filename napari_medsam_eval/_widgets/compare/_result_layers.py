@@ -115,25 +115,39 @@ def overlay_layers(viewer: Any) -> list[Labels]:
             and "overlay" in (layer.metadata.get("role"), layer.metadata.get(RETIRED_KEY))]
 
 
+def reusable_overlay(viewer: Any, image: str | None, ndim: int) -> tuple[Labels | None, list[Labels]]:
+    """The overlay layer a comparison of ``image`` reuses (its own, else one retired; of ``ndim`` dimensions; None:
+    a new one is built), and every overlay of that image or retired (:func:`write_overlay`; the Compare dock's
+    worker builds a new layer's model only when this finds none)."""
+    mine = [layer for layer in overlay_layers(viewer) if layer.metadata.get("image") in (image, None)
+            or RETIRED_KEY in layer.metadata]
+    own = [layer for layer in mine if layer.ndim == ndim and RETIRED_KEY not in layer.metadata]
+    retired = [layer for layer in mine if layer.ndim == ndim]
+    return (own or retired or [None])[0], mine
+
+
 def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_label: int | None,
                   under: Layer | None = None, new: Labels | None = None, asked: bool = False) -> Labels:
-    """Show ``overlay`` in the viewer's one TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform,
+    """Show ``overlay`` in its image's TP/FP/FN Labels layer (fixed colours), over ``reference``'s transform,
     as the *TP / FP / FN* view of the image ``reference`` (the ground truth) belongs to (:mod:`.._canvas`): directly
     above that image, with its legend. ``asked``: the user asked for it (Compare, Next worst slice); otherwise a
     pair of runs, a variant or an agreement map the user opened stays in view (:func:`._canvas.offer`).
 
-    A comparison replaces the last one: the overlay layer already there (role ``overlay``, or retired while
-    nothing was compared; whatever its target or shape) gets the new data, name and transform; further overlay
-    layers are removed. Without
-    one, ``new`` (:func:`overlay_layer`, built off the GUI thread) or a layer built here is added.
+    Each image has its own overlay (Compare on a second image gives that image one, above it; the first keeps
+    its own, hidden with it): a comparison replaces the last one of its image: the overlay layer of that image (or
+    one retired while nothing was compared) gets the new data, name and transform; further overlay layers of that
+    image are removed. Without one, ``new`` (:func:`overlay_layer`, built off the GUI thread) or a layer built
+    here is added. Its name starts with its image's.
     """
-    name = overlay_layer_name(target_label)
-    overlays = overlay_layers(viewer)
-    layer = next((layer for layer in overlays if layer.ndim == overlay.ndim), None)
-    remove_layers(viewer, [other for other in overlays if other is not layer])  # one scene-graph clean-up for all
+    image = image_of(viewer, under if under is not None and under in viewer.layers else reference)
+    owner = None if image is None else image.name
+    name = overlay_layer_name(target_label) if owner is None else f"{owner} {overlay_layer_name(target_label)}"
+    layer, mine = reusable_overlay(viewer, owner, overlay.ndim)
+    remove_layers(viewer, [other for other in mine if other is not layer and RETIRED_KEY not in other.metadata])
     if layer is None:
-        fits = new is not None and new.ndim == overlay.ndim and new.name == name
+        fits = new is not None and new.ndim == overlay.ndim
         layer = add_inactive(viewer, new if fits else overlay_layer(overlay, target_label, transform_kwargs(reference)))
+        layer.name = name
     else:
         layer.metadata.update(role="overlay", target_label=target_label)
         layer.metadata.pop(RETIRED_KEY, None)
@@ -141,7 +155,6 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
             setattr(layer, key, value)
         layer.data = overlay
         layer.name = name
-    image = image_of(viewer, under if under is not None and under in viewer.layers else reference)
     if image is not None:
         layer.metadata["image"] = image.name  # a comparison belongs to its image: above it, hidden with it
         views = layers_for(viewer, "TP / FP / FN", image, overlay=layer)
@@ -153,4 +166,5 @@ def write_overlay(viewer: Any, reference: Layer, overlay: np.ndarray, target_lab
 
 
 __all__ = ["Computed", "NO_RUN", "compute_comparison", "OVERLAY_COLORS", "OVERLAY_OPACITY", "agreement_colormap", "agreement_legend",
-           "overlay_colormap", "overlay_layer", "overlay_layer_name", "overlay_layers", "swatch", "write_overlay"]
+           "overlay_colormap", "overlay_layer", "overlay_layer_name", "overlay_layers", "reusable_overlay", "swatch",
+           "write_overlay"]
