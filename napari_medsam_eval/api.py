@@ -210,24 +210,10 @@ def score_pair(pred: np.ndarray, gt: np.ndarray | None = None, kind: str | None 
         scores = score_pair(result.mask, case=case, target=2, prompt_slice=22, convention="monai")
         scores.dice, scores.target, scores.dominant_error, scores.error_slices    # or scores["dice"]
     """
-    from .evaluation.metrics import array_spacing, binary_mask
-    from .evaluation.pair_scores import check_kind_spacing, pair_scores, truth_of, warn_empty_truth
-    from .evaluation.surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM, as_mask_pair
+    from .evaluation.pair_scores import score_truth
 
-    check_kind_spacing(kind, spacing)
-    pred, gt, target = truth_of(pred, gt, case=case, target=target)
-    kind = kind if kind is not None else getattr(case, "kind", None)
-    spacing = spacing if spacing is not None else getattr(case, "spacing", None)
-    if kind is None or spacing is None:
-        from .core.errors import InputTypeError
-
-        raise InputTypeError("score_pair needs the kind and spacing of the masks: give case=case, or "
-                             "score_pair(pred, gt, case.kind, case.spacing)")
-    pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
-    warn_empty_truth(pred, gt, target, case)
-    values = array_spacing(spacing, kind, pred.ndim)
-    tolerance = LITEMEDSAM_NSD_TOLERANCE_MM if tolerance_mm is None else tolerance_mm
-    return pair_scores(pred, gt, kind, values, tolerance, prompt_slice, convention, target)
+    return score_truth(pred, gt, kind, spacing, case=case, target=target, tolerance_mm=tolerance_mm,
+                       prompt_slice=prompt_slice, convention=convention)
 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -196,3 +196,26 @@ def check_kind_spacing(kind: Any, spacing: Any) -> None:
     if isinstance(spacing, str) or (kind is not None and not isinstance(kind, str)):
         raise InputTypeError(f"score_pair takes kind then spacing (score_pair(pred, gt, case.kind, case.spacing)), "
                              f"got kind={kind!r:.60} and spacing={spacing!r:.60}; or give case=case")
+
+
+def score_truth(pred: Any, gt: Any = None, kind: str | None = None, spacing: Any = None, *, case: Any = None,
+                target: Any = None, tolerance_mm: float | None = None, prompt_slice: int | None = None,
+                convention: str = "medsam-eval") -> PairScores:
+    """:func:`napari_medsam_eval.api.score_pair`'s work (its docstring says what each argument may be): the truth
+    of ``target`` in ``case`` (or ``gt``), kind and spacing from the case where not given, the empty-truth
+    warning, then :func:`pair_scores`."""
+    from .metrics import array_spacing, binary_mask
+    from .surface_distance import LITEMEDSAM_NSD_TOLERANCE_MM, as_mask_pair
+
+    check_kind_spacing(kind, spacing)
+    pred, gt, target = truth_of(pred, gt, case=case, target=target)
+    kind = kind if kind is not None else getattr(case, "kind", None)
+    spacing = spacing if spacing is not None else getattr(case, "spacing", None)
+    if kind is None or spacing is None:
+        raise InputTypeError("score_pair needs the kind and spacing of the masks: give case=case, or "
+                             "score_pair(pred, gt, case.kind, case.spacing)")
+    pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
+    warn_empty_truth(pred, gt, target, case)
+    values = array_spacing(spacing, kind, pred.ndim)
+    tolerance = LITEMEDSAM_NSD_TOLERANCE_MM if tolerance_mm is None else tolerance_mm
+    return pair_scores(pred, gt, kind, values, tolerance, prompt_slice, convention, target)
