@@ -148,8 +148,8 @@ def save(viewer: Any, name: str) -> Path:
         image = image.resize((MAX_WIDTH, round(image.height * MAX_WIDTH / image.width)), Image.LANCZOS)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / name
-    for colors in (256, 128, 64):
-        image.quantize(colors=colors, method=Image.Quantize.MEDIANCUT).save(path, optimize=True)
+    for colors in (256, 128, 64):  # octree keeps a legend's small, rare colours (median cut greyed the FN line)
+        image.quantize(colors=colors, method=Image.Quantize.FASTOCTREE).save(path, optimize=True)
         if path.stat().st_size < MAX_BYTES:
             break
     print(f"{path.relative_to(REPO)}: {image.width}x{image.height}, {path.stat().st_size // 1024} KB")

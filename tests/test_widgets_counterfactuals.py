@@ -177,6 +177,6 @@ def test_a_video_row_tells_what_would_fix_it_in_frames(make_napari_viewer, share
     fix.choose("oracle_box")
     qtbot.waitUntil(lambda: ROLE in widget.opened, timeout=TIMEOUT_MS)
     layer, image = widget.opened[ROLE], widget.opened["image"]
-    assert layer.name == f"true box on every frame ({row['case_id']} {row['label_name']})"
+    assert layer.name == f"prediction vs true box on every frame ({row['case_id']} {row['label_name']})"
     assert image.rgb and layer.data.shape == image.data.shape[:-1]
     np.testing.assert_array_equal(layer.scale, image.scale[:layer.ndim])

@@ -125,6 +125,10 @@ def test_a_cell_too_narrow_for_its_text_shows_it_whole_on_hover(make_napari_view
         qtbot.wait(100)
         item = table.item(0, 0)
         rect = table.visualItemRect(item)
+        if table is view.summary:  # a task: the part that tells it apart, whole in the cell, the whole name on hover
+            assert table.fontMetrics().horizontalAdvance(item.text()) <= rect.width(), item.text()
+            assert _hover(table, rect.center()) == f"hippocampus_mri/{item.text()}"
+            continue
         assert table.fontMetrics().horizontalAdvance(item.text()) > rect.width(), item.text()  # elided
         assert _hover(table, rect.center()) == item.text()
 
