@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -50,21 +51,27 @@ def _runs(shared: Path, out: Path) -> tuple[Path, Path]:
     return out / "a", out / "b"
 
 
+def _idle_viewer() -> tuple[Any, list[tuple[str, float]]]:
+    """A new viewer (1600 x 1000) and its idle gaps over 3 s, the baseline of this process."""
+    import napari
+
+    from responsiveness import TimerGaps, process_until, settle
+
+    viewer = napari.Viewer()
+    viewer.window._qt_window.resize(1600, 1000)
+    settle(2.0)
+    with TimerGaps() as idle:
+        process_until(lambda: time.perf_counter() - idle.ticks[0] > 3.0)
+    return viewer, [("idle viewer (baseline of this process)", idle.max_gap)]
+
+
 def measure(shared: Path, profile: bool = False) -> list[tuple[str, float]]:
     from gui_probe import from_the_event_loop
     from responsiveness import TimerGaps, finished, process_until, settle
 
     out = Path(tempfile.mkdtemp(prefix="first_use_"))
     run_a, run_b = _runs(shared, out)
-    import napari
-
-    viewer = napari.Viewer()
-    viewer.window._qt_window.resize(1600, 1000)
-    settle(2.0)
-    results: list[tuple[str, float]] = []
-    with TimerGaps() as idle:
-        process_until(lambda: time.perf_counter() - idle.ticks[0] > 3.0)
-    results.append(("idle viewer (baseline of this process)", idle.max_gap))
+    viewer, results = _idle_viewer()
     with TimerGaps(profile) as gaps:
         from_the_event_loop(lambda: viewer.open_sample(PLUGIN, "phantom_ct"))
         settle()
@@ -112,7 +119,7 @@ def measure_napari_own(shared: Path) -> list[tuple[str, float]]:
     import SimpleITK as sitk
 
     from gui_probe import from_the_event_loop
-    from responsiveness import TimerGaps, process_until, settle
+    from responsiveness import TimerGaps, settle
 
     from napari_medsam_eval._reader import case_to_layer_data
     from napari_medsam_eval.datasets.phantoms import phantom_ct_case
@@ -120,16 +127,9 @@ def measure_napari_own(shared: Path) -> list[tuple[str, float]]:
     image_file = sorted((shared / "hippocampus_mri" / "imagesTr").glob("*.nii.gz"))[0]
     volume = sitk.GetArrayFromImage(sitk.ReadImage(str(image_file)))
     truth = sitk.GetArrayFromImage(sitk.ReadImage(str(shared / "hippocampus_mri" / "labelsTr" / image_file.name)))
-    import napari
     from qtpy.QtWidgets import QLabel
 
-    viewer = napari.Viewer()
-    viewer.window._qt_window.resize(1600, 1000)
-    settle(2.0)
-    results: list[tuple[str, float]] = []
-    with TimerGaps() as idle:
-        process_until(lambda: time.perf_counter() - idle.ticks[0] > 3.0)
-    results.append(("idle viewer (baseline of this process)", idle.max_gap))
+    viewer, results = _idle_viewer()
 
     def add(layers: list[tuple[np.ndarray, str]]) -> None:
         for data, kind in layers:
