@@ -12,7 +12,14 @@ to its slice (an *anchor*), and the current mask:
   from ``k`` in both directions (videos: forward) **towards the next anchor**, up to the
   slices nearer to that anchor than to ``k``, or to a stop rule; the slices it segmented
   replace the old ones, so the other anchors' slices, the slices nearer to them, everything
-  beyond them and everything past a stop rule are kept.
+  beyond them and everything past a stop rule are kept. Towards an anchor that holds the
+  object the walk **joins that anchor's mask**: it goes on to the slice before that mask
+  begins when the mask falls short of the halfway slice (the gap is filled), and the drift
+  rules (:data:`~.rules.DRIFT_RULES`: intensity, overlap IoU, area growth) do not stop it there -
+  the object runs on between two slices that hold it; an empty prediction still ends it.
+  Away from every anchor (past the outermost one) the rules are the run's own.
+* A correction given with the target's ground truth (``truth``) returns a :class:`CorrectionResult`:
+  the DSC before and after, and its summary says when the correction lowered it.
 A cancelled propagation or correction changes nothing: the anchors and the mask stay as
 they were.
 
@@ -45,6 +52,7 @@ from ..core.progress import SliceProgress
 from ..core.anchor_prompts import (ABSENT, PAINTED, absent_prompt, is_absent,  # noqa: F401 - anchors name them too
                               painted_prompt, painted_slices)
 from ..core.prompt import Prompt
+from .rules import resolve_rules
 from .segment import PropagationResult, segment_by_kind
 from .slice_by_slice import PropagationRecord
 from ..core.errors import InputError
@@ -126,13 +134,17 @@ class AnchoredSegmentation:
             self.last = result
         return result
 
-    def correct(self, prompt: Prompt, progress: SliceProgress | None = None) -> PropagationResult:
+    def correct(self, prompt: Prompt, progress: SliceProgress | None = None,
+                truth: np.ndarray | None = None) -> PropagationResult:
         """Add ``prompt`` on its slice (merged with that slice's anchor) and propagate again
-        from there up to the neighbouring anchors (module doc)."""
+        from there up to the neighbouring anchors (module doc). With ``truth`` (the target's bool
+        ground truth, the image's shape) the result is a :class:`CorrectionResult`: the DSC before
+        and after the correction."""
         if self.mask is None:
             return self.propagate(prompt, progress)
         k = self._slice_of(prompt)
         before = dict(self.anchors)
+        mask_before = None if truth is None else self.mask.copy()
         anchor = merge_prompt(self.anchors.get(k), prompt)
         self.anchors[k] = anchor
         try:
@@ -142,6 +154,8 @@ class AnchoredSegmentation:
             raise
         if result.cancelled:  # nothing changes: the anchor was not segmented
             self.anchors = before
+        elif mask_before is not None:
+            result = CorrectionResult.judged(result, mask_before, truth)
         return result
 
     def _correct(self, k: int, anchor: Prompt, progress: SliceProgress | None) -> PropagationResult:
@@ -152,15 +166,68 @@ class AnchoredSegmentation:
             self._erase(k, lo, hi)
             self.last = PropagationResult(self.mask.copy(), anchor, done=1, total=1, record=PropagationRecord())
             return self.last
-        limits = {"z_limits": (lo, hi)} if self.kind == "volume" else {"end_frame": hi}
-        result = segment_by_kind(self.backend, self.image, self.kind, _no_component_step(anchor), progress=progress,
-                                 case_id=self.case_id, rules=self.rules, **limits)
+        (lo, joins_down), (hi, joins_up) = self._reach(k, lo, hi)
+        if joins_down == joins_up or self.kind == "video":  # one walk, both ways alike
+            result = self._walk(anchor, lo, hi, self._rules(joins_up or joins_down), progress)
+        else:  # towards an anchor on one side only: each side its own walk and rules
+            result = self._walk_apart(k, anchor, lo, hi, (self._rules(joins_down), self._rules(joins_up)), progress)
         if result.cancelled:
             return dataclasses.replace(result, mask=self.mask.copy())
         kept_lo, kept_hi = _kept_range(result.record, k, lo, hi)
         self.mask[kept_lo : kept_hi + 1] = np.asarray(result.mask, dtype=bool)[kept_lo : kept_hi + 1]
         self.last = result
         return dataclasses.replace(result, mask=self.mask.copy())
+
+    # ------------------------------------------------------------------ walks
+    def _reach(self, k: int, lo: int, hi: int) -> tuple[tuple[int, bool], tuple[int, bool]]:
+        """How far a correction on ``k`` walks each way, and whether it walks towards an anchor that holds
+        the object (it then joins that anchor's mask): ``((lo, joins_down), (hi, joins_up))``.
+
+        Towards such an anchor the walk goes at least to the slice before the anchor's mask begins (the
+        first slice from ``k`` on that side with a mask; the anchor itself when there is none), so a gap
+        between the correction and the rest of the object is filled rather than left empty."""
+        above = [a for a in self.anchors if a > k]
+        below = [a for a in self.anchors if a < k] if self.kind == "volume" else []
+        joins_up = bool(above) and not is_absent(self.anchors[min(above)])
+        joins_down = bool(below) and not is_absent(self.anchors[max(below)])
+        filled = self.mask.reshape(self.mask.shape[0], -1).any(axis=1)
+        if joins_up:
+            begins = next((z for z in range(k + 1, min(above)) if filled[z]), min(above))
+            hi = max(hi, begins - 1)
+        if joins_down:
+            begins = next((z for z in range(k - 1, max(below), -1) if filled[z]), max(below))
+            lo = min(lo, begins + 1)
+        return (lo, joins_down), (hi, joins_up)
+
+    def _rules(self, joins: bool) -> Any:
+        """The run's rules; without the drift rules for a walk that joins another anchor's mask."""
+        return resolve_rules(self.kind, self.rules).without_drift() if joins else self.rules
+
+    def _walk(self, anchor: Prompt, lo: int, hi: int, rules: Any, progress: SliceProgress | None) -> PropagationResult:
+        """The anchor's slice segmented again and walked over ``lo..hi`` (videos: forward to ``hi``)."""
+        limits = {"z_limits": (lo, hi)} if self.kind == "volume" else {"end_frame": hi}
+        return segment_by_kind(self.backend, self.image, self.kind, _no_component_step(anchor), progress=progress,
+                               case_id=self.case_id, rules=rules, **limits)
+
+    def _walk_apart(self, k: int, anchor: Prompt, lo: int, hi: int, rules: tuple[Any, Any],
+                    progress: SliceProgress | None) -> PropagationResult:
+        """Down to ``lo`` and up to ``hi`` as two walks with their own rules (``(down, up)``), as one result:
+        the down walk's slices below ``k``, the up walk's from ``k``, each direction's stop from its own walk."""
+        total = (k - lo + 1) + (hi - k + 1)
+        down = self._walk(anchor, lo, k, rules[0], _shifted(progress, 0, total))
+        if down.cancelled:
+            return down
+        up = self._walk(anchor, k, hi, rules[1], _shifted(progress, k - lo + 1, total))
+        if up.cancelled:
+            return up
+        mask = np.asarray(up.mask, dtype=bool).copy()
+        mask[lo:k] = np.asarray(down.mask, dtype=bool)[lo:k]
+        record = PropagationRecord(rules=down.record.rules, unit=down.record.unit,
+                                   scores={**down.record.scores, **up.record.scores})
+        record.stops = ([s for s in down.record.stops if s.direction == "down"]
+                        + [s for s in up.record.stops if s.direction != "down"])
+        return PropagationResult(mask, down.prompt, False, down.done + up.done, total, down.seconds + up.seconds,
+                                 record)
 
     # ------------------------------------------------------------------ helpers
     def _slice_of(self, prompt: Prompt) -> int:
@@ -220,6 +287,58 @@ class AnchorSnapshot:
     owner: AnchoredSegmentation
     anchors: dict[int, Prompt]
     mask: tuple[np.ndarray, tuple[int, ...]] | None
+
+
+#: a correction whose DSC falls by more than this is said to have lowered it
+DICE_TOLERANCE = 1e-4
+
+
+@dataclass(repr=False)
+class CorrectionResult(PropagationResult):
+    """A correction's :class:`~.segment.PropagationResult` with the DSC against the target's ground truth
+    before and after it: its :meth:`summary` (a status line) says what the correction did, and says so
+    plainly when it lowered the DSC (:attr:`lowered`)."""
+
+    dice_before: float = float("nan")
+    dice_after: float = float("nan")
+
+    @classmethod
+    def judged(cls, result: PropagationResult, before: np.ndarray, truth: np.ndarray) -> "CorrectionResult":
+        """``result`` with the DSC of ``before`` (the mask before the correction) and of its mask against ``truth``."""
+        from ..evaluation.metrics import compute_dice
+
+        truth = np.asarray(truth, dtype=bool)
+        if truth.shape != np.shape(result.mask):
+            raise InputError(f"the ground truth's shape {truth.shape} is not the image's {np.shape(result.mask)}")
+        fields = {f.name: getattr(result, f.name) for f in dataclasses.fields(PropagationResult)}
+        return cls(**fields, dice_before=float(compute_dice(before, truth)),
+                   dice_after=float(compute_dice(result.mask, truth)))
+
+    @property
+    def lowered(self) -> bool:
+        """Whether the correction lowered the DSC (by more than :data:`DICE_TOLERANCE`)."""
+        return bool(self.dice_after < self.dice_before - DICE_TOLERANCE)
+
+    def note(self) -> str:
+        """What the correction did to the DSC, in words."""
+        change = f"{self.dice_before:.4f} -> {self.dice_after:.4f}"
+        if self.lowered:
+            return (f"this correction lowered the DSC against the ground truth ({change}): undo it, or correct "
+                    "another slice")
+        return f"DSC against the ground truth {change}"
+
+    def summary(self) -> str:
+        return f"{super().summary()}; {self.note()}"
+
+    def __repr__(self) -> str:
+        return f"{super().__repr__()[:-1]}, dice {self.dice_before:.4f} -> {self.dice_after:.4f})"
+
+
+def _shifted(progress: SliceProgress | None, offset: int, total: int) -> SliceProgress | None:
+    """``progress`` for one of two walks reported as one: its slices counted after ``offset``, of ``total``."""
+    if progress is None:
+        return None
+    return lambda done, _total: progress(offset + done, total)
 
 
 def _kept_range(record: PropagationRecord, k: int, lo: int, hi: int) -> tuple[int, int]:

@@ -54,6 +54,9 @@ from ..core.errors import InputError
 #: official script's z-range, or the end of the stack / the limits
 #: how the next slice's box is found: None = the last good mask's box; "similarity" = image features (.locate)
 LOCATE_MODES = (None, "similarity")
+#: the stop rules meant for a walk that drifts off its object (onto other tissue, into a leak): off where the
+#: walk runs between two anchors that hold the object (:meth:`PropagationRules.without_drift`)
+DRIFT_RULES = ("intensity_k", "min_iou", "max_area_growth")
 STOP_REASONS = ("empty", "intensity", "score", "iou", "area", "box_fill", "lost", "model", "box_3d", "end", "limit")
 
 
@@ -100,6 +103,11 @@ class PropagationRules:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def without_drift(self) -> "PropagationRules":
+        """A copy with the drift rules (:data:`DRIFT_RULES`) off: for a walk between two slices known to hold
+        the object (a correction walking towards another anchor's mask), where only an empty prediction ends it."""
+        return dataclasses.replace(self, **{name: None for name in DRIFT_RULES})
 
 
 def _check_range(name: str, value: float | None, low: float, high: float | None) -> None:
@@ -230,6 +238,7 @@ def stop_finding(rules: PropagationRules, reference: Reference, previous: np.nda
 
 
 __all__ = [
+    "DRIFT_RULES",
     "LEGACY_RULES",
     "PropagationRules",
     "RULE_PRESETS",

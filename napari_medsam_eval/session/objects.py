@@ -77,8 +77,20 @@ class SessionObjects:
             if not 0 <= index < label_map.shape[0]:
                 raise InputError(f"slice index {index} is outside the ground truth (0..{label_map.shape[0] - 1})")
             prompts = proto.prompts(label_map[index], kind="image", targets=[target])
-            return [dataclasses.replace(p, slice_index=index) for p in prompts]
-        return proto.prompts(label_map, kind=kind, targets=[target])
+            prompts = [dataclasses.replace(p, slice_index=index) for p in prompts]
+        else:
+            prompts = proto.prompts(label_map, kind=kind, targets=[target])
+        self._remember_truth(label_map, target_label, target)
+        return prompts
+
+    def _remember_truth(self, label_map: np.ndarray, target_label: int, target: Target) -> None:
+        """Keep object ``target_label``'s ground truth for this image (a correction then says what it did to
+        the DSC, :meth:`~.session.Session.correct`); a label map not of the image's shape is not kept."""
+        volume = getattr(self, "volume", None)
+        if volume is None or self._pending is not None or self.kind not in ("volume", "video"):
+            return
+        if label_map.shape == tuple(volume.shape[:3]):
+            self._targets.truths[int(target_label)] = target.mask(label_map)
 
     def prompt_from_ground_truth(self, label_map: np.ndarray, target_label: int, protocol: str = "medsam2",
                                  *, slice_index: int | None = None, kind: str | None = None,

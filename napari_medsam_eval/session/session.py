@@ -358,6 +358,7 @@ class Session(SessionObjects):
         *,
         progress: SliceProgress | bool | None = None,
         cancel: threading.Event | None = None,
+        truth: np.ndarray | None = None,
         **options: Any,
     ) -> PropagationResult:
         """Add ``prompt`` on its slice to the current anchored segmentation and propagate from there.
@@ -367,12 +368,16 @@ class Session(SessionObjects):
         segmentation of this image, backend and target label (or on a 2D image) this is
         :meth:`propagate` (``options`` go to it). ``cancel`` / ``progress`` (``True``: a bar) as in
         :meth:`propagate`; a cancelled correction changes neither the mask nor the anchors
-        (the result then holds the kept mask and ``cancelled``).
+        (the result then holds the kept mask and ``cancelled``). Where the target's ground truth is known
+        (``truth``, a bool mask of the image; by default the one its prompt was made from with
+        :meth:`prompt_from_ground_truth`) the result is a
+        :class:`~napari_medsam_eval.propagation.anchors.CorrectionResult`: the DSC before and after, and its
+        summary says when the correction lowered it.
         """
         prompt = expect_prompt(prompt, "Session.correct")
         if progress is True:
             with ProgressBar("correcting", "slice") as bar:
-                return self.correct(prompt, progress=bar, cancel=cancel, **options)
+                return self.correct(prompt, progress=bar, cancel=cancel, truth=truth, **options)
         self._need_image()
         self._need_backend()
         token = cancel if cancel is not None else threading.Event()
@@ -383,7 +388,7 @@ class Session(SessionObjects):
                 return self.propagate(prompt, progress=progress, cancel=token, **options)
             if token.is_set():
                 return PropagationResult(anchored.mask.copy(), prompt, cancelled=True)
-            result = self._targets.correct(anchored, prompt, until_cancelled(progress, token))
+            result = self._targets.correct(anchored, prompt, until_cancelled(progress, token), truth)
             result.made_by = self.first_look.made_by(anchored.backend)  # the backend that made its anchors
             return result
 

@@ -29,6 +29,9 @@ class TargetAnchors:
     def __init__(self) -> None:
         self._by_target: dict[int, AnchoredSegmentation] = {}
         self.latest: int | None = None
+        #: each target's ground truth (a bool mask of the image), where a prompt was made from it: a
+        #: correction then says what it did to the DSC (:class:`~..propagation.anchors.CorrectionResult`)
+        self.truths: dict[int, np.ndarray] = {}
 
     def __len__(self) -> int:
         """How many targets have an anchored segmentation."""
@@ -77,15 +80,19 @@ class TargetAnchors:
         else:
             self._by_target.pop(int(target_label), None)
 
-    def correct(self, anchored: AnchoredSegmentation, prompt: Prompt, progress: SliceProgress | None) -> PropagationResult:
+    def correct(self, anchored: AnchoredSegmentation, prompt: Prompt, progress: SliceProgress | None,
+                truth: np.ndarray | None = None) -> PropagationResult:
         """``anchored.correct(prompt)``; its anchors as they were when the run is cancelled or fails.
+        ``truth`` (default: the target's in :attr:`truths`) makes the result say what it did to the DSC.
 
         ``AnchoredSegmentation.correct`` keeps its mask on a cancelled run but has already
         stored the new anchor, and a model with memory raises :class:`Cancelled` from it.
         """
         anchors, last = dict(anchored.anchors), anchored.last
         try:
-            result = anchored.correct(prompt, progress)
+            if truth is None:
+                truth = self.truths.get(int(prompt.target_label))
+            result = anchored.correct(prompt, progress, truth)
         except Cancelled as stop:
             result = PropagationResult(anchored.mask.copy(), prompt, cancelled=True, done=stop.done, total=stop.total)
         except BaseException:
