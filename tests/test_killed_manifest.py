@@ -95,3 +95,24 @@ def test_a_resumed_runs_manifest_marks_the_session_that_never_ended_killed(tmp_p
     write_manifest(tmp_path, {**mine, "status": "completed"})
     assert "process" not in read_manifest(tmp_path)  # only a running manifest names its process
     assert run_status(tmp_path) == "completed"
+
+
+def test_run_resume_of_a_killed_run_says_so_and_its_manifest_keeps_it(tmp_path, shared_data, capsys):
+    from napari_medsam_eval.cli import main
+
+    out = tmp_path / "run"
+    args = ["run", str(shared_data / "hippocampus_mri"), "--model", "box", "--limit", "2", "--out", str(out),
+            "--quiet", "--no-report"]
+    assert main(args) == 0
+    manifest = json.loads((out / "manifest.json").read_text())
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    first = {k: v for k, v in manifest["sessions"][0].items() if k not in ("ended_at", "status")}
+    killed = {**manifest, "status": "running", "sessions": [first],
+              "process": {**this_process(), "pid": int(gone.stdout)}}  # as a SIGKILL leaves it
+    (out / "manifest.json").write_text(json.dumps(killed))
+    assert run_status(out) == KILLED
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    assert f"resuming a run that was killed (its process {int(gone.stdout)}" in capsys.readouterr().err
+    after = read_manifest(out)
+    assert after["status"] == "completed" and [s["status"] for s in after["sessions"]] == [KILLED, "completed"]

@@ -173,6 +173,20 @@ def _protocol(args: argparse.Namespace) -> tuple[str, dict]:
     return "replay", {**options, "log": str(prompts)}
 
 
+def _say_if_killed(out: Path) -> None:
+    """One line when the run resumed was killed (its manifest says running, its process is gone)."""
+    from ..benchmark.manifest import KILLED, killed_words, read_manifest, run_status
+    from ..core.errors import MedsamEvalError
+
+    try:
+        manifest = read_manifest(out)
+    except MedsamEvalError:
+        return  # the run refuses it in its own words
+    if manifest and run_status(out, manifest) == KILLED:
+        print(f"resuming a run that was killed ({killed_words(manifest)}); its finished cases are kept",
+              file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     model_options = {**json_options(args.model_options, "--model-options"), **embeddings_option(args)}
     model_options.update(precision_option(args, args.model, model_options))
@@ -194,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
             propagation=propagation_option(args.propagation), executor=getattr(args, "executor", "local"),
             ray_address=getattr(args, "ray_address", None), gpus_per_worker=getattr(args, "gpus_per_worker", 0.0),
             allow_outside=args.allow_outside, targets=targets_option(args), lesions=lesion_option(args))
+        if args.resume:
+            _say_if_killed(args.out)
         table = run_benchmark(config, progress_bar=not args.quiet)
     except (ValueError, TypeError) as error:  # settings refused before any case ran (cases record their own)
         if getattr(args, "debug", False):
