@@ -164,7 +164,10 @@ def test_a_hippocampus_pair_and_why_each_alone_over_the_image(make_napari_viewer
     show_view(viewer, "truth & prediction", image)
     assert truth.visible and prediction.visible and not pair.visible
     assert prediction.contour == 1 and size_style(12, 20.0) == (1, False, 0.65)
-    assert [t for t, _c in legend_shown(viewer)] == ["truth (fill)", "prediction (outline)"]
+    # each object named in its colour (the truth's two labels), the prediction in the palette's orange
+    assert legend_shown(viewer) == [("truth: anterior", palette.GROUND_TRUTH.upper()),
+                                    ("truth: posterior", palette.GROUND_TRUTH_PALETTE[1].upper()),
+                                    ("prediction (outline)", palette.PREDICTION.upper())]
     assert set(views_of(viewer, image)) >= {"truth & prediction", "A vs B"}
     why = viewer.add_layer(Labels(part_overlay(b, a), name=f"{image.name} why",
                                   metadata={"role": "error_parts", "image": image.name}))

@@ -100,6 +100,31 @@ VIEWS: dict[str, View] = {
 YIELDING = ("truth & prediction", "TP / FP / FN")
 
 
+#: the most objects of a truth or prediction layer named one by one in the legend (more: by their value's colour)
+MAX_OBJECTS = 6
+
+
+def object_colours(layer: Layer) -> list[tuple[str, str]]:
+    """``(name, '#RRGGBB')`` of each object a truth or prediction layer draws, in value order: its objects
+    (``metadata['objects']``) or its label names, else the values it holds (a layer of many objects: the first
+    :data:`MAX_OBJECTS`)."""
+    import numpy as np
+
+    meta = layer.metadata if isinstance(layer.metadata, dict) else {}
+    names: dict[int, str] = {}
+    for value, entry in (meta.get("objects") or {}).items():
+        names[int(value)] = (entry or {}).get("name") or f"label {int(value)}"
+    for value, name in (meta.get("label_names") or {}).items():
+        names.setdefault(int(value), str(name))
+    if not names and np.size(layer.data) <= 50_000_000:
+        names = {int(v): f"label {int(v)}" for v in np.unique(np.asarray(layer.data)) if v}
+    found = []
+    for value in sorted(v for v in names if v > 0)[:MAX_OBJECTS]:
+        rgb = np.asarray(layer.get_color(value), dtype=float)[:3]
+        found.append((names[value], "#" + "".join(f"{round(c * 255):02X}" for c in rgb)))
+    return found
+
+
 def legend_of(view: str, present: Mapping[str, Layer], words: Mapping[str, str]) -> list[tuple[str, str]]:
     """``(words, colour)`` of each colour ``view`` shows with the layers ``present``."""
     legend: list[tuple[str, str]] = []
@@ -109,6 +134,10 @@ def legend_of(view: str, present: Mapping[str, Layer], words: Mapping[str, str])
         entries = ROLES[role].colors
         if role == "error_parts":
             entries = tuple(e for e in entries if e[0] in {PART_VALUES[p] for p in WHY_PARTS.get(view, ())})
+        if role in ("ground_truth", "prediction") and len(objects := object_colours(present[role])) > 1:
+            noun = "truth" if role == "ground_truth" else "prediction"  # each object's colour named
+            legend.extend((f"{noun}: {name}", color) for name, color in objects)
+            continue
         for _value, text, color in entries:
             if role in words and "variant" in text:
                 text = text.replace("variant", words[role])
@@ -120,5 +149,5 @@ def legend_of(view: str, present: Mapping[str, Layer], words: Mapping[str, str])
     return legend
 
 
-__all__ = ["LEGEND_BOX", "LEGEND_FONT", "LEGEND_KEY", "OPENED_KEY", "ROLES", "Role", "VIEWS", "View", "WHY_PARTS",
-           "YIELDING", "legend_of"]
+__all__ = ["LEGEND_BOX", "LEGEND_FONT", "LEGEND_KEY", "MAX_OBJECTS", "OPENED_KEY", "ROLES", "Role", "VIEWS", "View", "WHY_PARTS",
+           "YIELDING", "legend_of", "object_colours"]

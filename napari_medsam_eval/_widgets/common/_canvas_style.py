@@ -54,6 +54,8 @@ def style_layer(viewer: Any, layer: Layer, role: str, view: str) -> None:
         return
     side = object_side(layer.data) if role in ("ground_truth", "prediction", "worst_run") else 0
     width, rings, fill = size_style(side, screen_pixels_per_voxel(viewer, layer))
+    if role in ("ground_truth", "prediction"):
+        _palette_colours(layer, role)
     if role == "ground_truth":
         if abs(layer.opacity - fill) > 1e-6:
             layer.opacity = fill
@@ -64,6 +66,19 @@ def style_layer(viewer: Any, layer: Layer, role: str, view: str) -> None:
             layer.rings = rings
     elif any(value is not None for value, _words, _color in ROLES[role].colors):
         _colour_values(layer, role, view)
+
+
+def _palette_colours(layer: Labels, role: str) -> None:
+    """The palette's colours for a truth (cool fills) or a prediction (warm outlines), whatever the layer was made
+    with (a user's prediction layer given the role: napari's random colours named nothing in the legend)."""
+    from napari_medsam_eval._layer_style import ground_truth_colormap, prediction_colormap
+    from napari_medsam_eval.core.palette import GROUND_TRUTH_PALETTE, PREDICTION_PALETTE
+
+    first = (GROUND_TRUTH_PALETTE if role == "ground_truth" else PREDICTION_PALETTE)[0]
+    have = np.asarray(layer.get_color(1), dtype=float)[:3] if layer.get_color(1) is not None else np.zeros(3)
+    want = np.array([int(first[i:i + 2], 16) / 255 for i in (1, 3, 5)])
+    if not np.allclose(have, want, atol=2e-3):
+        layer.colormap = ground_truth_colormap() if role == "ground_truth" else prediction_colormap()
 
 
 def _colour_values(layer: Labels, role: str, view: str) -> None:
