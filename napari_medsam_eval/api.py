@@ -218,13 +218,14 @@ def score_pair(pred: np.ndarray, gt: np.ndarray | None = None, kind: str | None 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing | Sequence[float], *,
                   match: str = "iou", threshold: float = 0.5, small_ml: float = 1.0,
-                  large_ml: float = 10.0) -> LesionResult:
+                  large_ml: float = 10.0, instances: bool = False) -> LesionResult:
     """Lesion by lesion: the connected components of a binary prediction and truth, matched one to one where
     their IoU is above ``threshold`` (``match="iou"``, Panoptica's and Metrics Reloaded's rule) or wherever they
     touch (``"overlap"``, BraTS 2023's and autoPET's). The result has ``found``, ``missed``,
     ``false_positives``, ``f1``, ``mean_dice``, ``recall_by_size()`` (small below ``small_ml`` mL, large from
     ``large_ml``: volumes only) and ``lesions`` (each with its status, voxels, mL, size, DSC and slices).
 
+    ``instances=True``: two instance maps (each value one lesion, touching ones apart); ``details()``: each lesion.
     Example::
 
         result = match_lesions(pred, case.label == 1, case.kind, case.spacing)
@@ -234,9 +235,11 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, kind: str, spacing: Spacing 
     from .evaluation.metrics import array_spacing, binary_mask
     from .evaluation.surface_distance import as_mask_pair
 
-    pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
-    values = array_spacing(spacing, kind, pred.ndim)
-    return match_components(pred, gt, values, kind, LesionRule(match, threshold, small_ml, large_ml))
+    if not instances:
+        pred, gt = as_mask_pair(binary_mask(pred, "prediction"), binary_mask(gt, "ground truth"))
+    values = array_spacing(spacing, kind, __import__("numpy").ndim(pred))
+    return match_components(pred, gt, values, kind, LesionRule(match, threshold, small_ml, large_ml),
+                            instances=instances)
 
 
 def run_benchmark(config: RunConfig, *, progress: Callable[[int, int, list], Any] | bool | None = None,

@@ -155,3 +155,24 @@ def test_score_an_instance_target_matches_the_maps_value_by_value(tmp_path: Path
                  "--targets", "nuclei=instances"]) == 0
     (row,) = json.loads(capsys.readouterr().out)["labels"]
     assert (row["lesions_true"], row["lesions_found"], row["lesions_missed"]) == (5, 4, 1)
+
+
+def test_a_lesion_result_prints_one_line_and_the_api_takes_instance_maps():
+    """Issue 68, notebook habits: LesionResult's repr is a summary line (details() lists the lesions), and
+    api.match_lesions(instances=True) keeps two touching instances apart where components merge them."""
+    import numpy as np
+
+    from napari_medsam_eval import api
+
+    truth = np.zeros((40, 40), np.uint16)
+    truth[5:15, 5:15], truth[5:15, 15:25] = 1, 2  # two touching squares: one component, two instances
+    prediction = np.where(truth == 2, 0, truth)
+    result = api.match_lesions(prediction, truth, "image", (1.0, 1.0), instances=True)
+    assert (result.found, result.missed, result.false_positives) == (1, 1, 0)
+    assert repr(result) == ("LesionResult(1 found, 1 missed, 0 false positives, f1=0.6667, lesion_dice=0.5, "
+                            "rule=iou 0.5)")
+    assert result.details().splitlines()[1:] == ["  true 1: found, 100 voxels, DSC 1",
+                                                "  true 2: missed, 100 voxels, DSC 0",
+                                                "  predicted 1: matched, 100 voxels, DSC 1"]
+    merged = api.match_lesions(prediction > 0, truth > 0, "image", (1.0, 1.0))
+    assert (merged.found, merged.missed, merged.false_positives) == (0, 1, 1)  # one component each, IoU 0.5

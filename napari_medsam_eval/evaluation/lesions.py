@@ -40,6 +40,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import ndimage
 from ..core.errors import InputError
+from ..core.reprs import number_words, one_line
 from ..core.targets import Target
 
 #: the matching rules (:class:`LesionRule` ``match``)
@@ -146,6 +147,19 @@ class LesionResult:
     def mean_dice(self) -> float:
         true = self.true_lesions
         return float(np.mean([l.dice for l in true])) if true else float("nan")
+
+    def __repr__(self) -> str:
+        """One line: the counts, F1, the mean lesion DSC and the rule (``details()``: every lesion)."""
+        rule = f"{self.rule.match} {self.rule.threshold:g}" if self.rule.match == "iou" else self.rule.match
+        return one_line("LesionResult", [f"{self.found} found", f"{self.missed} missed",
+                                         f"{self.false_positives} false positive{'s' * (self.false_positives != 1)}"],
+                        {"f1": number_words(self.f1), "lesion_dice": number_words(self.mean_dice), "rule": rule})
+
+    def details(self) -> str:
+        """The one line, then every lesion on a line of its own (source, number, status, voxels, DSC)."""
+        lines = [repr(self)] + [f"  {l.source} {l.number}: {l.status}, {l.voxels} voxels, DSC {number_words(l.dice)}"
+                                for l in self.lesions]
+        return "\n".join(lines)
 
     def recall_by_size(self) -> dict[str, float]:
         """Each size class's share of true lesions found (NaN where there is none of that size)."""
