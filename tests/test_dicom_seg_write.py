@@ -37,7 +37,8 @@ SERIES_UID = "1.2.826.0.1.3680043.2.1125.4242"
 
 def write_ct_series(folder: Path, hu: np.ndarray, spacing=CT_SPACING_XYZ, origin=CT_ORIGIN_XYZ) -> Path:
     """``hu`` (z, y, x) as a CT series, one file per slice, with what a planning CT carries (Frame of
-    Reference, slice thickness, patient and study ids). GDCM's writer leaves the C locale: put back."""
+    Reference, slice thickness and spacing, patient and study ids). GDCM's writer leaves the C locale: put back.
+    Spacing Between Slices is set to the step (:func:`_spacing_between_slices`)."""
     saved = locale.setlocale(locale.LC_ALL)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -57,9 +58,21 @@ def write_ct_series(folder: Path, hu: np.ndarray, spacing=CT_SPACING_XYZ, origin
                 plane.SetMetaData(key, value)
             writer.SetFileName(str(folder / f"ct{i:03d}.dcm"))
             writer.Execute(plane)
+            _spacing_between_slices(folder / f"ct{i:03d}.dcm", spacing[2])
     finally:
         locale.setlocale(locale.LC_ALL, saved)
     return folder
+
+
+def _spacing_between_slices(path: Path, step: float) -> None:
+    """Spacing Between Slices (0018,0088) set to the series' step: once a process has read a DICOM series with
+    GDCM, GDCM's writer puts one of 1 mm into a slice by itself (the SEG then said 1 mm and dcmqi read it so: this
+    test failed only after another DICOM test in the same process)."""
+    import pydicom
+
+    dataset = pydicom.dcmread(path)
+    dataset.SpacingBetweenSlices = step
+    dataset.save_as(path)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from napari.layers import Labels, Layer
+from napari.layers import Image, Labels, Layer
 from napari.utils.colormaps import Colormap, DirectLabelColormap
 
 from napari_medsam_eval._layer_style import OVERLAY_COLORS
@@ -116,11 +116,13 @@ def overlay_layers(viewer: Any) -> list[Labels]:
 
 
 def reusable_overlay(viewer: Any, image: str | None, ndim: int) -> tuple[Labels | None, list[Labels]]:
-    """The overlay layer a comparison of ``image`` reuses (its own, else one retired; of ``ndim`` dimensions; None:
-    a new one is built), and every overlay of that image or retired (:func:`write_overlay`; the Compare dock's
-    worker builds a new layer's model only when this finds none)."""
+    """The overlay layer a comparison of ``image`` reuses (its own, or one whose image is gone - an opened row's image
+    layer is reused under the next case's name -, else one retired; of ``ndim`` dimensions; None: a new one is
+    built), and every such overlay (:func:`write_overlay`; the Compare dock's worker builds a new layer's model
+    only when this finds none)."""
+    images = {layer.name for layer in viewer.layers if isinstance(layer, Image)}
     mine = [layer for layer in overlay_layers(viewer) if layer.metadata.get("image") in (image, None)
-            or RETIRED_KEY in layer.metadata]
+            or layer.metadata.get("image") not in images or RETIRED_KEY in layer.metadata]
     own = [layer for layer in mine if layer.ndim == ndim and RETIRED_KEY not in layer.metadata]
     retired = [layer for layer in mine if layer.ndim == ndim]
     return (own or retired or [None])[0], mine
