@@ -43,6 +43,7 @@ from napari_medsam_eval._widgets.benchmark._bench_settings import SETTINGS, RunS
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
 from napari_medsam_eval._widgets.common._dock_tabs import bring_forward, tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
+from napari_medsam_eval._widgets.common._canvas_style import warm_legend
 from napari_medsam_eval._meanwhile import warm_canvas_text, warm_layer_kinds
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
@@ -109,6 +110,7 @@ class BenchmarkWidget(Container):
         self.rows_added.connect(lambda _count: self.show_tab("rows", forward=True))
         self.browser.folder_shown.connect(lambda _count: self.show_tab("rows", forward=True))  # a folder: its rows
         soon(self.native, lambda: warm_canvas_text(self.viewer))  # a turn of its own: a first prompt layer draws faster
+        warm_legend(self.viewer, self.native)  # the canvas legend's lines, each in a turn of its own
 
     def show_tab(self, name: str, forward: bool = False) -> None:
         """Bring tab ``name`` (one of :data:`TABS`) to the front (``forward``: the dock too, where docks share a

@@ -104,44 +104,64 @@ def _hexes(current: Mapping[Any, Any], wanted: Mapping[Any, str]) -> list[bool]:
     return out
 
 
-def show_legend(viewer: Any, legend: list[tuple[str, str]]) -> None:
-    """Write ``legend`` on the canvas, top left, a line a colour in that colour (the lines past it hidden)."""
+#: legend lines made ahead, each in a turn of its own, when a dock opens (:func:`warm_legend`): napari builds a
+#: text visual per line (about 80 ms each here) and vispy compiles its shaders at its first draw (about 100 ms);
+#: made all at once when the first view opened, they froze an opened row's viewer 0.86 s
+WARM_LINES = 4
+
+
+def warm_legend(viewer: Any, owner: Any) -> None:
+    """Make :data:`WARM_LINES` blank legend lines on ``viewer``'s canvas, each in a turn of the event loop of its
+    own (``owner``: the Qt object the turns belong to), so that the first view's legend only writes text."""
+    from napari_medsam_eval._turns import soon
+
+    for index in range(WARM_LINES):
+        soon(owner, lambda index=index: _line(viewer, index))
+
+
+def _line(viewer: Any, index: int) -> Any:
+    """Legend line ``index`` (made blank where missing: no text, no box, drawn as nothing)."""
     from napari.components.overlays import TextOverlay
 
-    overlays = viewer.canvas.overlays
+    overlays, key = viewer.canvas.overlays, f"{LEGEND_KEY}{index}"
+    if key not in overlays:
+        overlays[key] = TextOverlay(text="", position="top_left", font_size=LEGEND_FONT, box=False,
+                                    box_color=LEGEND_BOX, visible=True)
+    return overlays[key]
+
+
+def show_legend(viewer: Any, legend: list[tuple[str, str]]) -> None:
+    """Write ``legend`` on the canvas, top left, a line a colour in that colour; the lines past it are blanked (kept,
+    so a later legend reuses their visuals)."""
     for index, (text, color) in enumerate(legend):
-        key = f"{LEGEND_KEY}{index}"
-        line = f"\u25a0 {text}"
-        if key not in overlays:
-            overlays[key] = TextOverlay(text=line, color=color, position="top_left", font_size=LEGEND_FONT,
-                                        box=True, box_color=LEGEND_BOX, visible=True)
-            continue
-        overlay = overlays[key]
+        overlay, line = _line(viewer, index), f"\u25a0 {text}"
         if overlay.text != line:
             overlay.text = line
         overlay.color = color
+        if not overlay.box:
+            overlay.box = True
         if not overlay.visible:
             overlay.visible = True
     index = len(legend)
-    while f"{LEGEND_KEY}{index}" in overlays:
-        overlay = overlays[f"{LEGEND_KEY}{index}"]
-        if overlay.visible:
-            overlay.visible = False
+    while f"{LEGEND_KEY}{index}" in viewer.canvas.overlays:
+        overlay = viewer.canvas.overlays[f"{LEGEND_KEY}{index}"]
+        if overlay.text:
+            overlay.text, overlay.box = "", False
         index += 1
 
 
 def legend_shown(viewer: Any) -> list[tuple[str, str]]:
-    """The legend on ``viewer``'s canvas now: ``(words, '#RRGGBB')`` of each visible line, top down."""
+    """The legend on ``viewer``'s canvas now: ``(words, '#RRGGBB')`` of each written line, top down."""
     overlays = viewer.canvas.overlays
     shown, index = [], 0
     while f"{LEGEND_KEY}{index}" in overlays:
         overlay = overlays[f"{LEGEND_KEY}{index}"]
-        if overlay.visible:
+        if overlay.visible and overlay.text:
             rgb = np.asarray(overlay.color, dtype=float)[:3]
             shown.append((overlay.text.removeprefix("\u25a0 "), "#" + "".join(f"{round(v * 255):02X}" for v in rgb)))
         index += 1
     return shown
 
 
-__all__ = ["FILL_OPACITY", "SMALL_ON_SCREEN", "legend_shown", "object_side", "screen_pixels_per_voxel", "show_legend",
-           "size_style", "style_layer"]
+__all__ = ["FILL_OPACITY", "SMALL_ON_SCREEN", "WARM_LINES", "legend_shown", "object_side", "screen_pixels_per_voxel", "show_legend",
+           "size_style", "style_layer", "warm_legend"]

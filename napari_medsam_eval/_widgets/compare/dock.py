@@ -36,6 +36,7 @@ from napari_medsam_eval._widgets.compare._compare_layers import LayerChoice
 from napari_medsam_eval._widgets.compare._compare_metrics import CHOOSE_PAIR, CompareFooter, ComparisonSection
 from napari_medsam_eval._widgets.compare._compare_plot import SliceDicePlot
 from napari_medsam_eval._widgets.common._dock_layout import one_label_column
+from napari_medsam_eval._widgets.common._canvas_style import warm_legend
 from napari_medsam_eval._widgets.common._dock_tabs import bring_forward, tabbed_dock
 from napari_medsam_eval._widgets.common._layers import follow_viewer
 from napari_medsam_eval._widgets.compare._sensitivity import SensitivitySection
@@ -88,6 +89,7 @@ class CompareWidget(Container):
         pages = ([self.metrics.native, self.plot.canvas], [choice.native], [self.sensitivity.native])
         #: result (DSC, plot) | layers | sensitivity, over the footer (Compare, Next worst slice, status)
         self.tabs = tabbed_dock(self, list(zip(TABS, pages)), footer, height=COMPARE_HEIGHT)
+        warm_legend(viewer, self.native)  # the canvas legend's lines, each in a turn of its own
         for button in (footer.compare_button, footer.worst_button):  # their result in view, the dock in front
             button.changed.connect(lambda *_: (self.show_tab("result"), bring_forward(self.native)))
 

@@ -28,6 +28,7 @@ from magicgui.widgets import Container
 from napari_medsam_eval.propagation import PropagationResult
 from napari_medsam_eval.session.session import Session
 from napari_medsam_eval._widgets.common import _layers
+from napari_medsam_eval._widgets.common._canvas_style import warm_legend
 from napari_medsam_eval._meanwhile import warm_canvas_text, warm_layer_kinds
 from napari_medsam_eval._turns import soon
 from napari_medsam_eval._widgets.common._prompt_layers import warm_prompt_layers
@@ -106,6 +107,7 @@ class SegmentWidget(Container):
         self._follow(viewer)
         fit_in_dock(self, footer=[footer, footer.status])  # last: the sections scroll, the actions stay in view
         soon(self.native, lambda: warm_canvas_text(viewer))  # a turn of its own: a first prompt layer draws faster
+        warm_legend(viewer, self.native)  # the canvas legend's lines, each in a turn of its own
 
     def _compose(self, sections: list[Section]) -> None:
         """Stack ``sections`` as one form, lend their controls (:data:`EXPOSED`), lock them while a job runs."""
