@@ -35,6 +35,7 @@ def shot(viewer: Any, target: int = 2, log_path: str | Path | None = None, name:
     widget.target_label.value = target
     log_path = Path(log_path) if log_path is not None else Path(tempfile.mkdtemp(prefix="prompt-log-")) / "prompt_log.csv"
     widget.prompt_log.path.value = log_path
+    widget.prompt_log.log_drawn.value = True  # off until the user asks (issue 65)
     _process()
     z = int(np.argmax((np.asarray(gt.data) == target).sum(axis=(1, 2))))
     x0, y0, x1, y1 = tight_box(np.asarray(gt.data[z]) == target)
