@@ -128,6 +128,11 @@ def color_name(color: str) -> str:
     return COLOR_NAMES.get(color.upper(), color)
 
 
+def rgb_to_hex(rgb) -> str:
+    """``(r, g, b[, a])`` in 0..1 -> ``#RRGGBB`` (alpha dropped)."""
+    return "#" + "".join(f"{round(float(v) * 255):02X}" for v in list(rgb)[:3])
+
+
 def hex_to_rgb(color: str) -> tuple[float, float, float]:
     """``#RRGGBB`` -> ``(r, g, b)`` in 0..1."""
     value = color.lstrip("#")
@@ -141,5 +146,5 @@ __all__ = [
     "PLOT_LIGHT_THEME", "PLOT_SERIES", "PLOT_STOP", "PLOT_SUMMARY", "POINT_BORDERS", "POSITIVE_POINT",
     "PREDICTION", "PREDICTION_PALETTE", "REDDISH_PURPLE", "REMOVED", "REPORT_CATEGORIES", "REPORT_GUIDE",
     "REPORT_MARK", "REPORT_STAIRCASE", "REPORT_POINTS", "REPORT_PROMPT", "REPORT_REFERENCE", "REPORT_SERIES", "REPORT_STOP", "SKY_BLUE",
-    "TRUE_POSITIVE", "VERMILLION", "WHITE", "YELLOW", "color_name", "hex_to_rgb",
+    "TRUE_POSITIVE", "VERMILLION", "WHITE", "YELLOW", "color_name", "hex_to_rgb", "rgb_to_hex",
 ]

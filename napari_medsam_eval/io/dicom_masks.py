@@ -6,9 +6,12 @@ turns it into a case's label and targets. No pixel reading here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ..core.errors import DataError
 from ..core.targets import clean_name
 from .dicom_grid import SeriesGrid
 
@@ -65,4 +68,14 @@ def unique_names(objects: list[ObjectMask]) -> list[ObjectMask]:
     return objects
 
 
-__all__ = ["DicomObjectWarning", "DicomObjects", "ObjectMask", "unique_names"]
+
+def read_dataset(path: Path, what: str) -> Any:
+    """The DICOM object at ``path`` (pixel data included), or a :class:`DataError` naming ``what`` it should be."""
+    import pydicom
+
+    try:
+        return pydicom.dcmread(str(path))
+    except Exception as error:  # pydicom raises many kinds (a truncated file, a bad length, not DICOM)
+        raise DataError(f"unreadable {what} ({type(error).__name__}: {error})", path) from None
+
+__all__ = ["read_dataset", "DicomObjectWarning", "DicomObjects", "ObjectMask", "unique_names"]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from .dicom_grid import SeriesGrid
-from .dicom_masks import DicomObjects, ObjectMask, unique_names
+from .dicom_masks import DicomObjects, ObjectMask, read_dataset, unique_names
 
 #: how far (pixels) a frame's in-plane origin may be from its slice's
 _IN_PLANE_TOLERANCE = 0.05
@@ -81,13 +81,8 @@ def _frames(ds, path: Path) -> np.ndarray:
 
 def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     """The segments of the SEG at ``path`` on ``grid`` (module doc for every rule and refusal)."""
-    import pydicom
-
     path = Path(path)
-    try:
-        ds = pydicom.dcmread(str(path))
-    except Exception as error:
-        raise DataError(f"unreadable DICOM SEG ({type(error).__name__}: {error})", path) from None
+    ds = read_dataset(path, "DICOM SEG")
     check_series(ds, grid, path, "SEG")
     segments = _segments(ds, path)
     seg_type = str(ds.get("SegmentationType", "BINARY")).upper()

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..core.errors import DataError
 from .dicom_grid import SeriesGrid
-from .dicom_masks import DicomObjects, ObjectMask, unique_names
+from .dicom_masks import DicomObjects, ObjectMask, read_dataset, unique_names
 
 #: a pixel centre this close (pixels) to a contour's edge is on the contour
 ON_EDGE = 1e-3
@@ -134,13 +134,8 @@ def _check_series(ds, grid: SeriesGrid, path: Path) -> list[str]:
 
 def read_rtstruct(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     """The ROIs of the RTSTRUCT at ``path`` rasterised on ``grid`` (module doc for every rule and refusal)."""
-    import pydicom
-
     path = Path(path)
-    try:
-        ds = pydicom.dcmread(str(path))
-    except Exception as error:
-        raise DataError(f"unreadable RTSTRUCT ({type(error).__name__}: {error})", path) from None
+    ds = read_dataset(path, "RTSTRUCT")
     notes = _check_series(ds, grid, path)
     names = {int(r.ROINumber): str(r.get("ROIName", "") or f"roi_{int(r.ROINumber)}")
              for r in ds.get("StructureSetROISequence", [])}

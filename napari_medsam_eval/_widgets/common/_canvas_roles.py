@@ -120,8 +120,7 @@ def object_colours(layer: Layer) -> list[tuple[str, str]]:
         names = {int(v): f"label {int(v)}" for v in np.unique(np.asarray(layer.data)) if v}
     found = []
     for value in sorted(v for v in names if v > 0)[:MAX_OBJECTS]:
-        rgb = np.asarray(layer.get_color(value), dtype=float)[:3]
-        found.append((names[value], "#" + "".join(f"{round(c * 255):02X}" for c in rgb)))
+        found.append((names[value], palette.rgb_to_hex(layer.get_color(value))))
     return found
 
 

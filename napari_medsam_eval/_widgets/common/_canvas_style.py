@@ -13,6 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 from napari.layers import Labels, Layer
 
+from napari_medsam_eval.core.palette import rgb_to_hex
 from napari_medsam_eval.evaluation.error_parts import PART_VALUES
 from napari_medsam_eval._widgets.common._canvas_roles import LEGEND_BOX, LEGEND_FONT, LEGEND_KEY, ROLES, WHY_PARTS
 
@@ -75,9 +76,8 @@ def _palette_colours(layer: Labels, role: str) -> None:
     from napari_medsam_eval.core.palette import GROUND_TRUTH_PALETTE, PREDICTION_PALETTE
 
     first = (GROUND_TRUTH_PALETTE if role == "ground_truth" else PREDICTION_PALETTE)[0]
-    have = np.asarray(layer.get_color(1), dtype=float)[:3] if layer.get_color(1) is not None else np.zeros(3)
-    want = np.array([int(first[i:i + 2], 16) / 255 for i in (1, 3, 5)])
-    if not np.allclose(have, want, atol=2e-3):
+    have = layer.get_color(1)
+    if have is None or rgb_to_hex(have) != first.upper():
         layer.colormap = ground_truth_colormap() if role == "ground_truth" else prediction_colormap()
 
 
@@ -157,8 +157,7 @@ def legend_shown(viewer: Any) -> list[tuple[str, str]]:
     while f"{LEGEND_KEY}{index}" in overlays:
         overlay = overlays[f"{LEGEND_KEY}{index}"]
         if overlay.visible and overlay.text:
-            rgb = np.asarray(overlay.color, dtype=float)[:3]
-            shown.append((overlay.text.removeprefix("\u25a0 "), "#" + "".join(f"{round(v * 255):02X}" for v in rgb)))
+            shown.append((overlay.text.removeprefix("\u25a0 "), rgb_to_hex(overlay.color)))
         index += 1
     return shown
 
