@@ -128,9 +128,12 @@ def test_two_litemedsam_runs_side_by_side(make_napari_viewer, runs, tmp_path, qt
     # the statistics: cell for cell what `medsam-eval compare A B` printed
     expected = parse_text_table(printed)
     shown = [[view.stats.horizontalHeaderItem(c).text() for c in range(view.stats.columnCount())]]
-    shown += [[view.stats.item(r, c).text() for c in range(view.stats.columnCount())]
+    # (a task's cell: the part that tells the tasks apart, its whole name, as printed, on hover)
+    shown += [[view.stats.item(r, c).toolTip() or view.stats.item(r, c).text() if c == 0 else
+               view.stats.item(r, c).text() for c in range(view.stats.columnCount())]
               for r in range(view.stats.rowCount())]
     assert shown == expected and len(shown) == 4  # header, two tasks, (all)
+    assert [view.stats.item(r, 0).text() for r in range(2)] == [t.split("/")[-1] for t, *_ in expected[1:3]]
     assert expected[-1][0] == "(all)" and expected[-1][2] == "2"  # the dropped case's two rows: only in A
 
     # the pairs: DSC A, B and B-A of every case scored in both, sorted by the difference

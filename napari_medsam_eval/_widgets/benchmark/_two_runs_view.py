@@ -24,7 +24,7 @@ from napari_medsam_eval.report.compare_report import comparison_rows
 from napari_medsam_eval.report.markup import cell_text
 from napari_medsam_eval.report.paired import COLUMNS
 from napari_medsam_eval.report.run_pairs import PairKey, RunPair, pair_key
-from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, table as _table, text_item
+from napari_medsam_eval._widgets.benchmark._bench_items import NumericItem, distinct_names, table as _table, text_item
 from napari_medsam_eval._widgets.common._beside_or_tabs import BesideOrTabs
 from napari_medsam_eval._widgets.common._dock_layout import fixed_margins
 from napari_medsam_eval._widgets.common._theme import plot_canvas, style_axes
@@ -123,9 +123,15 @@ class TwoRunsView(QWidget):
         self.runs.setToolTip("\n".join([f"A = {pair.run_a.path}", f"B = {pair.run_b.path}", *changes]))
         header, rows = comparison_rows(pair.comparison)
         self.stats.setRowCount(len(rows))
+        tasks = [cell_text(values[0]) for values in rows]
+        named = [task for task in tasks if "/" in task]  # ((all) pools them)
+        shown = dict(zip(named, distinct_names(named)))  # the part that tells the tasks apart
         for line, values in enumerate(rows):
             for column, value in enumerate(values):
-                self.stats.setItem(line, column, text_item(cell_text(value)))
+                item = text_item(shown.get(tasks[line], tasks[line]) if column == 0 else cell_text(value))
+                if column == 0:
+                    item.setToolTip(tasks[line])  # the whole name on hover
+                self.stats.setItem(line, column, item)
         lines = sum(self.stats.rowHeight(line) for line in range(len(rows)))  # no empty space below the lines
         self.stats.setFixedHeight(min(STATS_MAX_HEIGHT, self.stats.horizontalHeader().sizeHint().height() + lines
                                       + 2 * self.stats.frameWidth() + 2))
