@@ -40,9 +40,15 @@ def __getattr__(name: str) -> Any:  # noqa: N807 - the module hook's name
     (:func:`._meanwhile.meanwhile`): napari asks for it on its GUI thread."""
     if name not in WIDGET_MODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from napari_medsam_eval._meanwhile import meanwhile
+    from napari_medsam_eval._meanwhile import meanwhile, on_gui_thread
+    from napari_medsam_eval._set_aside import set_aside
 
-    return getattr(meanwhile(lambda: _loaded(WIDGET_MODULES[name]), f"loading the {DOCK_NAMES[name]} dock"), name)
+    module = meanwhile(lambda: _loaded(WIDGET_MODULES[name]), f"loading the {DOCK_NAMES[name]} dock")
+    if on_gui_thread():  # napari's dock command: what loaded lives as long as the viewer (docs in ._set_aside)
+        import napari
+
+        set_aside(napari.current_viewer())
+    return getattr(module, name)
 
 
 def _loaded(module_name: str) -> ModuleType:
