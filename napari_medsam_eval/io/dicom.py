@@ -56,6 +56,10 @@ def dicom_series_files(folder: str | Path, series_id: str | None = None) -> tupl
     Several series need ``series_id``; the error lists them with their slice counts.
     """
     folder = Path(folder)
+    if series_id is not None:  # one scan of the folder where the series is named (a case's own, read before)
+        files = list(sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(folder), series_id))
+        if files and dicom_modality(files[0]) not in OBJECT_MODALITIES:
+            return files, series_id
     ids = image_series_ids(folder)
     if not ids:
         raise DataError("no DICOM series found in folder (no readable DICOM slices)", folder)

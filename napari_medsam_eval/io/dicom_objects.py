@@ -49,7 +49,8 @@ def object_label(objects: list[ObjectMask], shape: tuple[int, ...]) -> tuple[np.
     slice: only the slices an object covers are touched."""
     sets: dict[frozenset, int] = {frozenset(): 0}
     members: list[frozenset] = [frozenset()]
-    codes = np.zeros(shape, dtype=np.uint16)  # the set of objects of each voxel, by its index in ``members``
+    # the set of objects of each voxel, by its index in ``members``: a byte, two once there are more than 256 sets
+    codes = np.zeros(shape, dtype=np.uint8)
     covered = sorted({index for obj in objects for index in obj.slices})
     for index in covered:
         plane = codes[index]
@@ -58,10 +59,13 @@ def object_label(objects: list[ObjectMask], shape: tuple[int, ...]) -> tuple[np.
             if where is None or not where.any():
                 continue
             old = plane[where]
-            lookup = np.zeros(len(members), dtype=np.uint16)  # each set present here -> that set with this object
+            lookup = np.zeros(len(members), dtype=codes.dtype)  # each set present here -> that set with this object
             for code in np.flatnonzero(np.bincount(old, minlength=len(members))):
                 key = members[int(code)] | {obj.number}
                 if key not in sets:
+                    if len(members) == 1 << 8 and codes.dtype == np.uint8:
+                        codes, lookup = codes.astype(np.uint16), lookup.astype(np.uint16)
+                        plane = codes[index]
                     if len(members) == 1 << 16:
                         raise DataError(f"the objects overlap in more than {1 << 16} different ways: too many to "
                                         "keep each its own mask in one label map")
@@ -80,7 +84,9 @@ def object_label(objects: list[ObjectMask], shape: tuple[int, ...]) -> tuple[np.
     for offset, key in enumerate(shared):
         value_of[sets[key]] = next_value + offset
         label_names[next_value + offset] = "+".join(names[n] for n in sorted(key))
-    label = codes if value_of.max(initial=0) < 1 << 16 else codes.astype(np.uint32)
+    top = int(value_of.max(initial=0))
+    kind = np.uint8 if top < 1 << 8 else np.uint16 if top < 1 << 16 else np.uint32  # as small as the values allow
+    label = codes if codes.dtype == kind else codes.astype(kind)
     for index in covered:
         label[index] = value_of[codes[index]]
     label_names.update(names)

@@ -18,30 +18,18 @@ conformance tests (tests/test_dicom_seg_read.py).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from ..core.errors import DataError
+from .dicom_frames import FrameDescription, frame_descriptions
 from .dicom_grid import SeriesGrid
 from .dicom_masks import DicomObjects, ObjectMask, read_dataset, unique_names
 
 #: how far (pixels) a frame's in-plane origin may be from its slice's
 _IN_PLANE_TOLERANCE = 0.05
-
-
-def _item(dataset, sequence: str):
-    value = dataset.get(sequence) if dataset is not None else None
-    return value[0] if value else None
-
-
-def _frame_value(shared, frame, sequence: str, attribute: str):
-    """An attribute of a functional group: the frame's own, else the shared one."""
-    for group in (frame, shared):
-        item = _item(group, sequence)
-        if item is not None and attribute in item:
-            return item.get(attribute)
-    return None
 
 
 def check_series(ds, grid: SeriesGrid, path: Path, what: str) -> None:
@@ -66,17 +54,53 @@ def _segments(ds, path: Path) -> dict[int, str]:
     return segments
 
 
-def _frames(ds, path: Path) -> np.ndarray:
+def _frames(ds, path: Path) -> Sequence[np.ndarray | None]:
+    """The SEG's frames, in order; a 1-bit frame that sets no pixel is None (placed, never unpacked)."""
     from ..core.decoded_limit import check_ceiling
 
     frames, rows, columns = int(ds.get("NumberOfFrames", 1) or 1), int(ds.Rows), int(ds.Columns)
     check_ceiling(frames * rows * columns * max(int(ds.get("BitsAllocated", 8) or 8) // 8, 1),
                   f"a SEG of {frames} frames of {rows} x {columns} pixels", path)
+    packed = _packed_frames(ds, frames, rows, columns)
+    if packed is not None:
+        return packed
     try:
         pixels = ds.pixel_array
     except Exception as error:  # pydicom raises many kinds (no handler for a transfer syntax, bad length)
         raise DataError(f"cannot decode the SEG's pixel data ({type(error).__name__}: {error})", path) from None
     return pixels[np.newaxis] if pixels.ndim == 2 else pixels
+
+
+class _PackedFrames(Sequence):
+    """1-bit frames of uncompressed pixel data, each starting on a byte (rows x columns a multiple of 8),
+    unpacked one at a time as they are placed: a SEG of every slice holds mostly empty frames, and unpacking
+    all of them at once took a byte a pixel of every frame beside the masks."""
+
+    def __init__(self, data: np.ndarray, frames: int, rows: int, columns: int) -> None:
+        self.data, self.frames, self.shape = data, frames, (rows, columns)
+        self.step = rows * columns // 8
+
+    def __len__(self) -> int:
+        return self.frames
+
+    def __getitem__(self, index: int) -> np.ndarray | None:
+        if not 0 <= index < self.frames:
+            raise IndexError(index)
+        chunk = self.data[index * self.step:(index + 1) * self.step]
+        if not chunk.any():
+            return None
+        return np.unpackbits(chunk, bitorder="little").view(np.bool_).reshape(self.shape)
+
+
+def _packed_frames(ds, frames: int, rows: int, columns: int) -> _PackedFrames | None:
+    """The frames unpacked one at a time where the pixel data allows (:class:`_PackedFrames`), else None
+    (pydicom decodes them all)."""
+    syntax = getattr(getattr(ds, "file_meta", None), "TransferSyntaxUID", None)
+    if (int(ds.get("BitsAllocated", 8) or 8) != 1 or syntax is None or syntax.is_compressed
+            or not syntax.is_little_endian or (rows * columns) % 8 or "PixelData" not in ds):
+        return None
+    data = np.frombuffer(ds.PixelData, dtype=np.uint8)
+    return _PackedFrames(data, frames, rows, columns) if data.size >= frames * rows * columns // 8 else None
 
 
 def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
@@ -86,29 +110,32 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     check_series(ds, grid, path, "SEG")
     segments = _segments(ds, path)
     seg_type = str(ds.get("SegmentationType", "BINARY")).upper()
-    shared = _item(ds, "SharedFunctionalGroupsSequence")
-    per_frame = list(ds.get("PerFrameFunctionalGroupsSequence", []))
+    per_frame = frame_descriptions(ds, path)
     pixels = _frames(ds, path)
     if len(per_frame) != len(pixels):
         raise DataError(f"the SEG has {len(pixels)} frames but {len(per_frame)} per-frame descriptions", path)
     masks = {number: ObjectMask(number, segments[number], grid.shape) for number in segments}
     notes = []
     maximum = float(ds.get("MaximumFractionalValue", 255) or 255)
+    checked: set = set()  # the frame planes (orientation, spacing) found to be the series' already
     for index, (frame, values) in enumerate(zip(per_frame, pixels)):
         where = f"frame {index + 1}"
-        slice_index = _place(frame, shared, grid, ds, path, where)
+        slice_index = _place(frame, grid, ds, path, where, checked)
         if seg_type == "LABELMAP":
             for number in segments:
-                if number > 0:
+                if number > 0 and values is not None:
                     masks[number].add(slice_index, values == number)
             continue
-        number = _frame_value(None, frame, "SegmentIdentificationSequence", "ReferencedSegmentNumber")
-        number = int(number) if number is not None else None
+        number = frame.segment
         if number not in masks:
             raise DataError(f"{where} names segment {number}, which the Segment Sequence does not hold "
                             f"({', '.join(map(str, segments))})", path)
+        if values is None:  # a 1-bit frame that sets no pixel
+            continue
         if seg_type == "FRACTIONAL":
             on = values >= maximum / 2.0
+        elif values.dtype == np.bool_:
+            on = values
         elif values.dtype == np.uint8 and int(ds.get("BitsAllocated", 8)) == 1:
             on = values.view(np.bool_)  # unpacked 1-bit frames hold 0 and 1 only: the mask shares their memory
         else:
@@ -130,30 +157,34 @@ def read_seg(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     return DicomObjects("SEG", objects, grid, notes)
 
 
-def _place(frame, shared, grid: SeriesGrid, ds, path: Path, where: str) -> int:
+def _place(frame: FrameDescription, grid: SeriesGrid, ds, path: Path, where: str, checked: set) -> int:
     """The slice a frame lies on (module doc), or a DataError saying why it lies on none."""
-    orientation = _frame_value(shared, frame, "PlaneOrientationSequence", "ImageOrientationPatient")
-    spacing = _frame_value(shared, frame, "PixelMeasuresSequence", "PixelSpacing")
-    position = _frame_value(shared, frame, "PlanePositionSequence", "ImagePositionPatient")
-    if orientation is None or spacing is None or position is None:
+    orientation, spacing, position = frame.orientation, frame.spacing, frame.position
+    if orientation is None or spacing is None or position is None or len(orientation) != 6 or len(spacing) != 2 \
+            or len(position) != 3:
         raise DataError(f"{where} has no Image Orientation, Pixel Spacing or Image Position (Patient): it cannot be "
                         "placed on the image", path)
-    grid.check_plane(np.array([float(v) for v in orientation]), (float(spacing[0]), float(spacing[1])),
-                     int(ds.Rows), int(ds.Columns), f"SEG {where}", path)
-    point = np.array([float(v) for v in position])
-    slice_index = grid.slice_of(float(point @ grid.normal))
+    plane = (orientation, spacing[0], spacing[1])
+    if plane not in checked:
+        grid.check_plane(np.array(plane[0]), plane[1:], int(ds.Rows), int(ds.Columns), f"SEG {where}", path)
+        checked.add(plane)
+    point = np.array(position)
+    z = float(point @ grid.normal)
+    slice_index = grid.slice_of(z)
     if slice_index is None:
-        raise DataError(f"{where} lies at {float(point @ grid.normal):.4g} mm along the slice normal, on no slice "
-                        f"of the image {grid.describe()}", path)
-    offset = grid.to_index(point[np.newaxis], slice_index)[0]
-    if np.abs(offset).max() > _IN_PLANE_TOLERANCE:
+        raise DataError(f"{where} lies at {z:.4g} mm along the slice normal, on no slice of the image "
+                        f"{grid.describe()}", path)
+    relative = point - grid.positions[slice_index]
+    offset = (relative @ grid.column_direction / grid.pixel_spacing[0],
+              relative @ grid.row_direction / grid.pixel_spacing[1])
+    if max(abs(offset[0]), abs(offset[1])) > _IN_PLANE_TOLERANCE:
         raise DataError(f"{where} is shifted in-plane by {offset[1]:.3g} columns, {offset[0]:.3g} rows from its "
                         f"slice's origin: frames cover the whole slice here", path)
-    source = _item(_item(frame, "DerivationImageSequence"), "SourceImageSequence")
-    uid = str(source.get("ReferencedSOPInstanceUID", "")) if source is not None else ""
-    if uid in grid.sop_uids and grid.sop_uids.index(uid) != slice_index:
-        raise DataError(f"{where} names source slice {grid.sop_uids.index(uid) + 1} (SOP Instance {uid}) but lies "
-                        f"on slice {slice_index + 1} by its position", path)
+    uid = frame.source_uid
+    named = grid.slice_of_uid.get(uid)
+    if named is not None and named != slice_index:
+        raise DataError(f"{where} names source slice {named + 1} (SOP Instance {uid}) but lies on slice "
+                        f"{slice_index + 1} by its position", path)
     return slice_index
 
 

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ..core.errors import DataError
 from .dicom_grid import SeriesGrid
+from .dicom_raw import Unparsed, numbers, read_raw, text
 from .dicom_masks import DicomObjects, ObjectMask, read_dataset, unique_names
 
 #: a pixel centre this close (pixels) to a contour's edge is on the contour
@@ -99,8 +101,8 @@ def _mark_edges(mask: np.ndarray, r0, c0, r1, c1) -> None:
 
 def fill_contours(polygons: list[tuple[np.ndarray, np.ndarray]], shape: tuple[int, int]) -> np.ndarray:
     """One slice of an ROI: its contours' fills combined by the even-odd rule (a contour inside another is a hole)."""
-    mask = np.zeros(shape, dtype=bool)
-    for rows, columns in polygons:
+    mask = fill_polygon(*polygons[0], shape)
+    for rows, columns in polygons[1:]:
         mask ^= fill_polygon(rows, columns, shape)
     return mask
 
@@ -141,8 +143,7 @@ def read_rtstruct(path: str | Path, grid: SeriesGrid) -> DicomObjects:
              for r in ds.get("StructureSetROISequence", [])}
     if not names:
         raise DataError("the RTSTRUCT has no Structure Set ROI Sequence: no ROI to read", path)
-    contours = {int(c.ReferencedROINumber): list(c.get("ContourSequence", []) or [])
-                for c in ds.get("ROIContourSequence", []) if "ReferencedROINumber" in c}
+    contours = _contours_by_roi(ds, path)
     objects, problems, empty = [], [], []
     for number, name in names.items():
         found = contours.get(number, [])
@@ -168,28 +169,59 @@ def read_rtstruct(path: str | Path, grid: SeriesGrid) -> DicomObjects:
     return DicomObjects("RTSTRUCT", unique_names(objects), grid, notes)
 
 
-def _closed(contours) -> bool:
-    return any(str(c.get("ContourGeometricType", "CLOSED_PLANAR")).upper() == "CLOSED_PLANAR" for c in contours)
+#: what is read of each ROI's contours (:mod:`.dicom_raw`): ROI Contour Sequence > Referenced ROI Number, Contour
+#: Sequence > Contour Geometric Type, Contour Data, Contour Image Sequence > Referenced SOP Instance UID
+_CONTOURS = {(0x30060039,): ("rois", {(0x30060084,): "number", (0x30060040,): ("contours", {
+    (0x30060042,): "type", (0x30060050,): "data", (0x30060016, 0x00081155): "image"})})}
 
 
-def _contour_points(contour) -> np.ndarray:
-    """A contour's (n, 3) points in mm; parsed from the raw text where pydicom has not (its DS values are slow)."""
+def _contours_by_roi(ds, path: Path) -> dict[int, list[dict[str, Any]]]:
+    """Each ROI's contours (ROI number -> [{type, data, image}]): the file's raw values where they allow
+    (:mod:`.dicom_raw`: pydicom built two datasets a contour), else pydicom's."""
+    try:
+        found = read_raw(path, _CONTOURS)
+    except Unparsed:
+        return {int(c.ReferencedROINumber): [_from_dataset(contour) for contour in c.get("ContourSequence", []) or []]
+                for c in ds.get("ROIContourSequence", []) if "ReferencedROINumber" in c}
+    by_roi: dict[int, list[dict[str, Any]]] = {}
+    for roi in found.get("rois", []):
+        number = numbers(roi.get("number"))
+        if number:
+            by_roi[int(number[0])] = [{"type": text(c.get("type")) or "CLOSED_PLANAR", "data": c.get("data"),
+                                       "image": text(c.get("image"))} for c in roi.get("contours", [])]
+    return by_roi
+
+
+def _from_dataset(contour) -> dict[str, Any]:
+    images = contour.get("ContourImageSequence", [])
     raw = contour.get_item("ContourData") if "ContourData" in contour else None
-    if raw is None:
+    data = raw.value if raw is not None and isinstance(getattr(raw, "value", None), bytes) else \
+        (list(contour.ContourData) if "ContourData" in contour else None)
+    return {"type": str(contour.get("ContourGeometricType", "CLOSED_PLANAR")), "data": data,
+            "image": str(images[0].get("ReferencedSOPInstanceUID", "")) if images else ""}
+
+
+def _closed(contours: list[dict[str, Any]]) -> bool:
+    return any(c["type"].upper() == "CLOSED_PLANAR" for c in contours)
+
+
+def _contour_points(contour: dict[str, Any]) -> np.ndarray:
+    """A contour's (n, 3) points in mm; its raw text parsed in C where it is text (pydicom's DS values are slow)."""
+    value = contour["data"]
+    if value is None:
         return np.zeros((0, 3))
-    value = getattr(raw, "value", None)
     if isinstance(value, bytes):
-        text = value.replace(b"\x00", b" ").replace(b"\\", b" ").decode("ascii", "replace")
+        chars = value.replace(b"\x00", b" ").replace(b"\\", b" ").decode("ascii", "replace")
         with warnings.catch_warnings():  # numpy warns where the text is not all numbers: said below
             warnings.simplefilter("ignore", DeprecationWarning)
-            numbers = np.fromstring(text, dtype=float, sep=" ")  # C parsing; stops at the first non-number
-        if numbers.size != len(text.split()):
-            raise ValueError(f"{text.split()[numbers.size]!r} is not a number")
+            parsed = np.fromstring(chars, dtype=float, sep=" ")  # C parsing; stops at the first non-number
+        if parsed.size != len(chars.split()):
+            raise ValueError(f"{chars.split()[parsed.size]!r} is not a number")
     else:
-        numbers = np.asarray([float(v) for v in contour.ContourData], dtype=float)
-    if len(numbers) % 3 or not np.all(np.isfinite(numbers)):
-        raise ValueError(f"{len(numbers)} values, not x, y, z triples of numbers")
-    return numbers.reshape(-1, 3)
+        parsed = np.asarray([float(v) for v in value], dtype=float)
+    if len(parsed) % 3 or not np.all(np.isfinite(parsed)):
+        raise ValueError(f"{len(parsed)} values, not x, y, z triples of numbers")
+    return parsed.reshape(-1, 3)
 
 
 def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[dict[int, np.ndarray] | None, list[str], list[str]]:
@@ -199,7 +231,7 @@ def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[dict[int, np.ndarr
     problems, skipped, absent = [], 0, []
     step = grid.z_tolerance / 0.1
     for contour in contours:
-        if str(contour.get("ContourGeometricType", "CLOSED_PLANAR")).upper() != "CLOSED_PLANAR":
+        if contour["type"].upper() != "CLOSED_PLANAR":
             skipped += 1
             continue
         try:
@@ -218,8 +250,7 @@ def _roi_mask(contours, grid: SeriesGrid, name: str) -> tuple[dict[int, np.ndarr
         if index is None:
             absent.append(float(z.mean()))
             continue
-        images = contour.get("ContourImageSequence", [])
-        uid = str(images[0].get("ReferencedSOPInstanceUID", "")) if images else ""
+        uid = contour["image"]
         if uid and uid not in grid.sop_uids:
             problems.append(f"ROI '{name}': a contour names image {uid}, which the series does not hold")
             continue
