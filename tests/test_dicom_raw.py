@@ -117,3 +117,19 @@ def test_a_slice_header_reads_as_pydicom_reads_it(name):
         else:
             theirs = str(theirs) if theirs is not None else None
         assert header.get(keyword) == theirs, keyword
+
+
+def test_a_seg_of_one_segment_names_it_in_the_shared_groups_and_reads_back(tmp_path):
+    """highdicom names a lone segment once, in the shared functional groups: our reader takes it from there."""
+    from test_dicom_seg_write import make_phantom_ct, write_ct_series
+    from napari_medsam_eval.io import read_case, read_label
+    from napari_medsam_eval.io.writers import write_mask
+
+    hu, label = make_phantom_ct(np.random.default_rng(0))
+    case = read_case(write_ct_series(tmp_path / "series", hu))
+    path = write_mask((label == 2).astype(np.uint8), tmp_path / "kidney.dcm", case, names={1: "kidney"})
+    ds = pydicom.dcmread(path)
+    assert "SegmentIdentificationSequence" in ds.SharedFunctionalGroupsSequence[0]
+    read = read_label(path, case)
+    kidney = next(t for t in read.info["targets"] if t.name == "kidney")
+    assert np.array_equal(kidney.mask(read.array), label == 2)

@@ -1,7 +1,8 @@
 """Where each frame of a multi-frame DICOM object (a SEG) lies and what it shows: its per-frame functional groups.
 
 :func:`frame_descriptions` gives, per frame, its Image Position (Patient), Image Orientation (Patient) and Pixel
-Spacing (its own or the shared functional group's), its Referenced Segment Number and the SOP Instance UID of
+Spacing and its Referenced Segment Number (each its own or the shared functional group's: a SEG of one segment
+may name it once for all frames, as highdicom writes it) and the SOP Instance UID of
 its source image (Derivation Image Sequence > Source Image Sequence, first items).
 
 Read from the file's raw bytes (:mod:`.dicom_raw`: pydicom built six datasets a frame, 0.17 s for the 600 frames of
@@ -48,7 +49,7 @@ def _from_raw(path: Path) -> list[FrameDescription]:
     out = []
     for own in found.get("frames", []):
         placed = {name: numbers(own.get(name, shared.get(name))) for name in ("position", "orientation", "spacing")}
-        out.append(FrameDescription(**placed, segment=unsigned_short(own.get("segment")),
+        out.append(FrameDescription(**placed, segment=unsigned_short(own.get("segment", shared.get("segment"))),
                                     source_uid=text(own.get("source_uid"))))
     return out
 
@@ -64,7 +65,7 @@ def _from_datasets(ds: Any) -> list[FrameDescription]:
                     return item.get(attribute)
             return None
 
-        segment = value("SegmentIdentificationSequence", "ReferencedSegmentNumber", (frame,))
+        segment = value("SegmentIdentificationSequence", "ReferencedSegmentNumber")
         source = _first(_first(frame, "DerivationImageSequence"), "SourceImageSequence")
         out.append(FrameDescription(
             *(_as_floats(value(s, a)) for s, a in (("PlanePositionSequence", "ImagePositionPatient"),

@@ -18,6 +18,7 @@ from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, LineEdit, 
 
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.benchmark.gui_job import NEEDS_CHECKPOINT, checked_request
+from napari_medsam_eval.benchmark.prediction_files import PREDICTION_FORMATS
 from napari_medsam_eval.cli.common import PRECISION_CHOICES
 from napari_medsam_eval.core.options import json_object
 from napari_medsam_eval.datasets import available_layouts
@@ -34,7 +35,7 @@ MODEL_CHOICES = [name for name in ("litemedsam", "medsam2", "sam2", "sam", "box"
 #: the settings' names, top to bottom (the Benchmark widget shows each as its own attribute too)
 SETTINGS = ("dataset", "layout_choice", "model", "checkpoint", "precision", "protocol", "protocol_options",
             "targets", "propagation", "propagation_margin", "seed", "limit", "workers", "executor", "ray_address",
-            "save_predictions", "out_dir")
+            "save_predictions", "prediction_format", "out_dir")
 
 #: the tooltips of the run settings (the terms of the field in plain words: :mod:`._words`)
 TIPS = {
@@ -50,6 +51,8 @@ TIPS = {
     "executor": WORDS["executor"],
     "ray_address": WORDS["ray address"],
     "save": "write each case's predicted label map into the run folder, so that a row opens with its prediction",
+    "format": "how each prediction is written: NIfTI (or npz / png beside such a source), or a DICOM SEG on the "
+              "case's own DICOM series (cases read from DICOM only), each target a named segment",
     "output": "the run folder: new or empty for Run, an earlier run's to Resume it or to browse its rows",
     "propagation": WORDS["propagation rules"],
     "margin": WORDS["propagation margin"],
@@ -117,9 +120,15 @@ class RunSettings(Container):
         self.executor = ComboBox(label="executor", choices=["local", "ray"], value="local", tooltip=TIPS["executor"])
         self.ray_address = LineEdit(label="Ray address", value="", visible=False, tooltip=TIPS["ray_address"])
         self.save_predictions = CheckBox(text="save predictions (to open cases)", value=True, tooltip=TIPS["save"])
+        self.prediction_format = ComboBox(label="as", choices=list(PREDICTION_FORMATS), value="nifti",
+                                          tooltip=TIPS["format"])
         self.out_dir = FileEdit(label="output", mode="d", nullable=True, value=None, tooltip=TIPS["output"])
         self.inputs: list[Widget] = [getattr(self, name) for name in SETTINGS]
-        self.extend(self.inputs)
+        saving = Container(widgets=[self.save_predictions, self.prediction_format], layout="horizontal",
+                           labels=False, label="")  # one row: the tick and its format
+        saving.margins = (0, 0, 0, 0)
+        self.extend([getattr(self, name) for name in SETTINGS if name not in ("save_predictions", "prediction_format",
+                                                                             "out_dir")] + [saving, self.out_dir])
         self.model.changed.connect(lambda value: setattr(self.checkpoint, "visible", value in NEEDS_CHECKPOINT))
         self.executor.changed.connect(self._on_executor)
 
@@ -136,6 +145,7 @@ class RunSettings(Container):
                                precision=self.precision.value if self.model.value == "litemedsam" else "fp32",
                                limit=int(self.limit.value) or None, workers=int(self.workers.value),
                                save_predictions=bool(self.save_predictions.value),
+                               prediction_format=self.prediction_format.value,
                                protocol_options=json_object(self.protocol_options.value, "protocol options"),
                                propagation=propagation_choice(self.propagation.value,
                                                               int(self.propagation_margin.value)),
