@@ -24,6 +24,7 @@ from napari.utils.notifications import show_info
 from napari_medsam_eval.benchmark import ROWS_FILE
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.benchmark.gui_job import CaseStep, Progress, RunOutcome, benchmark_job
+from napari_medsam_eval.benchmark.local_executor import worker_cap
 from napari_medsam_eval._widgets.benchmark._bench_results import ResultsBrowser
 from napari_medsam_eval._widgets.benchmark._bench_settings import RunSettings, path_of
 from napari_medsam_eval._widgets.common._dock_layout import button_row
@@ -69,6 +70,8 @@ class BenchmarkRun:
         #: the run's cases done / in the run, and where the running case is (None between cases)
         self.cases: tuple[int, int] = (0, 0)
         self.case_step: CaseStep | None = None
+        #: the run's worker cap in words ("" when it gets the workers asked: :class:`~.local_executor.WorkerCap`)
+        self.cap_words = ""
         settings.out_dir.changed.connect(self._on_out_dir)
 
     @property
@@ -101,9 +104,13 @@ class BenchmarkRun:
         self.browser.rows_dir = Path(request.out_dir)
         self.last_table, self.last_status = None, None
         self.cases, self.case_step = (0, 0), None
+        # the workers this machine gives the run, said where fewer than asked (as the command says it)
+        self.cap_words = worker_cap(request.workers).words if request.executor == "local" and request.workers > 1 \
+            else ""
         return self.runner.start(
             benchmark_job, request, cancellable=True, steps=lambda _done, _total: self.progress_text(),
-            text=f"{'resuming' if resume else 'starting'} {request.model} on {request.dataset.name} ...",
+            text=f"{'resuming' if resume else 'starting'} {request.model} on {request.dataset.name} ..."
+                 + (f" ({self.cap_words})" if self.cap_words else ""),
             yielded=self.on_progress, returned=self._on_returned, errored=self._on_error)
 
     def cancel(self) -> None:
@@ -113,7 +120,8 @@ class BenchmarkRun:
     def progress_text(self) -> str:
         """The status line of a running job: cases done, and where the running case is."""
         done, total = self.cases
-        return f"{done}/{total} cases" + ("" if self.case_step is None else f"; {self.case_step}")
+        return (f"{done}/{total} cases" + ("" if self.case_step is None else f"; {self.case_step}")
+                + (f" ({self.cap_words})" if self.cap_words else ""))
 
     def on_progress(self, step: Progress | CaseStep) -> None:
         """A step of the run: a slice of the running case (moves the bar), or a case done with its rows."""
