@@ -237,15 +237,19 @@ def _atomic_write(path: Path, write) -> None:
 def write_tables(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame) -> pd.DataFrame:
     """``results.csv`` and ``results.parquet`` from ``rows`` (or their table), sorted by case and target, atomically;
     ``lesions.csv`` (:mod:`.lesion_table`) when a target was taken lesion by lesion."""
-    from .lesion_table import lesion_table
+    from .lesion_table import write_lesion_table
 
     run_dir = Path(run_dir)
     table = rows if isinstance(rows, pd.DataFrame) else to_dataframe(rows)
     _atomic_write(run_dir / PARQUET_FILE, lambda p: table.to_parquet(p, index=False))
     _atomic_write(run_dir / CSV_FILE, lambda p: table.to_csv(p, index=False))
-    lesions = lesion_table(table)
-    if len(lesions) or table["lesions_true"].notna().any():
-        _atomic_write(run_dir / LESIONS_FILE, lambda p: lesions.to_csv(p, index=False))
+    handle, temp = temporary_beside(run_dir / LESIONS_FILE)  # streamed, a chunk of lesions at a time
+    os.close(handle)
+    try:
+        if write_lesion_table(table, temp) or table["lesions_true"].notna().any():
+            os.replace(temp, run_dir / LESIONS_FILE)
+    finally:
+        Path(temp).unlink(missing_ok=True)
     return table
 
 

@@ -260,6 +260,21 @@ def _overlaps(true_labels: np.ndarray, pred_labels: np.ndarray) -> dict[tuple[in
     return {(int(pair) // wide, int(pair) % wide): int(c) for pair, c in zip(pairs, counts)}
 
 
+#: voxels counted at a time by :func:`_sizes` (its int64 copy of a chunk: 8 MB)
+_COUNT_CHUNK = 1 << 20
+
+
+def _sizes(labels: np.ndarray, numbers: Sequence[int]) -> np.ndarray:
+    """Each number's voxel count (index = number; ``numbers`` ascending), a chunk at a time: ``np.bincount``
+    of the whole map would copy it as int64, 8 bytes a voxel, four times a uint16 map."""
+    top = (list(numbers) or [0])[-1]
+    flat = labels.reshape(-1)
+    sizes = np.zeros(top + 1, dtype=np.intp)
+    for start in range(0, flat.size, _COUNT_CHUNK):
+        sizes += np.bincount(flat[start:start + _COUNT_CHUNK], minlength=top + 1)
+    return sizes
+
+
 def _numbered(mask: np.ndarray, instances: bool) -> tuple[np.ndarray, list[int]]:
     """A side's lesions numbered: its instance map as it is, or its mask's connected components."""
     if instances:
@@ -283,8 +298,7 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], ki
     true_labels, true_numbers = _numbered(gt, instances)
     pred_labels, pred_numbers = _numbered(pred, instances)
     overlaps = _overlaps(true_labels, pred_labels)
-    true_sizes = np.bincount(true_labels.ravel(), minlength=(true_numbers or [0])[-1] + 1)
-    pred_sizes = np.bincount(pred_labels.ravel(), minlength=(pred_numbers or [0])[-1] + 1)
+    true_sizes, pred_sizes = _sizes(true_labels, true_numbers), _sizes(pred_labels, pred_numbers)
     if rule.match == "iou":
         matches = _iou_matches(overlaps, true_sizes, pred_sizes, rule.threshold)
     else:

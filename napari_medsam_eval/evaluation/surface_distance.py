@@ -27,12 +27,17 @@ import numpy as np
 
 from ..core.case import Spacing
 from .distance_transform import distances_both_ways
+from .surface_tiles import corner_codes, tiled_distances
 from ..core.errors import InputError
 
 SpacingLike = Union[Spacing, Sequence[float]]
 
 #: LiteMedSAM ``compute_metrics.py``: one NSD tolerance for every modality
 LITEMEDSAM_NSD_TOLERANCE_MM = 2.0
+#: corner grids larger than this (voxels) are measured tile by tile (:mod:`.surface_tiles`): the whole
+#: grid's transform holds 32 bytes a corner (here up to 128 MiB), a tile's window a bounded few MB. Below it the
+#: whole grid at once: 3.4x faster on a liver-sized pair (92 x 202 x 222 corners, 0.30 s against 1.01 s tiled)
+WHOLE_GRID_MAX_VOXELS = 1 << 22
 
 
 # --------------------------------------------------------------- validation
@@ -134,16 +139,9 @@ def _neighbour_codes(crop: np.ndarray) -> np.ndarray:
 
     Corner ``q`` sees voxels ``q - 1`` and ``q`` on each axis, outside voxels
     being background; the bits are those of ``surface_distance``'s correlation
-    kernel (first corner highest). Built one axis at a time, last axis first,
-    so each step doubles the bits: 3 shifts instead of 8.
+    kernel (first corner highest), built as :func:`~.surface_tiles.corner_codes` does.
     """
-    codes = np.pad(crop.astype(np.uint8), 1)
-    for step, axis in enumerate(reversed(range(crop.ndim))):
-        low = [slice(None)] * crop.ndim
-        high = list(low)
-        low[axis], high[axis] = slice(None, -1), slice(1, None)
-        codes = (codes[tuple(low)] << np.uint8(1 << step)) | codes[tuple(high)]
-    return codes
+    return corner_codes(np.pad(crop.astype(np.uint8), 1))
 
 
 @dataclass(frozen=True)
@@ -226,6 +224,9 @@ def compute_surface_distances(pred: np.ndarray, gt: np.ndarray, spacing: Spacing
     if box is None:
         return SurfaceDistances(empty, empty, empty, empty)
     table = _surfel_area_table(sampling)
+    if int(np.prod([s.stop - s.start + 1 for s in box])) > WHOLE_GRID_MAX_VOXELS:
+        gt_to_pred, pred_to_gt, areas_g, areas_p = tiled_distances(p[box], g[box], sampling, table)
+        return SurfaceDistances(gt_to_pred, pred_to_gt, areas_g, areas_p)
     codes_g, codes_p = _neighbour_codes(g[box]), _neighbour_codes(p[box])
     full = (1 << (1 << p.ndim)) - 1
     border_g = (codes_g != 0) & (codes_g != full)
