@@ -23,10 +23,13 @@ _hooked: set[int] = set()
 
 
 def set_aside(viewer: Any | None) -> None:
-    """Set the objects that exist now aside from the collector's walk, until ``viewer`` (napari's, or None)
-    removes a layer or closes: then every object is given back to the collector, as if never set aside."""
+    """Set the objects that exist now aside from the collector's walk, until ``viewer`` removes a layer or
+    closes: then every object is given back to the collector, as if never set aside. No viewer (None): nothing is
+    set aside (nothing would give it back)."""
+    if viewer is None:
+        return
     gc.freeze()
-    if viewer is None or id(viewer) in _hooked:
+    if id(viewer) in _hooked:
         return
     _hooked.add(id(viewer))
     viewer.layers.events.removing.connect(give_back)

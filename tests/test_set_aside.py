@@ -72,3 +72,9 @@ def test_layers_made_after_are_collected_while_the_rest_is_set_aside(make_napari
     del held
     gc.collect()
     assert gone() is None and gc.get_freeze_count() > 0
+
+
+def test_nothing_is_set_aside_without_a_viewer_to_give_it_back():
+    give_back()
+    set_aside(None)
+    assert gc.get_freeze_count() == 0
