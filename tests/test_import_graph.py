@@ -29,6 +29,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple((name, frozenset(rooms)) 
     ("session", {"session"}),
     ("public API", {"api"}),
     ("cli and napari", {"cli", "_widgets", "_reader", "_writer", "_sample_data", "_layer_style", "_turns", "_meanwhile",
+                        "_set_aside",
                         "__main__"}),
 ))
 FLOOR_OF = {room: index for index, (_name, rooms) in enumerate(FLOORS) for room in rooms}

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, LineEdit, SpinBox, Widget
+from magicgui.widgets import CheckBox, ComboBox, Container, FileEdit, Label, LineEdit, SpinBox, Widget
 
 from napari_medsam_eval.benchmark.config import RunConfig
 from napari_medsam_eval.benchmark.gui_job import NEEDS_CHECKPOINT, checked_request
@@ -124,8 +124,10 @@ class RunSettings(Container):
                                           tooltip=TIPS["format"])
         self.out_dir = FileEdit(label="output", mode="d", nullable=True, value=None, tooltip=TIPS["output"])
         self.inputs: list[Widget] = [getattr(self, name) for name in SETTINGS]
-        saving = Container(widgets=[self.save_predictions, self.prediction_format], layout="horizontal",
-                           labels=False, label="")  # one row: the tick and its format
+        self.prediction_format.native.setAccessibleName("save predictions as")
+        saving = Container(widgets=[self.save_predictions, Label(value="as", tooltip=TIPS["format"]),
+                                    self.prediction_format], layout="horizontal", labels=False, label="")
+        # one row: the tick and its format
         saving.margins = (0, 0, 0, 0)
         self.extend([getattr(self, name) for name in SETTINGS if name not in ("save_predictions", "prediction_format",
                                                                              "out_dir")] + [saving, self.out_dir])
