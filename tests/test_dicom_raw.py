@@ -133,3 +133,25 @@ def test_a_seg_of_one_segment_names_it_in_the_shared_groups_and_reads_back(tmp_p
     read = read_label(path, case)
     kidney = next(t for t in read.info["targets"] if t.name == "kidney")
     assert np.array_equal(kidney.mask(read.array), label == 2)
+
+
+def test_a_damaged_file_is_left_to_pydicom(tmp_path):
+    """Cut before its pixel data, or nested without end, a file is not read by the walk (pydicom says what is
+    wrong)."""
+    from napari_medsam_eval.io.dicom_raw import Unparsed, read_raw
+
+    whole = (DATA / "dcmqi" / "liver.dcm").read_bytes()
+    spec = {(dicom_frames._PER_FRAME,): ("frames", dicom_frames._WANTED)}
+    per_frame = whole.index(b"\x00\x52\x30\x92SQ")  # (5200,9230): cut inside the frames' descriptions
+    for cut in (0, 100, 140, 2000, per_frame + 200):
+        path = tmp_path / f"cut{cut}.dcm"
+        path.write_bytes(whole[:cut])
+        with pytest.raises(Unparsed):
+            read_raw(path, spec)
+    # a sequence nested 5,000 deep, each of undefined length, after a valid file meta group
+    meta_end = 132 + 12 + int.from_bytes(whole[140:144], "little")
+    nest = (b"\x08\x00\x24\x91SQ\x00\x00\xff\xff\xff\xff" + b"\xfe\xff\x00\xe0\xff\xff\xff\xff") * 5000
+    path = tmp_path / "nested.dcm"
+    path.write_bytes(whole[:meta_end] + nest)
+    with pytest.raises(Unparsed):
+        read_raw(path, {(0x00089124,): ("deep", {})})

@@ -44,7 +44,7 @@ def read_raw(path: str | Path, spec: Spec) -> Values:
                 raise Unparsed
             walk = _Walk(buf, {(_TRANSFER_SYNTAX,): "transfer_syntax", **spec})
             walk.top(132, values)
-    except (OSError, ValueError, struct.error, IndexError) as error:
+    except (OSError, ValueError, struct.error, IndexError, RecursionError) as error:  # a damaged or hostile file
         raise Unparsed from error
     return values
 
