@@ -75,6 +75,18 @@ def _spacing_between_slices(path: Path, step: float) -> None:
     dataset.save_as(path)
 
 
+def truth_beside(root: Path, label: np.ndarray) -> Path:
+    """``root`` a DICOM dataset of one case: ``patient1/label.nii.gz`` (the phantom's ``label`` on the series'
+    grid) beside ``patient1/image`` and a dataset.json naming the labels."""
+    truth = sitk.GetImageFromArray(label)
+    truth.SetSpacing(CT_SPACING_XYZ)
+    truth.SetOrigin(CT_ORIGIN_XYZ)
+    sitk.WriteImage(truth, str(root / "patient1" / "label.nii.gz"))
+    (root / "dataset.json").write_text(json.dumps({"labels": {"0": "background", **{
+        str(v): n for v, n in CT_LABEL_NAMES.items()}}}))
+    return root
+
+
 @pytest.fixture(scope="module")
 def phantom(tmp_path_factory):
     """The CT phantom as a DICOM series (read back as a Case) and its label map."""
@@ -266,12 +278,7 @@ def test_run_on_a_dicom_dataset_writes_segs_equal_to_its_nifti_predictions(phant
     case, label = phantom
     root = tmp_path / "dataset"
     shutil.copytree(case.metadata["dicom_series_folder"], root / "patient1" / "image")
-    truth = sitk.GetImageFromArray(label)
-    truth.SetSpacing(CT_SPACING_XYZ)
-    truth.SetOrigin(CT_ORIGIN_XYZ)
-    sitk.WriteImage(truth, str(root / "patient1" / "label.nii.gz"))
-    (root / "dataset.json").write_text(json.dumps({"labels": {"0": "background", **{
-        str(v): n for v, n in CT_LABEL_NAMES.items()}}}))
+    truth_beside(root, label)
     common = [str(root), "--model", "box", "--limit", "1", "--save-predictions", "--no-report", "--quiet",
               "--targets", "liver=1,3", "kidney=2", "lesion=3"]
     assert main(["run", *common, "--out", str(tmp_path / "nifti")]) == 0

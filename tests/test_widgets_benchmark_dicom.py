@@ -3,17 +3,14 @@
 holding the voxels its row scored."""
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pandas as pd
 import pydicom
 import pytest
-import SimpleITK as sitk
 from superqt.utils._qthreading import WorkerBase
 
 from plugin_dock import dock
-from test_dicom_seg_write import CT_LABEL_NAMES, CT_ORIGIN_XYZ, CT_SPACING_XYZ, make_phantom_ct, write_ct_series
+from test_dicom_seg_write import CT_LABEL_NAMES, make_phantom_ct, truth_beside, write_ct_series
 from napari_medsam_eval.benchmark.prediction_files import PREDICTION_FORMATS
 from napari_medsam_eval.io import read_case, read_label
 
@@ -24,13 +21,7 @@ def _dicom_dataset(root):
     """One case: the CT phantom as a DICOM series (``patient1/image``) with its label map beside it."""
     hu, label = make_phantom_ct(np.random.default_rng(0))
     write_ct_series(root / "patient1" / "image", hu)
-    truth = sitk.GetImageFromArray(label)
-    truth.SetSpacing(CT_SPACING_XYZ)
-    truth.SetOrigin(CT_ORIGIN_XYZ)
-    sitk.WriteImage(truth, str(root / "patient1" / "label.nii.gz"))
-    (root / "dataset.json").write_text(json.dumps({"labels": {"0": "background", **{
-        str(v): n for v, n in CT_LABEL_NAMES.items()}}}))
-    return root
+    return truth_beside(root, label)
 
 
 def test_the_dock_saves_dicom_seg_predictions_on_each_cases_series(make_napari_viewer, tmp_path, qtbot):
