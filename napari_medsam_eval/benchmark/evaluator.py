@@ -27,7 +27,7 @@ one ``segment`` call.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Iterable, Iterator
 
 import numpy as np
 
@@ -47,6 +47,8 @@ from ..propagation import PropagationResult, official_result, segment_official, 
 from .cvpr25_case import challenge_case
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
+from .lesion_prompts import LesionPrompts, row_cells
+from .spilled_cells import ListCell
 from ..protocols.corrections import CorrectionsProtocol
 from ..studies.corrections import run_corrections
 from ..studies.sensitivity import Perturbation, perturbed_prompts, sensitivity, volume_segmenter
@@ -146,7 +148,16 @@ class CaseEvaluator:
         return [rows[t.key] for t in targets]
 
     def _prompts(self, case: Case, targets: list[Target]) -> dict[int, list[Prompt]]:
-        """Each target's prompts: one, or one per lesion for a target taken lesion by lesion."""
+        """Each target's prompts: one, or one per lesion for a target taken lesion by lesion (made as they
+        are segmented, :class:`LesionPrompts`, unless the protocol makes its own list or runs them jointly)."""
+        streamed = [t for t in targets if t.lesions] if (type(self.protocol).prompts is PromptProtocol.prompts
+                                                         and self.protocol.name != OFFICIAL_3D_PROTOCOL) else []
+        if streamed:
+            by_key = {t.key: LesionPrompts(self.protocol, case, t) for t in streamed}
+            for target in targets:  # the others one at a time, as the protocol prompts them beside lesions
+                if not target.lesions:
+                    by_key.update(self._prompts(case, [target]))
+            return by_key
         prompts = self.protocol.prompts(case, targets=targets)
         by_target: dict[int, list[Prompt]] = {}
         for prompt in prompts:
@@ -190,6 +201,8 @@ class CaseEvaluator:
         ``progress`` answering False raises :class:`Cancelled` (the row is not made)."""
         if progress is not None and done is None and progress(0, 0) is False:  # (a joint run reported its own)
             raise Cancelled(None, 0, 0)
+        if isinstance(prompts, LesionPrompts):
+            return self._evaluate_lesions(case, image, target, prompts, row, predictions, progress)
         gt = target.mask(case.label)
         prompt = prompts[0]
         row = {**row, "prompt": prompts_to_json(prompts), "prompt_slice": prompt.slice_index,
@@ -226,6 +239,46 @@ class CaseEvaluator:
             raise
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
             return fail_row(row, error)
+        predictions[target.key] = pred
+        return row
+
+    def _evaluate_lesions(self, case: Case, image: np.ndarray, target: Target, prompts: LesionPrompts,
+                          row: dict[str, Any], predictions: dict[int, np.ndarray],
+                          progress: SliceProgress | None = None) -> dict[str, Any]:
+        """A lesion target's row, its lesions prompted, segmented and scored one at a time: the prompts,
+        stops and lesion records go to their cells as they are made (:mod:`.spilled_cells`), so the memory
+        is the case's, not a list of tens of thousands. A failed row keeps the prompts given until it failed."""
+        cells = row_cells(self.config.out_dir, case.case_id, target.key)
+        gt = target.mask(case.label)
+        first = next(iter(prompts))
+        row = {**row, "prompt_slice": first.slice_index, "gt_voxels": int(np.count_nonzero(gt))}
+        if first.is_empty or first.info.get("empty"):  # no lesion: its one empty prompt
+            cells["prompt"].add(first)
+            return empty_gt_row({**row, "prompt": cells["prompt"].text()}, absent_words(target, case.label))
+
+        def given() -> Iterator[Prompt]:
+            for prompt in prompts:
+                cells["prompt"].add(prompt)
+                yield prompt
+        try:
+            with SegmentTimer(self.backend) as timer:
+                result, instances = self._segment_all(case, image, given(), progress, target.instances,
+                                                      stops=lambda stops: [cells["stops"].add(s) for s in stops])
+            row.update(timer.columns())
+            pred = result.mask
+            row.update({**propagation_columns(result.record, case.n_slices()), "stops": cells["stops"].text(),
+                        "prompt": cells["prompt"].text()})
+            row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
+            row["notes"] = json_dumps(result_notes(case.image, pred))
+            row.update(self._lesions(case, target, pred, gt, instances, cells["lesions"]))
+        except Cancelled:
+            for cell in cells.values():
+                cell.discard()
+            raise
+        except Exception as error:  # noqa: BLE001 - one target's failure is its own row
+            cells["stops"].discard()
+            cells["lesions"].discard()
+            return fail_row({**row, "prompt": row.get("prompt") or cells["prompt"].text()}, error)
         predictions[target.key] = pred
         return row
 
@@ -276,36 +329,35 @@ class CaseEvaluator:
                 "sens_dice_min": spread["dice_min"], "sens_dice_median": spread["dice_median"],
                 "sens_dice_max": spread["dice_max"], "sens_spread": spread["dice_spread"]}
 
-    def _segment_all(self, case: Case, image: np.ndarray, prompts: list[Prompt],
-                     progress: SliceProgress | None = None, instances: bool = False
+    def _segment_all(self, case: Case, image: np.ndarray, prompts: Iterable[Prompt],
+                     progress: SliceProgress | None = None, instances: bool = False, stops: Any = None,
                      ) -> tuple[PropagationResult, np.ndarray | None]:
         """The target's prompt segmented, or each lesion's and their masks united (:func:`segment_prompts`),
         one lesion at a time; with ``instances`` also the predicted instance map: each lesion's mask under its
         number (its prompt's ``info["lesion"]``), a later lesion's over an earlier one's where they overlap."""
         if not instances:
-            return segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
+            return segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id, stops=stops,
                                    rules=self.config.propagation, progress=progress), None
-        top = max([int(p.info.get("lesion") or 0) for p in prompts] + [1])
-        numbered = np.zeros(case.spatial_shape, dtype=np.min_scalar_type(top))
+        numbered = np.zeros(case.spatial_shape, dtype=np.uint16 if int(case.label.max()) < 1 << 16 else np.uint32)
 
         def number(prompt: Prompt, mask: np.ndarray) -> None:
             numbered[np.asarray(mask, dtype=bool)] = int(prompt.info.get("lesion") or 0)
-        result = segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id,
+        result = segment_prompts(self.backend, image, case.kind, prompts, case_id=case.case_id, stops=stops,
                                  rules=self.config.propagation, progress=progress, each=number)
         return result, numbered
 
     def _lesions(self, case: Case, target: Target, pred: np.ndarray, gt: np.ndarray,
-                 instances: np.ndarray | None) -> dict[str, Any]:
+                 instances: np.ndarray | None, cell: ListCell | None = None) -> dict[str, Any]:
         """A lesion target's lesion columns (:func:`match_lesions`): connected components, or an instance
         target's instance maps (the truth's values inside its mask; the prediction's numbered map, or for a
         joint run without one, its mask's connected components each an instance)."""
         if not target.instances:
-            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns(as_json=True)
+            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns(True, cell)
         truth, _numbers = lesion_labels(case.label, target)
         if instances is None:
             instances = lesion_labels(pred.astype(np.uint8), Target("prediction", (1,), lesions=True))[0]
         return match_lesions(instances, truth, case.spacing.values, case.kind, self.lesion_rule,
-                             instances=True).columns(as_json=True)
+                             instances=True).columns(True, cell)
 
     def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

@@ -9,6 +9,8 @@ CSV_FILE = "results.csv"
 PARQUET_FILE = "results.parquet"
 #: every lesion of the lesion-by-lesion targets, one row each (written when a run ends, when there is one)
 LESIONS_FILE = "lesions.csv"
+#: the folder of the row cells too long to hold in a row (:mod:`.spilled_cells`), one file a cell
+RECORDS_DIR = "records"
 #: ``medsam-eval explain``'s table (each result with one stage made perfect) and the folder of its masks
 EXPLAIN_FILE = "explain.csv"
 EXPLAIN_FOLDER = "explain"
@@ -19,4 +21,4 @@ LOG_FILE = "run.log"
 #: the lock a run holds on its folder
 LOCK_FILE = ".run.lock"
 
-__all__ = ["CSV_FILE", "EXPLAIN_FILE", "EXPLAIN_FOLDER", "LESIONS_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "ROWS_FILE"]
+__all__ = ["CSV_FILE", "EXPLAIN_FILE", "EXPLAIN_FOLDER", "LESIONS_FILE", "LOCK_FILE", "LOG_FILE", "MANIFEST_FILE", "PARQUET_FILE", "RECORDS_DIR", "ROWS_FILE"]

@@ -13,7 +13,9 @@ from typing import Any, Iterator
 
 import pandas as pd
 
+from ..core.errors import DataError
 from .schema import is_missing
+from .spilled_cells import cell_items, cell_reference, resolve_cell
 
 #: the table's columns: the row's case and target, then the lesion's (``source`` true or predicted)
 LESION_COLUMNS = ("case_id", "task", "label_name", "target_labels", "source", "number", "status", "voxels",
@@ -22,11 +24,18 @@ _INT = ("number", "voxels", "first_slice", "last_slice", "largest_slice")
 _FLOAT = ("volume_ml", "dice", "iou")
 
 
-def row_lesions(row: Any) -> list[dict[str, Any]]:
-    """The lesions of one results row (``[]`` for a target not taken lesion by lesion, or unreadable JSON)."""
+def row_lesions(row: Any, run_dir: Path | None = None) -> list[dict[str, Any]]:
+    """The lesions of one results row (``[]`` for a target not taken lesion by lesion, or unreadable JSON);
+    lesions kept in a file of their own (:mod:`.spilled_cells`) are read from ``run_dir``, and without it
+    are a DataError naming the file (never taken for no lesion)."""
     text = row.get("lesions") if hasattr(row, "get") else None
     if is_missing(text) or not str(text).strip():
         return []
+    if cell_reference(text) is not None:
+        if run_dir is None:
+            raise DataError(f"the row's lesions are in {cell_reference(text)['file']}: read them with its run "
+                            "folder (load_table(run), lesion_table(table, run))")
+        text = resolve_cell(text, Path(run_dir))
     try:
         value = json.loads(text) if isinstance(text, str) else list(text)
     except (TypeError, ValueError):
@@ -60,19 +69,32 @@ def _empty_columns() -> dict[str, list]:
     return {c: [] for c in LESION_COLUMNS}
 
 
+def _row_items(row: Any, run_dir: Path | None) -> Iterator[Any]:
+    """The items of a row's lesions cell one at a time (a list cell of the row, or its file's lines)."""
+    text = row.get("lesions")
+    if is_missing(text) or not isinstance(text, str):  # (a parquet's list: as row_lesions reads it)
+        return iter(row_lesions(row))
+    if cell_reference(text) is None:
+        return _streamed(text)
+    if run_dir is None:
+        return iter(row_lesions(row))  # (the DataError naming the file)
+    return (json.loads(line) for line in cell_items(text, Path(run_dir)))
+
+
 def _scored_rows(table: pd.DataFrame) -> Iterator[Any]:
     if "lesions" in table.columns:
         for _, row in table[table["status"] == "ok"].iterrows():
             yield row
 
 
-def lesion_table(table: pd.DataFrame) -> pd.DataFrame:
+def lesion_table(table: pd.DataFrame, run_dir: Path | None = None) -> pd.DataFrame:
     """One row per lesion of every scored lesion-by-lesion row of ``table`` (true lesions first, then the
     predicted ones, each in their number's order); empty (with the columns) when there is none. Built
-    column by column (no dict a lesion): tens of thousands of lesions a case cost their values only."""
+    column by column (no dict a lesion): tens of thousands of lesions a case cost their values only.
+    ``run_dir``: where a row's lesions kept in a file of their own are read (:func:`row_lesions`)."""
     columns = _empty_columns()
     for row in _scored_rows(table):
-        lesions = row_lesions(row)
+        lesions = row_lesions(row, run_dir)
         if lesions:
             _add_lesions(columns, row, lesions)
         del lesions
@@ -107,26 +129,25 @@ def _streamed(text: str) -> Iterator[Any]:
 
 
 #: lesions converted and written at a time by :func:`write_lesion_table`
-WRITE_CHUNK = 2000
+WRITE_CHUNK = 256
 
 
-def write_lesion_table(table: pd.DataFrame, path: str | Path, chunk: int = WRITE_CHUNK) -> int:
+def write_lesion_table(table: pd.DataFrame, path: str | Path, run_dir: Path | None = None,
+                       chunk: int = WRITE_CHUNK) -> int:
     """:func:`lesion_table` written to the CSV ``path`` (the same text as ``lesion_table(table).to_csv(path,
     index=False)``), ``chunk`` lesions at a time: a row's lesions JSON is read item by item, so the memory is
     the rows' own text and one chunk, not a dict per lesion and the whole table. The count of lesions written.
 
-    A row whose JSON is unreadable gives no lesion (as :func:`row_lesions`): what was written of it is cut off."""
+    A row whose JSON is unreadable gives no lesion (as :func:`row_lesions`): what was written of it is cut off.
+    A row's lesions kept in a file of their own are read from ``run_dir`` line by line."""
     written = 0
     with open(path, "w", encoding="utf-8", newline="") as stream:
         _typed(_empty_columns()).to_csv(stream, index=False)
         for row in _scored_rows(table):
             text = row.get("lesions")
-            if is_missing(text) or not isinstance(text, str):  # (a parquet's list: as row_lesions reads it)
-                items: Iterator[Any] = iter(row_lesions(row))
-            elif not text.strip():
+            if isinstance(text, str) and not text.strip():
                 continue
-            else:
-                items = _streamed(text)
+            items = _row_items(row, run_dir)
             start, count, columns, buffered = stream.tell(), 0, _empty_columns(), []
             try:
                 for item in items:

@@ -33,6 +33,7 @@ from ..evaluation.mask_comparison import binary_target, largest_error_slice
 from .manifest import MANIFEST_FILE, read_manifest
 from ..evaluation.lesions import MISSED
 from .lesion_table import row_lesions
+from .spilled_cells import resolve_cells
 from .schema import row_labels
 
 
@@ -139,6 +140,7 @@ def view_slice(case: Case, prediction: np.ndarray | None, row: dict[str, Any],
 def load_run_case(run_dir: str | Path, row: dict[str, Any]) -> RunCase:
     """Read the case of ``row`` (a row of the run in ``run_dir``), its saved prediction and its prompt."""
     run_dir = Path(run_dir)
+    row = resolve_cells([row], run_dir)[0]  # (its long cells, kept in files of their own, read back)
     if "case_id" not in row:
         raise DataError("the row has no case_id: not a row of a benchmark run", run_dir)
     layout, dataset = run_dataset(run_dir)

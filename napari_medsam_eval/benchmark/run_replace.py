@@ -3,7 +3,7 @@
 A second run into a folder that holds a run is refused unless it resumes (``resume``) or replaces
 (``overwrite``) the earlier one. Replacing removes what a run and its report wrote there: the run's own
 files (:mod:`.files`: rows, tables, manifest, log, ``lesions.csv``, ``explain.csv`` and its masks), its saved
-predictions (``predictions/``), the report ``report RUN`` writes beside them (its pages, table and figures)
+predictions (``predictions/``), the long cells of its rows (``records/``), the report ``report RUN`` writes beside them (its pages, table and figures)
 and every file the folder's ledger (:mod:`napari_medsam_eval.core.ledger`) names as ours with its bytes
 unchanged, then the ledger. A folder that is not a run
 folder of this tool, or that holds anything else (a note, an edited report, a file of another tool), is
@@ -17,14 +17,14 @@ from pathlib import Path
 from ..core.errors import DataError
 from ..core.ledger import LEDGER, is_ours, read_ledger
 from .files import (CSV_FILE, EXPLAIN_FILE, EXPLAIN_FOLDER, LESIONS_FILE, LOCK_FILE, LOG_FILE, MANIFEST_FILE,
-                    PARQUET_FILE, ROWS_FILE)
+                    PARQUET_FILE, RECORDS_DIR, ROWS_FILE)
 from .manifest import check_run_folder
 from .prediction_files import PREDICTIONS_DIR
 
 #: the files a run writes in its folder
 RUN_FILES = (ROWS_FILE, CSV_FILE, PARQUET_FILE, LESIONS_FILE, EXPLAIN_FILE, MANIFEST_FILE, LOG_FILE)
 #: the folders a run writes in its folder (everything inside them is the run's)
-RUN_FOLDERS = (PREDICTIONS_DIR, EXPLAIN_FOLDER)
+RUN_FOLDERS = (PREDICTIONS_DIR, EXPLAIN_FOLDER, RECORDS_DIR)
 #: what ``report RUN`` writes into the run folder itself (report.folder's ``REPORT_FILES``, which lie in a room
 #: above this one: a test holds the two together): its pages and table, and its figures (PNG) in ``figures/``
 REPORT_FILES = ("report.md", "report.html", "task_summary.csv")

@@ -53,6 +53,7 @@ from ..core.checksum import sha256_file
 from ..core.errors import DataError, os_problem
 from .files import CSV_FILE, LESIONS_FILE, MANIFEST_FILE, PARQUET_FILE, ROWS_FILE
 from .schema import INT_COLUMNS, STATUS_FAILED, is_missing, json_dumps, to_dataframe, whole_number
+from .spilled_cells import record_problem, resolve_cells
 from .table_checks import Skipped, check_columns, check_rows, csv_rows
 from ..core.errors import InputError
 from ..core.temp_files import temporary_beside
@@ -246,7 +247,7 @@ def write_tables(run_dir: str | Path, rows: list[dict[str, Any]] | pd.DataFrame)
     handle, temp = temporary_beside(run_dir / LESIONS_FILE)  # streamed, a chunk of lesions at a time
     os.close(handle)
     try:
-        if write_lesion_table(table, temp) or table["lesions_true"].notna().any():
+        if write_lesion_table(table, temp, run_dir) or table["lesions_true"].notna().any():
             os.replace(temp, run_dir / LESIONS_FILE)
     finally:
         Path(temp).unlink(missing_ok=True)
@@ -268,14 +269,16 @@ def prediction_problem(row: dict[str, Any], run_dir: Path) -> str | None:
 
 
 def cases_to_redo(rows: list[dict[str, Any]], run_dir: str | Path, selected: set[str]) -> set[str]:
-    """Cases of ``selected`` that a resume computes again: a failed row, or a saved prediction missing or changed."""
+    """Cases of ``selected`` that a resume computes again: a failed row, or a saved prediction or a row's cell
+    file (:mod:`.spilled_cells`) missing or changed."""
     run_dir = Path(run_dir)
     redo: set[str] = set()
     for row in rows:
         case_id = row["case_id"]
         if case_id not in selected or case_id in redo:
             continue
-        if row.get("status") == STATUS_FAILED or prediction_problem(row, run_dir) is not None:
+        if row.get("status") == STATUS_FAILED or prediction_problem(row, run_dir) is not None \
+                or record_problem(row, run_dir) is not None:
             redo.add(case_id)
     return redo
 
@@ -348,7 +351,8 @@ def read_checked(path: str | Path, lenient: bool = False) -> CheckedTable:
     """The typed table of one results file: ``.jsonl`` (its complete cases, as :func:`read_rows`),
     ``.parquet`` or ``.csv``, each row checked (:func:`.table_checks.check_rows`: a bad row is a
     DataError naming the file and the line, or with ``lenient`` left out and listed), then typed by
-    :func:`table_of_rows`; an unreadable file is a DataError."""
+    :func:`table_of_rows`, a cell kept in a file of its own read back whole (:func:`.spilled_cells.resolve_cells`,
+    from the file's folder); an unreadable file is a DataError."""
     path = Path(path)
     try:
         numbered, where = _numbered_rows(path, lenient)
@@ -359,7 +363,7 @@ def read_checked(path: str | Path, lenient: bool = False) -> CheckedTable:
         raise DataError(f"cannot read the results table ({error.strerror or error})", path) from None
     except Exception as error:  # noqa: BLE001 - pyarrow/pandas/csv raise many types for a corrupt file
         raise DataError(f"cannot read the results table ({type(error).__name__}: {error})", path) from None
-    return CheckedTable(table_of_rows(rows, path), skipped, len(rows) + len(skipped))
+    return CheckedTable(table_of_rows(resolve_cells(rows, path.parent), path), skipped, len(rows) + len(skipped))
 
 
 def read_table(path: str | Path, lenient: bool = False) -> pd.DataFrame:

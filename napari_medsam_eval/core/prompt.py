@@ -246,9 +246,18 @@ def check_prompt_in_image(prompt: Prompt, shape_hw: Sequence[int], n_slices: int
     return dataclasses.replace(prompt, boxes=clipped, info=info)
 
 
+#: between two prompts of a row's ``prompt`` list (``json.dumps``' own)
+PROMPTS_SEPARATOR = ", "
+
+
+def prompt_json(prompt: Prompt) -> str:
+    """One prompt as the JSON a result row's list holds (an item of :func:`prompts_to_json`)."""
+    return json.dumps(prompt.to_dict(), sort_keys=True)
+
+
 def prompts_to_json(prompts: list[Prompt]) -> str:
     """A list of prompts as one JSON string (what a result row records)."""
-    return json.dumps([p.to_dict() for p in prompts], sort_keys=True)
+    return "[" + PROMPTS_SEPARATOR.join(prompt_json(p) for p in prompts) + "]"
 
 
 def prompts_from_json(text: str) -> list[Prompt]:

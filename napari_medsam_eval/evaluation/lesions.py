@@ -115,6 +115,12 @@ class Lesion:
 _LESION_FIELDS = tuple(f.name for f in fields(Lesion))
 
 
+def lesion_json(lesion: Lesion | dict[str, Any]) -> str:
+    """One lesion as a results row's ``lesions`` list holds it (sorted keys, no spaces: the row's JSON)."""
+    return json.dumps(lesion.to_dict() if isinstance(lesion, Lesion) else lesion, sort_keys=True,
+                      separators=(",", ":"))
+
+
 @dataclass
 class LesionResult:
     """Every lesion of both sides and the counts (:meth:`columns` gives a row's lesion columns)."""
@@ -169,14 +175,19 @@ class LesionResult:
             out[size] = float(np.mean([l.status == FOUND for l in of_size])) if of_size else float("nan")
         return out
 
-    def columns(self, as_json: bool = False) -> dict[str, Any]:
+    def columns(self, as_json: bool = False, cell: Any = None) -> dict[str, Any]:
         """A result row's lesion columns (``lesions`` the JSON-ready list of every lesion; with ``as_json`` its
-        JSON text, as a results row stores it, written lesion by lesion without the list of dicts)."""
+        JSON text, as a results row stores it, written lesion by lesion without the list of dicts; with
+        ``cell``, a list cell that is given each lesion's dict and gives the text:
+        :class:`~napari_medsam_eval.benchmark.spilled_cells.ListCell`)."""
         out = {"lesions_true": len(self.true_lesions), "lesions_found": self.found, "lesions_missed": self.missed,
                "lesions_false": self.false_positives, "lesion_f1": self.f1, "lesion_dice": self.mean_dice}
-        if as_json:  # as benchmark.schema.json_dumps writes the list: sorted keys, no spaces
-            out["lesions"] = "[" + ",".join(json.dumps(l.to_dict(), sort_keys=True, separators=(",", ":"))
-                                            for l in self.lesions) + "]"
+        if cell is not None:
+            for lesion in self.lesions:
+                cell.add(lesion.to_dict())
+            out["lesions"] = cell.text()
+        elif as_json:  # as benchmark.schema.json_dumps writes the list: sorted keys, no spaces
+            out["lesions"] = "[" + ",".join(lesion_json(l) for l in self.lesions) + "]"
         else:
             out["lesions"] = [l.to_dict() for l in self.lesions]
         return out
@@ -364,4 +375,4 @@ def _lesion(source: str, number: int, mask: np.ndarray, other: np.ndarray, match
 
 
 __all__ = ["FALSE_POSITIVE", "FOUND", "Lesion", "MATCHED", "LesionResult", "LesionRule", "MATCH_RULES", "MISSED", "SIZES",
-           "components", "instance_numbers", "lesion_boxes", "lesion_labels", "match_lesions"]
+           "components", "instance_numbers", "lesion_boxes", "lesion_json", "lesion_labels", "match_lesions"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Literal
+from typing import Any, Callable, Hashable, Iterable, Literal
 
 import numpy as np
 
@@ -222,22 +222,25 @@ def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: l
     return masks
 
 
-def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, prompts: list[Prompt], *,
+def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, prompts: Iterable[Prompt], *,
                     case_id: Hashable = None, progress: SliceProgress | None = None,
                     each: Callable[[Prompt, np.ndarray], None] | None = None,
+                    stops: Callable[[list[DirectionStop]], None] | None = None,
                     **options: Any) -> PropagationResult:
     """One target's prompts segmented as a benchmark run does: a prompt replayed on one slice
     (``info["operation"] == "slice"``) on that slice, any other propagated; several prompts (a target's
     lesions) each on its own, their results united as they come (:func:`united_result`'s rules: one running
-    mask, so thousands of lesions hold one mask, not one each). ``each(prompt, mask)`` sees every prompt's own
-    mask before it is dropped (an instance target numbers its lesions so). Empty prompts are skipped.
+    mask, so thousands of lesions hold one mask, not one each). ``prompts`` may be made as they are asked
+    for (a generator). ``each(prompt, mask)`` sees every prompt's own mask before it is dropped (an instance
+    target numbers its lesions so); ``stops(stops)`` every prompt's stops, which the united record then
+    leaves out (a run writes them as they come). Empty prompts are skipped.
     ``options`` go to :func:`segment_by_kind` (``rules``, ``z_limits``, ``end_frame``). A cancel raises
     :class:`Cancelled` with the partial mask."""
-    asked = [p for p in prompts if not p.is_empty and not p.info.get("empty")]
-    if not asked:
-        raise InputError("the target has no prompt to segment")
     united: PropagationResult | None = None
-    for prompt in asked:
+    count = 0
+    for prompt in prompts:
+        if prompt.is_empty or prompt.info.get("empty"):
+            continue
         how = "slice" if prompt.info.get("operation") == "slice" else "propagate"
         result = segment_by_kind(backend, image, kind, prompt, case_id=case_id, how=how, progress=progress,
                                  **options)
@@ -245,10 +248,18 @@ def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, 
             raise Cancelled(result.mask if united is None else united.mask | result.mask, result.done, result.total)
         if each is not None:
             each(prompt, result.mask)
-        if united is None:  # several: a copy of the first (its own record) to unite the others into
-            united = result if len(asked) == 1 else united_result([result])
-        else:
-            _unite_into(united, result)
+        if stops is not None:
+            stops(result.record.stops)
+            result.record.stops = []
+        count += 1
+        if united is None:
+            united = result
+            continue
+        if count == 2:  # several: a copy of the first (its own record) to unite the others into
+            united = united_result([united])
+        _unite_into(united, result)
+    if united is None:
+        raise InputError("the target has no prompt to segment")
     return united
 
 

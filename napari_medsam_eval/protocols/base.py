@@ -264,12 +264,28 @@ class PromptProtocol:
             if key not in by_lesion:
                 out.extend(self._prompts(dataclasses.replace(target, labels=[key])))
                 continue
-            for number, lesion in lesion_sources(target, by_lesion[key]):
-                for prompt in self._prompts(lesion):
-                    if not prompt.info.get("empty"):
-                        prompt.info["lesion"] = number
-                    out.append(prompt)
+            out.extend(self._lesion_prompts(target, by_lesion[key]))
         return carry_targets(out, targets, source)
+
+    def lesion_prompts(self, source: Case | np.ndarray, target: Target, kind: str | None = None) -> Iterator[Prompt]:
+        """The prompts of a target taken lesion by lesion, as :meth:`prompts` gives them, made one lesion at a
+        time as they are asked for: tens of thousands of lesions hold one lesion's mask and prompt, not a
+        list of them (a benchmark run streams them: :mod:`napari_medsam_eval.benchmark.spilled_cells`)."""
+        if not target.lesions:
+            raise InputError(f"target {target.text()} is not taken lesion by lesion")
+        target = with_keys([target])[0] if not target.key else target
+        resolved = resolve_source(source, kind, None, [target])
+        if resolved.kind not in self.kinds:
+            raise InputError(f"protocol {self.name!r} is defined for {self.kinds}, not for a {resolved.kind}")
+        for prompt in self._lesion_prompts(resolved, target):
+            yield carry_targets([prompt], [target], source)[0]
+
+    def _lesion_prompts(self, resolved: PromptSource, target: Target) -> Iterator[Prompt]:
+        for number, lesion in lesion_sources(resolved, target):
+            for prompt in self._prompts(lesion):
+                if not prompt.info.get("empty"):
+                    prompt.info["lesion"] = number
+                yield prompt
 
     def _prompts(self, target: PromptSource) -> list[Prompt]:  # pragma: no cover - abstract
         raise NotImplementedError
