@@ -46,7 +46,7 @@ def test_every_shared_dataset_is_covered(shared_data: Path) -> None:
 @pytest.mark.parametrize("name", sorted(INSTANCE_DATASETS))
 def test_instance_dataset_detected_listed_and_its_target_is_every_instance(shared_data: Path, name: str) -> None:
     """Cell Tracking Challenge nuclei: an instance map a case; the target takes its values one by one."""
-    from napari_medsam_eval.evaluation.lesions import instance_numbers
+    from napari_medsam_eval.evaluation.lesion_maps import instance_numbers
 
     layout_name, n_cases, n_instances = INSTANCE_DATASETS[name]
     root = shared_data / name

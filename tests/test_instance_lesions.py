@@ -18,7 +18,8 @@ from napari_medsam_eval.benchmark import run_benchmark
 from napari_medsam_eval.core.errors import OptionError
 from napari_medsam_eval.core.targets import Target, parse_targets
 from napari_medsam_eval.datasets import detect_layout
-from napari_medsam_eval.evaluation.lesions import components, instance_numbers, match_lesions
+from napari_medsam_eval.evaluation.lesion_maps import components, instance_numbers
+from napari_medsam_eval.evaluation.lesions import match_lesions
 from napari_medsam_eval.protocols import build_protocol
 
 CTC = "ctc_nuclei_gowt1"

@@ -98,3 +98,21 @@ def test_surface_distances_tile_by_tile_are_the_whole_grids(monkeypatch, spacing
             assert np.array_equal(getattr(whole, name), getattr(tiled, name))
     assert tiled.surface_dice(2.0) == pytest.approx(whole.surface_dice(2.0), rel=1e-14)
     assert tiled.robust_hausdorff(95.0) == pytest.approx(whole.robust_hausdorff(95.0), rel=1e-14)
+
+
+def test_lesions_given_away_as_scored_count_as_the_lesions_kept():
+    """``match_lesions(each=...)`` (a run's way: each lesion to its row's cell, none kept) reports what the
+    kept list reports: counts, F1, the mean lesion DSC to the last bit, recall by size."""
+    gt = _cubes(300, seed=2)
+    pred = _cubes(300, seed=2, shift=1)
+    pred[:, 100:140, 100:140] = True  # a large false positive over some lesions
+    rule = LesionRule(threshold=0.3)
+    kept = match_lesions(pred, gt, (2.0, 0.8, 0.8), "volume", rule)
+    given: list = []
+    streamed = match_lesions(pred, gt, (2.0, 0.8, 0.8), "volume", rule, each=given.append)
+    assert streamed.lesions == [] and [l.to_dict() for l in given] == [l.to_dict() for l in kept.lesions]
+    assert 0 < kept.found < kept.true_count and kept.false_positives > 0
+    whole, counted = kept.columns(as_json=True), streamed.columns(as_json=True)
+    assert {k: v for k, v in whole.items() if k != "lesions"} == {k: v for k, v in counted.items() if k != "lesions"}
+    assert np.array_equal(list(kept.recall_by_size().values()), list(streamed.recall_by_size().values()),
+                          equal_nan=True)

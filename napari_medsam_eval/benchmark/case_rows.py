@@ -9,7 +9,7 @@ import numpy as np
 from ..core.case import present_label_values
 from ..core.targets import Target, label_targets, parse_targets
 from ..datasets import CaseRef, DatasetLayout, task_name
-from ..evaluation.lesions import lesion_boxes, lesion_labels
+from ..evaluation.lesion_maps import lesion_boxes, lesion_labels
 from ..propagation import PropagationRecord
 from .config import RunConfig
 from .schema import NAN, STATUS_EMPTY_GT, STATUS_FAILED, STATUS_OK, json_dumps

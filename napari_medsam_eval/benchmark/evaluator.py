@@ -35,7 +35,8 @@ from ..core.case import Case
 from ..core.checksum import sha256_file
 from ..core.targets import Target, parse_targets
 from ..datasets import CaseRef, DatasetLayout
-from ..evaluation.lesions import lesion_labels, match_lesions
+from ..evaluation.lesion_maps import lesion_labels
+from ..evaluation.lesions import match_lesions
 from ..core.errors import Cancelled
 from ..io import write_mask
 from .prediction_files import file_names, prediction_files, prediction_suffix, safe_file_stem
@@ -278,7 +279,12 @@ class CaseEvaluator:
         except Exception as error:  # noqa: BLE001 - one target's failure is its own row
             cells["stops"].discard()
             cells["lesions"].discard()
-            return fail_row({**row, "prompt": row.get("prompt") or cells["prompt"].text()}, error)
+            try:
+                given_prompts = row.get("prompt") or cells["prompt"].text()
+            except OSError:  # (its file could not be written either)
+                cells["prompt"].discard()
+                given_prompts = "[]"
+            return fail_row({**row, "prompt": given_prompts}, error)
         predictions[target.key] = pred
         return row
 
@@ -352,12 +358,13 @@ class CaseEvaluator:
         target's instance maps (the truth's values inside its mask; the prediction's numbered map, or for a
         joint run without one, its mask's connected components each an instance)."""
         if not target.instances:
-            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule).columns(True, cell)
+            return match_lesions(pred, gt, case.spacing.values, case.kind, self.lesion_rule,
+                                 each=None if cell is None else cell.add).columns(True, cell)
         truth, _numbers = lesion_labels(case.label, target)
         if instances is None:
             instances = lesion_labels(pred.astype(np.uint8), Target("prediction", (1,), lesions=True))[0]
-        return match_lesions(instances, truth, case.spacing.values, case.kind, self.lesion_rule,
-                             instances=True).columns(True, cell)
+        return match_lesions(instances, truth, case.spacing.values, case.kind, self.lesion_rule, instances=True,
+                             each=None if cell is None else cell.add).columns(True, cell)
 
     def _save(self, case: Case, ref: CaseRef, targets: list[Target], predictions: dict[int, np.ndarray],
               rows: dict[int, dict[str, Any]]) -> None:

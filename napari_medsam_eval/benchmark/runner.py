@@ -134,7 +134,8 @@ def run_benchmark(config: RunConfig | str | Path, *args: Any, progress: CaseProg
 
     ``config`` is a :class:`~.config.RunConfig`, or its fields (``run_benchmark(dataset, out_dir,
     model, protocol, **options)``). Returns the run's table (:mod:`.schema`), also written to
-    ``config.out_dir``. ``progress(done, total, rows)`` is called once before the first case
+    ``config.out_dir``, its rows as written: a list cell too long for a row (a lesion target's) is the
+    reference to its file in ``records/`` (:mod:`.spilled_cells`; ``load_table(out_dir)`` reads it whole). ``progress(done, total, rows)`` is called once before the first case
     (``rows`` empty, ``done`` the cases a resumed folder holds) and after every case; False stops the
     run after the case running. ``steps`` gets a :class:`~.case_progress.CaseStep` after every slice of the
     running case (one worker; False cancels that case); setting ``cancel`` stops the run within a

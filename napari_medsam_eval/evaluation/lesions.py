@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields
-from typing import Any, Sequence
+from array import array
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from scipy import ndimage
 from ..core.errors import InputError
 from ..core.reprs import number_words, one_line
-from ..core.targets import Target
+from .lesion_maps import components, instance_numbers, lesion_labels
 
 #: the matching rules (:class:`LesionRule` ``match``)
 MATCH_RULES = ("iou", "overlap")
@@ -122,27 +123,69 @@ def lesion_json(lesion: Lesion | dict[str, Any]) -> str:
 
 
 @dataclass
+class LesionTally:
+    """The counts of lesions scored and given away (:func:`match_lesions` with ``each``): what a
+    :class:`LesionResult` reports without holding tens of thousands of lesions."""
+
+    true: int = 0
+    found: int = 0
+    missed: int = 0
+    false_positives: int = 0
+    #: each true lesion's DSC, in order (8 bytes a lesion: the mean as ``np.mean`` of the list takes it)
+    true_dice: array = field(default_factory=lambda: array("d"))
+    #: true lesions and found ones by size class
+    sized: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, lesion: Lesion) -> None:
+        if lesion.source == "true":
+            self.true += 1
+            self.found += lesion.status == FOUND
+            self.missed += lesion.status == MISSED
+            self.true_dice.append(float(lesion.dice))
+            counts = self.sized.setdefault(lesion.size, [0, 0])
+            counts[0] += 1
+            counts[1] += lesion.status == FOUND
+        self.false_positives += lesion.status == FALSE_POSITIVE
+
+    @classmethod
+    def of(cls, lesions: list[Lesion]) -> "LesionTally":
+        tally = cls()
+        for lesion in lesions:
+            tally.add(lesion)
+        return tally
+
+
+@dataclass
 class LesionResult:
-    """Every lesion of both sides and the counts (:meth:`columns` gives a row's lesion columns)."""
+    """Every lesion of both sides and the counts (:meth:`columns` gives a row's lesion columns); with a
+    ``tally`` the lesions were given away as they were scored (``lesions`` is empty) and it holds the counts."""
 
     lesions: list[Lesion]
     rule: LesionRule
+    tally: LesionTally | None = None
+
+    def _counts(self) -> LesionTally:
+        return self.tally if self.tally is not None else LesionTally.of(self.lesions)
 
     @property
     def true_lesions(self) -> list[Lesion]:
         return [l for l in self.lesions if l.source == "true"]
 
     @property
+    def true_count(self) -> int:
+        return self._counts().true
+
+    @property
     def found(self) -> int:
-        return sum(l.status == FOUND for l in self.true_lesions)
+        return self._counts().found
 
     @property
     def missed(self) -> int:
-        return sum(l.status == MISSED for l in self.true_lesions)
+        return self._counts().missed
 
     @property
     def false_positives(self) -> int:
-        return sum(l.status == FALSE_POSITIVE for l in self.lesions)
+        return self._counts().false_positives
 
     @property
     def f1(self) -> float:
@@ -151,8 +194,8 @@ class LesionResult:
 
     @property
     def mean_dice(self) -> float:
-        true = self.true_lesions
-        return float(np.mean([l.dice for l in true])) if true else float("nan")
+        dice = self._counts().true_dice
+        return float(np.mean(np.frombuffer(dice, dtype=np.float64))) if len(dice) else float("nan")
 
     def __repr__(self) -> str:
         """One line: the counts, F1, the mean lesion DSC and the rule (``details()``: every lesion)."""
@@ -169,18 +212,15 @@ class LesionResult:
 
     def recall_by_size(self) -> dict[str, float]:
         """Each size class's share of true lesions found (NaN where there is none of that size)."""
-        out = {}
-        for size in SIZES:
-            of_size = [l for l in self.true_lesions if l.size == size]
-            out[size] = float(np.mean([l.status == FOUND for l in of_size])) if of_size else float("nan")
-        return out
+        sized = self._counts().sized
+        return {size: sized[size][1] / sized[size][0] if sized.get(size, [0])[0] else float("nan") for size in SIZES}
 
     def columns(self, as_json: bool = False, cell: Any = None) -> dict[str, Any]:
         """A result row's lesion columns (``lesions`` the JSON-ready list of every lesion; with ``as_json`` its
         JSON text, as a results row stores it, written lesion by lesion without the list of dicts; with
         ``cell``, a list cell that is given each lesion's dict and gives the text:
         :class:`~napari_medsam_eval.benchmark.spilled_cells.ListCell`)."""
-        out = {"lesions_true": len(self.true_lesions), "lesions_found": self.found, "lesions_missed": self.missed,
+        out = {"lesions_true": self.true_count, "lesions_found": self.found, "lesions_missed": self.missed,
                "lesions_false": self.false_positives, "lesion_f1": self.f1, "lesion_dice": self.mean_dice}
         if cell is not None:
             for lesion in self.lesions:
@@ -191,53 +231,6 @@ class LesionResult:
         else:
             out["lesions"] = [l.to_dict() for l in self.lesions]
         return out
-
-
-def components(mask: np.ndarray) -> tuple[np.ndarray, int]:
-    """The connected components of a bool mask with full connectivity, numbered 1..n in scan order."""
-    mask = np.asarray(mask, dtype=bool)
-    structure = np.ones((3,) * mask.ndim, dtype=bool)
-    try:  # 2 bytes a voxel while the count allows (memory bounded by the case, thousands of lesions)
-        labels, count = ndimage.label(mask, structure=structure, output=np.uint16)
-    except RuntimeError:  # more than 65,535 components
-        labels, count = ndimage.label(mask, structure=structure)
-    return labels, int(count)
-
-
-def instance_numbers(labels: np.ndarray) -> list[int]:
-    """The non-zero values an instance map holds, ascending (a map of integers >= 0)."""
-    array = np.asarray(labels)
-    if array.size == 0:
-        return []
-    if array.dtype == bool or not np.issubdtype(array.dtype, np.integer):
-        raise InputError(f"an instance map holds whole numbers (each object its value), got {array.dtype}")
-    if int(array.min()) < 0:
-        raise InputError(f"an instance map holds values >= 0 (0 the background), got {int(array.min())}")
-    top = int(array.max())
-    if top < 1 << 24:  # a count per value: linear, no sort
-        return [int(v) for v in np.flatnonzero(np.bincount(array.ravel(), minlength=top + 1))[1:]]
-    return [int(v) for v in np.unique(array) if v]
-
-
-def lesion_labels(label_map: np.ndarray, target: Target) -> tuple[np.ndarray, list[int]]:
-    """``target``'s lesions in ``label_map`` numbered, and their numbers: connected components 1..n (scan
-    order) of its mask, or, for an instance target, the map's values inside its mask (each its number)."""
-    label_map = np.asarray(label_map)
-    if target.instances:
-        labels = np.where(target.mask(label_map), label_map, 0) if target.labels else label_map
-        return labels, instance_numbers(labels)
-    labels, count = components(target.mask(label_map))
-    return labels, list(range(1, count + 1))
-
-
-def lesion_boxes(labels: np.ndarray, numbers: Sequence[int]):
-    """``(number, box)`` of each lesion of a numbered map, one at a time (``find_objects`` boxes): what lets
-    a caller make one lesion's mask at a time (``labels[box] == number``) instead of one per lesion at once."""
-    boxes = ndimage.find_objects(np.asarray(labels)) if len(numbers) else []
-    for number in numbers:
-        box = boxes[number - 1] if number - 1 < len(boxes) else None
-        if box is not None:
-            yield number, box
 
 
 def _voxel_ml(spacing: Sequence[float], kind: str) -> float | None:
@@ -296,13 +289,16 @@ def _numbered(mask: np.ndarray, instances: bool) -> tuple[np.ndarray, list[int]]
 
 
 def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], kind: str,
-                  rule: LesionRule = LesionRule(), *, instances: bool = False) -> LesionResult:
+                  rule: LesionRule = LesionRule(), *, instances: bool = False,
+                  each: Callable[[Lesion], None] | None = None) -> LesionResult:
     """Every true and predicted lesion of one case, matched by ``rule`` (module doc); ``spacing`` in array
     order (mm; a video's is its frames' and is only used for volumes' sizes).
 
     ``pred`` and ``gt`` are masks (their connected components are the lesions), or with ``instances`` two
     instance maps (each non-zero value one lesion, numbered by its value). Each lesion is scored in its
-    bounding box: memory is the two numbered maps and one lesion's crop, whatever the lesion count."""
+    bounding box: memory is the two numbered maps and one lesion's crop, whatever the lesion count.
+    ``each`` is given every lesion as it is scored, which the result then does not keep (it holds their
+    counts: :class:`LesionTally`), so a run's memory does not grow with its lesions."""
     pred, gt = np.asarray(pred), np.asarray(gt)
     if pred.shape != gt.shape:
         raise InputError(f"prediction shape {pred.shape} != ground truth shape {gt.shape}")
@@ -314,23 +310,34 @@ def match_lesions(pred: np.ndarray, gt: np.ndarray, spacing: Sequence[float], ki
         matches = _iou_matches(overlaps, true_sizes, pred_sizes, rule.threshold)
     else:
         matches = {pair: 0.0 for pair in overlaps}
-    true_of: dict[int, list[int]] = {t: [] for t in true_numbers}
-    pred_of: dict[int, list[int]] = {p: [] for p in pred_numbers}
+    true_of: dict[int, list[int]] = {}  # (matched lesions only)
+    pred_of: dict[int, list[int]] = {}
     for t, p in matches:
-        true_of[t].append(p)
-        pred_of[p].append(t)
+        true_of.setdefault(t, []).append(p)
+        pred_of.setdefault(p, []).append(t)
     voxel_ml = _voxel_ml(spacing, kind)
-    true_boxes, pred_boxes = dict(lesion_boxes(true_labels, true_numbers)), dict(lesion_boxes(pred_labels, pred_numbers))
-    lesions = []
+    true_boxes = ndimage.find_objects(true_labels) if true_numbers else []  # lesion n's box at n - 1
+    pred_boxes = ndimage.find_objects(pred_labels) if pred_numbers else []
+    kept: list[Lesion] = []
+    tally = None if each is None else LesionTally()
+
+    def give(lesion: Lesion) -> None:
+        if tally is None:
+            kept.append(lesion)
+        else:
+            tally.add(lesion)
+            each(lesion)
     for t in true_numbers:
-        box = _union_box([true_boxes[t]] + [pred_boxes[p] for p in true_of[t]])
-        lesions.append(_lesion("true", t, true_labels[box] == t, np.isin(pred_labels[box], true_of[t]), true_of[t],
-                               voxel_ml, kind, rule, box))
+        matched = true_of.get(t, [])
+        box = _union_box([true_boxes[t - 1]] + [pred_boxes[p - 1] for p in matched])
+        give(_lesion("true", t, true_labels[box] == t, np.isin(pred_labels[box], matched), matched,
+                     voxel_ml, kind, rule, box))
     for p in pred_numbers:
-        box = _union_box([pred_boxes[p]] + [true_boxes[t] for t in pred_of[p]])
-        lesions.append(_lesion("predicted", p, pred_labels[box] == p, np.isin(true_labels[box], pred_of[p]),
-                               pred_of[p], voxel_ml, kind, rule, box))
-    return LesionResult(lesions, rule)
+        matched = pred_of.get(p, [])
+        box = _union_box([pred_boxes[p - 1]] + [true_boxes[t - 1] for t in matched])
+        give(_lesion("predicted", p, pred_labels[box] == p, np.isin(true_labels[box], matched), matched,
+                     voxel_ml, kind, rule, box))
+    return LesionResult(kept, rule, tally)
 
 
 def _union_box(boxes: list[tuple[slice, ...]]) -> tuple[slice, ...]:
@@ -374,5 +381,5 @@ def _lesion(source: str, number: int, mask: np.ndarray, other: np.ndarray, match
                   sorted(matched))
 
 
-__all__ = ["FALSE_POSITIVE", "FOUND", "Lesion", "MATCHED", "LesionResult", "LesionRule", "MATCH_RULES", "MISSED", "SIZES",
-           "components", "instance_numbers", "lesion_boxes", "lesion_json", "lesion_labels", "match_lesions"]
+__all__ = ["FALSE_POSITIVE", "FOUND", "Lesion", "MATCHED", "LesionResult", "LesionTally", "LesionRule", "MATCH_RULES", "MISSED", "SIZES",
+           "lesion_json", "match_lesions"]

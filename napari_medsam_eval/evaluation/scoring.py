@@ -77,12 +77,12 @@ def result_notes(image: np.ndarray, prediction: np.ndarray) -> list[str]:
 
 def lesion_overlap(truth: np.ndarray, prediction: np.ndarray, number: int) -> tuple[float, float]:
     """DSC and IoU of true lesion ``number`` (the ``number``-th connected component of the bool mask ``truth``,
-    scan order, as :func:`~.lesions.components` numbers them; or, when ``truth`` is an instance map, its value
+    scan order, as :func:`~.lesion_maps.components` numbers them; or, when ``truth`` is an instance map, its value
     ``number``) with the predicted lesion (a component of ``prediction``) that overlaps it most by IoU;
     ``(0.0, 0.0)`` when no predicted voxel lies on it. What a matching rule saw of a lesion it counted missed."""
     from scipy import ndimage
 
-    from .lesions import components
+    from .lesion_maps import components
 
     truth = np.asarray(truth)
     lesions = components(truth.astype(bool))[0] if truth.dtype == bool else truth

@@ -30,7 +30,7 @@ import numpy as np
 from ..core.case import KINDS, SPATIAL_AXES, Case, present_label_values
 from ..core.prompt import Prompt
 from ..core.targets import Target, with_keys
-from ..evaluation.lesions import lesion_boxes, lesion_labels
+from ..evaluation.lesion_maps import lesion_boxes, lesion_labels
 from ..core.errors import InputError, InputTypeError
 
 
@@ -151,7 +151,7 @@ def check_labels_held(source: Case | np.ndarray, target_labels: Any) -> None:
 
 def lesion_sources(source: PromptSource, target: Target) -> Iterator[tuple[int, PromptSource]]:
     """``(number, source)`` for each lesion of ``target`` in ``source`` (its mask's connected components in
-    scan order, or an instance target's values: :func:`~napari_medsam_eval.evaluation.lesions.lesion_labels`),
+    scan order, or an instance target's values: :func:`~napari_medsam_eval.evaluation.lesion_maps.lesion_labels`),
     each source holding that lesion alone under the target's key; ``(0, an empty source)`` when the target has
     no lesion here (its empty prompt). One at a time: a lesion's mask is made when its turn comes and dropped
     after, so thousands of lesions cost one mask, not one each."""

@@ -36,7 +36,7 @@ from ..core.progress import SliceProgress
 from ..core.prompt import Prompt
 from ..core.targets import Target, with_keys
 from ..evaluation.error_parts import ErrorParts, error_parts
-from ..evaluation.lesions import components
+from ..evaluation.lesion_maps import components
 from ..evaluation.metrics import compute_dice
 from ..models.base import SegmentationBackend
 from ..propagation.rules import resolve_rules
