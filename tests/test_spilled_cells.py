@@ -153,3 +153,35 @@ def test_a_runs_memory_does_not_grow_with_its_lesion_count(tmp_path):
     run_benchmark(cubes_case(tmp_path / "warm", 5), tmp_path / "warm_run", "box", targets=LESION)
     few, many = _run_peak(tmp_path, 150), _run_peak(tmp_path, 2000)
     assert many - few < 1850 * 3 * 1024, f"{(many - few) / 1850:.0f} bytes a lesion more"
+
+
+def test_the_official_loop_gives_its_masks_one_at_a_time(monkeypatch):
+    """``litemedsam-3dbox`` on a lesion target runs every lesion's box in one official loop: its masks come one
+    at a time from the loop's label map (they were a list, a full-size mask a box), and the run unites them."""
+    from collections.abc import Iterator
+
+    from napari_medsam_eval.core.prompt import Prompt
+    from napari_medsam_eval.propagation import segment
+
+    count, shape = 40, (8, 256, 256)
+    label = np.zeros(shape, dtype=np.uint8)
+    for value in range(1, count + 1):
+        label[2:5, 6 * value:6 * value + 4, 10:14] = value
+    monkeypatch.setattr(segment, "propagate_official_litemedsam", lambda _backend, _image, boxes, **_: label)
+    prompts = [Prompt(target_label=1, slice_index=3, boxes=[(10.0, 6.0 * v, 13.0, 6.0 * v + 3)],
+                      info={"box_3d": [10, 6 * v, 2, 13, 6 * v + 3, 5]}) for v in range(1, count + 1)]
+    masks = segment.segment_official(None, np.zeros(shape, dtype=np.uint8), prompts)
+    assert isinstance(masks, Iterator)
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        union = next(masks)
+        for mask in masks:
+            assert np.count_nonzero(mask) == 3 * 4 * 4  # (its box: compared whole below, no temporary here)
+            union |= mask
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(union, label > 0)
+    # the union, a mask and the next as it is made (a list held 40)
+    assert peak < 5 * union.nbytes, f"{peak / union.nbytes:.1f} masks held at once"

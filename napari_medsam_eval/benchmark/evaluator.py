@@ -48,7 +48,7 @@ from ..propagation import PropagationResult, official_result, segment_official, 
 from .cvpr25_case import challenge_case
 from ..evaluation.interaction_effort import noc_columns
 from ..protocols import PromptProtocol
-from .lesion_prompts import LesionPrompts, row_cells
+from .lesion_prompts import LesionPrompts, filled, row_cells
 from .spilled_cells import ListCell
 from ..protocols.corrections import CorrectionsProtocol
 from ..studies.corrections import run_corrections
@@ -183,14 +183,16 @@ class CaseEvaluator:
                  if not p.is_empty and not p.info.get("empty") and "box_3d" in p.info]
         if not joint:
             return {}
+        union: dict[int, np.ndarray] = {}  # each target's (its lesions') masks united as they come
         with SegmentTimer(self.backend) as timer:
-            masks = segment_official(self.backend, image, [p for _key, p in joint], case_id=case.case_id,
-                                     progress=progress)
+            for (key, _prompt), mask in zip(joint, segment_official(self.backend, image, [p for _key, p in joint],
+                                                                    case_id=case.case_id, progress=progress)):
+                if key in union:
+                    union[key] |= mask
+                else:
+                    union[key] = mask
         keys = list(dict.fromkeys(key for key, _p in joint))
         shared = {name: value / len(keys) for name, value in timer.columns().items()}
-        union: dict[int, np.ndarray] = {}
-        for (key, _prompt), mask in zip(joint, masks):
-            union[key] = mask if key not in union else union[key] | mask
         first = {key: next(p for k, p in joint if k == key) for key in keys}
         return {key: (official_result(union[key], first[key]), shared) for key in keys}
 
@@ -206,7 +208,9 @@ class CaseEvaluator:
             return self._evaluate_lesions(case, image, target, prompts, row, predictions, progress)
         gt = target.mask(case.label)
         prompt = prompts[0]
-        row = {**row, "prompt": prompts_to_json(prompts), "prompt_slice": prompt.slice_index,
+        cells = row_cells(self.config.out_dir, case.case_id, target.key) if target.lesions else None
+        row = {**row, "prompt": prompts_to_json(prompts) if cells is None else filled(cells["prompt"], prompts),
+               "prompt_slice": prompt.slice_index,
                "gt_voxels": int(np.count_nonzero(gt))}
         if prompt.info.get("no_prompt"):  # a replayed log without this target's prompt (protocols.replay)
             return fail_row(row, str(prompt.info["no_prompt"]))
@@ -229,10 +233,12 @@ class CaseEvaluator:
                 row.update(times)
             pred = result.mask
             row.update(propagation_columns(result.record, case.n_slices()))
+            if cells is not None:  # (a lesion target of a joint run, or of a protocol making its own list)
+                row["stops"] = filled(cells["stops"], result.record.stops)
             row.update(score_target(pred, gt, case, self.config.tolerance_mm, row["prompt_slice"]))
             row["notes"] = json_dumps(result_notes(case.image, pred))
             if target.lesions:
-                lesions = self._lesions(case, target, pred, gt, instances)
+                lesions = self._lesions(case, target, pred, gt, instances, cells and cells["lesions"])
                 row.update(lesions)  # the lesions' JSON written lesion by lesion
             if self.protocol.sensitivity:
                 row.update(self._sensitivity(case, image, prompt, gt, progress))

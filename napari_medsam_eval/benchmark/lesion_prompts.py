@@ -8,7 +8,7 @@ and lesion record to its row's cell (:func:`row_cells`, :mod:`.spilled_cells`) a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from ..core.case import Case
 from ..core.prompt import PROMPTS_SEPARATOR, Prompt, prompt_json
@@ -42,4 +42,11 @@ def row_cells(run_dir: Path | None, case_id: str, key: int) -> dict[str, ListCel
     }
 
 
-__all__ = ["LesionPrompts", "row_cells"]
+def filled(cell: ListCell, items: Iterable[Any]) -> str:
+    """``cell`` given every item, and its text (a lesion target's prompts given as a list: a joint run's)."""
+    for item in items:
+        cell.add(item)
+    return cell.text()
+
+
+__all__ = ["LesionPrompts", "filled", "row_cells"]

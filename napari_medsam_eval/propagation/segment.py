@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Iterable, Literal
+from typing import Any, Callable, Hashable, Iterable, Iterator, Literal
 
 import numpy as np
 
@@ -200,26 +200,26 @@ def _dispatch(backend: SegmentationBackend, image: np.ndarray, kind: str, prompt
 
 
 def segment_official(backend: SegmentationBackend, image: np.ndarray, prompts: list[Prompt], *,
-                     case_id: Hashable = None, progress: SliceProgress | None = None) -> list[np.ndarray]:
-    """One bool mask per prompt from the official LiteMedSAM loop on the prompts' ``info["box_3d"]``.
+                     case_id: Hashable = None, progress: SliceProgress | None = None) -> Iterator[np.ndarray]:
+    """One bool mask per prompt from the official LiteMedSAM loop on the prompts' ``info["box_3d"]``, in
+    the prompts' order, each made when it is asked for (a case of thousands of boxes holds the loop's label
+    map and one mask, not a mask a box).
 
     The boxes run together, in the order given, as the official script runs a case's boxes: box
     ``i`` is written as ``i + 1`` into one label map, which the script resizes with INTER_AREA
     before re-boxing the next slice, so a later box's masks depend on that value and differ from
     the same box run alone; a later box overwrites an earlier one. A box on one slice (which the
-    script refuses: it asserts ``z_min < z_max``) is segmented on its slice.
+    script refuses: it asserts ``z_min < z_max``) is segmented on its slice, after the loop.
     """
-    masks: list[np.ndarray | None] = [None] * len(prompts)
     several = [i for i, prompt in enumerate(prompts) if not _one_slice_box(prompt)]
-    if several:
-        segs = propagate_official_litemedsam(backend, image, [prompts[i].info["box_3d"] for i in several],
-                                             progress=progress, case_id=case_id)
-        for value, i in enumerate(several, start=1):
-            masks[i] = segs == value
+    segs = propagate_official_litemedsam(backend, image, [prompts[i].info["box_3d"] for i in several],
+                                         progress=progress, case_id=case_id) if several else None
+    value_of = {i: value for value, i in enumerate(several, start=1)}
     for i, prompt in enumerate(prompts):
-        if masks[i] is None:
-            masks[i] = _segment_one_slice(backend, image, prompt, lambda _done, _total: None, case_id)
-    return masks
+        if i in value_of:
+            yield segs == value_of[i]
+        else:
+            yield _segment_one_slice(backend, image, prompt, lambda _done, _total: None, case_id)
 
 
 def segment_prompts(backend: SegmentationBackend, image: np.ndarray, kind: str, prompts: Iterable[Prompt], *,
